@@ -1,0 +1,156 @@
+"""The library entry point: ``parse(paths) -> ParsedLog``."""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import pandas as pd
+
+from .errors import EaglelogError, InputError, NoRecordsError
+from .parsers import ENGINES, choose_engine
+from .parsers.scan import Diagnostic, Scanner
+from .schema import TABLES
+from .sources import CHUNK_SIZE, iter_chunks, open_source
+from .tables import build_frame
+
+
+@dataclass
+class SourceInfo:
+    """What was read from one input."""
+
+    name: str
+    engine: str | None = None
+    compression: str | None = None
+    size: int | None = None      # bytes on disk
+    bytes: int = 0               # decompressed bytes read
+    lines: int = 0
+    skipped: int = 0             # non-blank lines that carry no record
+    first_skipped: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    error: str | None = None     # set when the input failed (with keep_going)
+
+
+@dataclass
+class ParsedLog:
+    """Every table of every input, plus what was reported while reading them.
+
+    Attributes ``prof``, ``prof_phases``, ``decode``, ``prefill``, ``server_args`` and
+    ``requests`` are pandas DataFrames with the columns of ``eaglelog.schema``; rows of all inputs
+    are concatenated and told apart by the ``source`` column.
+    """
+
+    tables: dict[str, pd.DataFrame]
+    sources: list[SourceInfo]
+    diagnostics: list[Diagnostic]
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(name)
+
+    def table(self, name: str) -> pd.DataFrame:
+        return self.tables[name]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def config(self, source: str | None = None) -> dict:
+        """The last server_args line of ``source`` (default: the first input) as a dict."""
+        sa = self.tables["server_args"]
+        if sa.empty:
+            return {}
+        src = source if source is not None else self.sources[0].name
+        rows = sa[sa["source"] == src]
+        if rows.empty:
+            return {}
+        row = rows.iloc[-1]
+        fixed = set(TABLES["server_args"].names)
+        return {k: (None if pd.isna(v) else v) if not isinstance(v, (list, dict)) else v
+                for k, v in row.items() if k not in fixed}
+
+
+def _families() -> str:
+    return "; ".join(f"{e.name} ({e.description})" for e in ENGINES.values())
+
+
+def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
+              info: SourceInfo, diags: list[Diagnostic]) -> Scanner | None:
+    with open_source(spec) as src:
+        info.compression, info.size = src.compression, src.size
+        scanner: Scanner | None = None
+        try:
+            for chunk in iter_chunks(src, chunk_size):
+                if scanner is None:
+                    nul = chunk.find(b"\x00", 0, 65536)
+                    if nul >= 0:
+                        line = chunk.count(b"\n", 0, nul) + 1
+                        raise InputError(f"{spec}:{line}: binary data (NUL byte at offset {nul}), "
+                                         "not a text log")
+                    eng = choose_engine(engine, chunk[:1 << 20])
+                    info.engine = eng.name
+                    scanner = eng.scanner(spec, base_date)
+                scanner.feed(chunk)
+        except InputError as e:
+            if scanner is None or not keep_going:
+                raise
+            scanner.diag(None, "input_error", str(e).split(": ", 1)[-1] +
+                         "; records before it are kept", "error")
+            info.error = str(e)
+        if scanner is None:
+            raise InputError(f"{spec}: empty file" if spec != "-" else "-: empty input")
+        scanner.finish(src.mtime)
+    st = scanner.stats
+    info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
+                                                                 st.first_skipped)
+    info.counts = {t: len(r) for t, r in scanner.rows.items()}
+    if not any(info.counts.values()):
+        raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} lines; "
+                             f"families tried: {_families()}")
+    diags.extend(scanner.diags)
+    return scanner
+
+
+def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
+          keep_going: bool = False, base_date: _dt.date | str | None = None,
+          chunk_size: int = CHUNK_SIZE) -> ParsedLog:
+    """Parse one or many logs (paths, '-' for stdin; .gz/.xz/.bz2/.zst transparently).
+
+    engine:     'auto' (sniff) or a name from ``eaglelog.parsers.ENGINES``.
+    keep_going: an input that fails (missing, corrupt, no records) becomes an error diagnostic
+                instead of an exception; the records read before a corruption are kept.
+    base_date:  the date of the first line for logs whose prefixes carry only a time of day.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    specs = [os.fspath(p) for p in paths]
+    if not specs:
+        raise EaglelogError("no input given")
+    if engine != "auto" and engine not in ENGINES:
+        raise EaglelogError(f"unknown engine {engine!r}; known: auto, {', '.join(ENGINES)}")
+    if isinstance(base_date, str):
+        base_date = _dt.date.fromisoformat(base_date)
+    rows: dict[str, list[dict]] = {t: [] for t in TABLES}
+    infos: list[SourceInfo] = []
+    diags: list[Diagnostic] = []
+    for spec in specs:
+        info = SourceInfo(spec)
+        infos.append(info)
+        try:
+            scanner = _scan_one(spec, engine, base_date, chunk_size, keep_going, info, diags)
+        except EaglelogError as e:
+            if not keep_going:
+                raise
+            info.error = str(e)
+            diags.append(Diagnostic(spec, None, "input_error", str(e).split(": ", 1)[-1],
+                                    "error"))
+            continue
+        for t, r in scanner.rows.items():
+            rows[t].extend(r)
+    if all(i.error and not any(i.counts.values()) for i in infos):
+        raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
+    tables = {name: build_frame(TABLES[name], rows[name]) for name in TABLES}
+    return ParsedLog(tables, infos, diags)

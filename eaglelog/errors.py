@@ -1,0 +1,25 @@
+"""Errors meant for users: one line, naming the input (and line) and, where there is one, the fix.
+
+The CLI maps every EaglelogError to ``eaglelog: error: <message>`` and exit code 1 in one place;
+``-v`` shows the traceback.
+"""
+
+
+class EaglelogError(Exception):
+    """Base class: an expected failure with a message written for the user."""
+
+    exit_code = 1
+
+
+class InputError(EaglelogError):
+    """An input cannot be read: missing, a directory, empty, binary, corrupt compressed data."""
+
+
+class NoRecordsError(EaglelogError):
+    """An input was read but carries no record of any known log family."""
+
+
+class GateFailed(EaglelogError):
+    """A check the user asked for (--check, --fail-on-regression) failed: exit code 3."""
+
+    exit_code = 3

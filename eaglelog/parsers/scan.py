@@ -1,0 +1,314 @@
+"""Turn one input's byte chunks into records: the hot loop.
+
+Only lines that contain a family marker are decoded and parsed: a compiled alternation finds the
+next marker in the chunk, the line around it is cut out, and its parser is called.  After an
+EAGLE3_PROF header the scanner walks line by line until every open block is closed, because block
+lines carry no marker.  Line numbers come from counting newlines between hits (memchr speed).
+Lines that carry no record are counted, never parsed.
+
+``Scanner`` holds the state that crosses chunk boundaries (open blocks, the running day for
+time-only prefixes, counters), so chunks can be fed one by one as they are read.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+
+from . import eagle3_prof, sglang
+from .prefix import read_prefix, split_bracketed, strip_ansi
+
+MARKERS = re.compile(
+    rb"(?P<prof>EAGLE3_PROF)|(?P<decode>Decode batch)|(?P<prefill>Prefil)|"
+    rb"(?P<server_args>server_args=)|(?P<finish>Finish: obj=)|(?P<req_json>\"request\.finished\")|"
+    rb"(?P<legacy_prefill>new fill batch\. )|(?P<legacy_decode>#running-req: )")
+
+LINE_PARSERS = {
+    "decode": ("decode", sglang.parse_decode_line),
+    "legacy_decode": ("decode", sglang.parse_decode_line),
+    "prefill": ("prefill", sglang.parse_prefill_line),
+    "legacy_prefill": ("prefill", sglang.parse_prefill_line),
+    "server_args": ("server_args", sglang.parse_server_args_line),
+    "finish": ("requests", sglang.parse_finish_line),
+    "req_json": ("requests", sglang.parse_request_json_line),
+}
+DOCKER_SPLIT = 16000  # docker's json-file driver splits lines longer than 16 KiB
+
+
+@dataclass
+class Diagnostic:
+    source: str
+    line_no: int | None
+    kind: str      # malformed | truncated | incomplete_block | identity | block_line | input_error
+    message: str
+    severity: str = "warning"  # or "error"
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line_no}" if self.line_no else self.source
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ScanStats:
+    lines: int = 0
+    blank: int = 0
+    consumed: int = 0
+    first_skipped: int | None = None
+    bytes: int = 0
+
+    @property
+    def skipped(self) -> int:
+        return max(self.lines - self.blank - self.consumed, 0)
+
+
+class Scanner:
+    def __init__(self, source: str, base_date: _dt.date | None = None) -> None:
+        self.source = source
+        self.base_date = base_date
+        self.rows: dict[str, list[dict]] = {t: [] for t in
+                                            ("prof", "prof_phases", "decode", "prefill",
+                                             "server_args", "requests")}
+        self.diags: list[Diagnostic] = []
+        self.stats = ScanStats()
+        self.blocks = eagle3_prof.BlockAssembler()
+        self._line = 0            # number of lines before the current chunk
+        self._next_expected = 1   # first line not yet accounted for (consumed or skipped)
+        self._acct_pos = 0        # byte offset of that line in the current chunk
+        self._day_offset = 0
+        self._last_tod: float | None = None
+        self.time_only = False    # some prefix had a time but no date
+
+    # ------------------------------------------------------------------ helpers
+    def diag(self, line_no, kind, message, severity="warning") -> None:
+        self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
+
+    def _account(self, chunk: bytes, ls: int, line_no: int, end: int) -> None:
+        """The line(s) at bytes [ls, end) ending at ``line_no`` were consumed; the lines between
+        the previous consumed line and ls were skipped (note the first non-blank one)."""
+        if self.stats.first_skipped is None and ls > self._acct_pos:
+            self._first_skipped_in(chunk, self._acct_pos, ls)
+        self._next_expected = line_no + 1
+        self._acct_pos = end + 1
+
+    def _first_skipped_in(self, chunk: bytes, a: int, b: int) -> None:
+        ln = self._next_expected
+        for raw in chunk[a:b].split(b"\n"):
+            if raw.strip():
+                self.stats.first_skipped = ln
+                return
+            ln += 1
+
+    def _stamp(self, rec: dict) -> None:
+        """Replace the _date/_time parts by an ISO timestamp text (dates completed)."""
+        d, t = rec.pop("_date", None), rec.pop("_time", None)
+        if t is None:
+            rec["timestamp"] = None
+            return
+        if d is None:
+            # time-only prefix (v0.2.14 – v0.3.3): count midnights; the date is fixed in finish()
+            tod = int(t[0:2]) * 3600 + int(t[3:5]) * 60 + int(t[6:8])
+            if self._last_tod is not None and tod < self._last_tod - 12 * 3600:
+                self._day_offset += 1
+            self._last_tod = tod
+            rec["_day"] = self._day_offset
+            self.time_only = True
+        rec["timestamp"] = f"{d} {t}" if d else t
+
+    def _emit(self, table: str, line_no: int, rec: dict) -> None:
+        self._stamp(rec)
+        rec["line_no"] = line_no
+        rec["source"] = self.source
+        self.rows[table].append(rec)
+
+    def _close_blocks(self) -> None:
+        for b in self.blocks.done:
+            rec = b.record()
+            self._emit("prof", b.line_no, rec)
+            for ph in b.phase_records():
+                ph["source"] = self.source
+                self.rows["prof_phases"].append(ph)
+            if not b.complete:
+                missing = [n for n, v in (("TOTAL", b.total), ("Accept len", b.accept),
+                                          ("Eff tok/s", b.eff)) if v is None]
+                self.diag(b.line_no, "incomplete_block",
+                          f"EAGLE3_PROF block cut short at line {b.end_line} "
+                          f"(no {', '.join(missing)} line); kept with complete=False")
+            else:
+                for p in b.identity_problems():
+                    self.diag(b.line_no, "identity", f"EAGLE3_PROF block breaks an identity: {p}")
+        self.blocks.done.clear()
+
+    # ------------------------------------------------------------------ dispatch
+    def _dispatch(self, kind: str, line: str, line_no: int, unterminated: bool) -> bool:
+        """Parse one marker line; returns True when the line was accounted for (record or
+        report)."""
+        if "\r" in line:
+            parts = [p for p in line.split("\r") if p.strip()]
+            if len(parts) > 1:
+                return any([self._dispatch_one(kind_of(p), p, line_no, unterminated)
+                            for p in parts if kind_of(p)])
+            line = parts[0] if parts else ""
+        return self._dispatch_one(kind, line, line_no, unterminated)
+
+    def _dispatch_one(self, kind: str, line: str, line_no: int, unterminated: bool) -> bool:
+        line = strip_ansi(line)
+        if kind == "prof":
+            idx = line.find("EAGLE3_PROF")
+            header = eagle3_prof.parse_header(line[idx:])
+            if header is None:
+                self.diag(line_no, "malformed", "EAGLE3_PROF header not understood: "
+                          + line[idx:idx + 80].strip())
+                return True
+            if unterminated:
+                self.diag(line_no, "truncated", "last line has no newline (cut short?); "
+                          "EAGLE3_PROF block not parsed")
+                return True
+            self.blocks.start(line_no, read_prefix(line[:idx]), header)
+            return True
+        table, fn = LINE_PARSERS[kind]
+        res = fn(line)
+        if res.record is None:
+            if res.problems:
+                self.diag(line_no, "malformed", f"{table} line not parsed: {res.problems[0]}")
+                return True
+            return False
+        if unterminated:
+            self.diag(line_no, "truncated", f"last line has no newline (cut short?); "
+                      f"{table} record not parsed")
+            return True
+        for p in res.problems:
+            self.diag(line_no, "malformed", f"{table} line: {p}")
+        if table == "requests":
+            for p in sglang.check_request_identities(res.record):
+                self.diag(line_no, "identity", f"request breaks an identity: {p}")
+        self._emit(table, line_no, res.record)
+        return True
+
+    # ------------------------------------------------------------------ the loop
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        """Scan one chunk (it ends after a newline unless it is the last one)."""
+        n = len(chunk)
+        nl = chunk.count(b"\n")
+        unterminated_tail = n > 0 and not chunk.endswith(b"\n")
+        self.stats.lines += nl + (1 if unterminated_tail else 0)
+        self.stats.bytes += n
+        self.stats.blank += chunk.count(b"\n\n") + chunk.count(b"\n\r\n") + \
+            (1 if chunk[:1] == b"\n" else 0)
+        self._acct_pos = 0
+        self._next_expected = self._line + 1
+        pos = 0
+        counted_to = 0
+        line_no = self._line + 1  # line number of the line starting at counted_to
+        search = MARKERS.search
+        while pos < n:
+            if self.blocks.open:
+                # walk line by line until every open block is closed
+                le = chunk.find(b"\n", pos)
+                end = n if le < 0 else le
+                line_no += chunk.count(b"\n", counted_to, pos)
+                counted_to = pos
+                self._block_line(chunk, pos, end, line_no, le < 0 and final)
+                pos = end + 1
+                continue
+            m = search(chunk, pos)
+            if m is None:
+                break
+            ls = chunk.rfind(b"\n", 0, m.start()) + 1
+            le = chunk.find(b"\n", m.end())
+            end = n if le < 0 else le
+            line_no += chunk.count(b"\n", counted_to, ls)
+            counted_to = ls
+            line = chunk[ls:end].decode("utf-8", "replace")
+            if m.lastgroup == "server_args" and len(line) >= DOCKER_SPLIT:
+                end, line = self._rejoin(chunk, end, line)
+            if self._dispatch(m.lastgroup, line, line_no, le < 0 and final):
+                extra = chunk.count(b"\n", ls, end)  # lines rejoined to this one
+                self._account(chunk, ls, line_no + extra, end)
+                self.stats.consumed += 1 + extra
+                if extra:
+                    line_no += extra
+                    counted_to = chunk.rfind(b"\n", 0, end) + 1
+            pos = end + 1
+        if self.stats.first_skipped is None and self._acct_pos < n:
+            self._first_skipped_in(chunk, self._acct_pos, n)
+        self._line += nl
+
+    def _block_line(self, chunk: bytes, pos: int, end: int, line_no: int,
+                    unterminated: bool) -> None:
+        raw = chunk[pos:end]
+        line = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
+        if not line.strip():
+            self.blocks.blank()
+            self._close_blocks()
+            return
+        if unterminated:
+            self.diag(line_no, "truncated", "last line has no newline (cut short?); not parsed")
+            self._account(chunk, pos, line_no, end)
+            self.stats.consumed += 1
+            return
+        m = MARKERS.search(raw)
+        if m is None or m.lastgroup != "prof":
+            prefix, body = split_bracketed(line.rsplit("\r", 1)[-1])
+            verdict = self.blocks.feed(line_no, prefix, body)
+            if verdict != "other":
+                if verdict == "unknown":
+                    self.diag(line_no, "block_line", "line inside an EAGLE3_PROF block not "
+                              "understood: " + body.strip()[:80])
+                self._account(chunk, pos, line_no, end)
+                self.stats.consumed += 1
+                return
+        self._close_blocks()
+        if m is not None and self._dispatch(m.lastgroup, line, line_no, unterminated):
+            self._account(chunk, pos, line_no, end)
+            self.stats.consumed += 1
+        self._close_blocks()
+
+    def _rejoin(self, chunk: bytes, end: int, line: str) -> tuple[int, str]:
+        """A server_args line split by docker at 16 KiB: append following lines until the repr
+        parses (at most 64 pieces)."""
+        if sglang.parse_server_args(line[line.find("server_args="):])[1]:
+            return end, line
+        e, text = end, line
+        for _ in range(64):
+            if e >= len(chunk) - 1:
+                break
+            ne = chunk.find(b"\n", e + 1)
+            ne = len(chunk) if ne < 0 else ne
+            text += chunk[e + 1:ne].decode("utf-8", "replace")
+            e = ne
+            if sglang.parse_server_args(text[text.find("server_args="):])[1]:
+                return e, text
+        return end, line
+
+    def finish(self, mtime: float | None = None) -> None:
+        self.blocks.finish()
+        self._close_blocks()
+        if self.time_only:
+            self._complete_dates(mtime)
+        for rows in self.rows.values():
+            rows.sort(key=lambda r: r["line_no"])
+
+    def _complete_dates(self, mtime: float | None) -> None:
+        """Give time-only timestamps a date: --date for the first line, else the file's mtime
+        for the last line (the log was last written then), else today, each said in a note."""
+        if self.base_date is not None:
+            first = self.base_date
+            how = f"from --date {first}"
+        elif mtime is not None:
+            first = _dt.date.fromtimestamp(mtime) - _dt.timedelta(days=self._day_offset)
+            how = f"from the file's modification date (first line taken as {first})"
+        else:
+            first = _dt.date.today() - _dt.timedelta(days=self._day_offset)
+            how = f"assumed to end today ({first} for the first line)"
+        self.diag(None, "date", f"log prefixes carry no date; dates {how}; pass --date "
+                  "YYYY-MM-DD (the first line's date) to set it")
+        for rows in self.rows.values():
+            for r in rows:
+                day = r.pop("_day", None)
+                if day is not None:
+                    r["timestamp"] = f"{first + _dt.timedelta(days=day)} {r['timestamp']}"
+
+
+def kind_of(text: str) -> str | None:
+    m = MARKERS.search(text.encode("utf-8", "replace"))
+    return m.lastgroup if m else None

@@ -1,0 +1,509 @@
+"""SGLang scheduler and request lines (sglang.md §2, §4, §6, §7), every release.
+
+Each ``parse_*`` function takes one line (ANSI codes already stripped) and returns a
+``LineResult``: ``record`` is a dict of schema columns (without source/line_no) or None;
+``problems`` lists what is wrong with a line that carries a record.  ``record is None`` and no
+problems means the line only looked like a record (a message mentioning 'Decode batch', say).
+The functions are pure: no state, no I/O.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+
+from .prefix import read_prefix, split_tags
+
+GRAPH_LABELS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
+
+
+@dataclass
+class LineResult:
+    record: dict | None
+    problems: list[str] = field(default_factory=list)
+
+
+def _int(v: str) -> int:
+    return int(v)
+
+
+def _float(v: str) -> float:
+    return float(v)
+
+
+def _pct(v: str) -> float:
+    return float(v[:-1] if v.endswith("%") else v)
+
+
+def _bool(v: str) -> bool:
+    if v == "True":
+        return True
+    if v == "False":
+        return False
+    raise ValueError(v)
+
+
+def _iso(v: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?", v):
+        raise ValueError(v)
+    return v
+
+
+# literal key -> (column, converter); the same key means the same column in both tables
+_COMMON_KEYS = {
+    "#running-req": ("running_req", _int),
+    "#cached-token": ("cached_token", _int),
+    "#token": ("token", _int),
+    "token usage": ("token_usage", _float),
+    "#full token": ("full_token", _int),
+    "full token usage": ("full_token_usage", _float),
+    "#swa token": ("swa_token", _int),
+    "swa token usage": ("swa_token_usage", _float),
+    "mamba usage": ("mamba_usage", _float),
+    "#queue-req": ("queue_req", _int),
+    "waiting-image-req": ("waiting_image_req", _int),
+    "timestamp": ("line_timestamp", _iso),
+    "fwd occupancy": ("fwd_occupancy", _pct),
+}
+DECODE_KEYS = dict(_COMMON_KEYS, **{
+    "mamba num": ("mamba_num", _int),
+    "#gpu token": ("gpu_token", _int),
+    "gpu token usage": ("gpu_token_usage", _float),
+    "#cpu token": ("cpu_token", _int),
+    "cpu token usage": ("cpu_token_usage", _float),
+    "accept len": ("accept_len", _float),
+    "accept rate": ("accept_rate", _float),
+    "cap len": ("cap_len", _float),
+    "block accept len": ("block_accept_len", _float),
+    "pre-allocated usage": ("pre_allocated_usage", _float),
+    "#prealloc-req": ("prealloc_req", _int),
+    "#transfer-req": ("transfer_req", _int),
+    "#retracted-req": ("retracted_req", _int),
+    "gen throughput (token/s)": ("gen_throughput", _float),
+    "largest-len": ("largest_len", _int),
+    "est. decode TFLOPS/s (per GPU)": ("est_decode_tflops", _float),
+    "est. read BW (GB/s per GPU)": ("est_read_bw", _float),
+    "est. write BW (GB/s per GPU)": ("est_write_bw", _float),
+})
+PREFILL_KEYS = dict(_COMMON_KEYS, **{
+    "#new-seq": ("new_seq", _int),
+    "#new-token": ("new_token", _int),
+    "cache hit rate": ("cache_hit_rate", _pct),
+    "#pending-token": ("pending_token", _int),
+    "#unbootstrapped-req": ("unbootstrapped_req", _int),
+    "#transferring-req": ("transferring_req", _int),
+    "time": ("pd_time", _float),
+    "#prealloc-req": ("bootstrap_req", _int),
+    "#bootstrap-req": ("bootstrap_req", _int),
+    "#inflight-req": ("inflight_req", _int),
+    "#optimistic-req": ("optimistic_req", _int),
+    "input throughput (token/s)": ("input_throughput", _float),
+    "est. prefill TFLOPS/s (per GPU)": ("est_prefill_tflops", _float),
+})
+# v0.4.9 hybrid spelling '#token: full=N, swa=N, token usage: full=X, swa=X'
+_HYBRID = {"#token": ("full_token", "swa_token", _int),
+           "token usage": ("full_token_usage", "swa_token_usage", _float)}
+LEGACY_PREFILL_KEYS = {
+    "#seq": ("new_seq", _int), "#new_token": ("new_token", _int),
+    "#cached_token": ("cached_token", _int), "#remaining_req": ("queue_req", _int),
+    "#running_req": ("running_req", _int), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
+}
+
+DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d+)\])?(?P<punct>[.,]) ")
+PREFILL_HEAD_RX = re.compile(r"Prefil{1,2} batch(?:\(mixed #running-req: (?P<mixed>\d+)\))?"
+                             r"(?: \[(?P<iter>\d+)\])?(?P<punct>[.,]) ")
+GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] $")
+LEGACY_FILL_RX = re.compile(r"(#?[A-Za-z_]+): (-?[\d.]+%?)")
+
+
+def prefix_columns(prefix_text: str) -> dict:
+    """Timestamp parts and rank columns of the text before a body."""
+    p = read_prefix(prefix_text)
+    out = {"_date": p.date, "_time": p.time, "ranks": p.tags}
+    out.update(split_tags(p.tags))
+    return out
+
+
+def _segments(rest: str, keys: dict, rec: dict, problems: list[str]) -> None:
+    """Key/value segmentation of a decode or prefill line after its header (sglang.md §2.6)."""
+    rest = rest.rstrip()
+    trailing = rest.endswith(",")
+    if trailing:
+        rest = rest[:-1]
+    rec["trailing_comma"] = trailing
+    extra: list[str] = []
+    hybrid_next: tuple[str, object] | None = None
+    for seg in rest.split(", "):
+        seg = seg.strip()
+        if not seg:
+            continue
+        key, sep, val = seg.partition(": ")
+        if not sep:
+            if hybrid_next and seg.startswith("swa="):
+                col, conv = hybrid_next
+                try:
+                    rec[col] = conv(seg[4:])
+                except ValueError:
+                    problems.append(f"bad value in {seg!r}")
+            else:
+                extra.append(seg)
+            hybrid_next = None
+            continue
+        hybrid_next = None
+        val = val.strip()
+        if key in _HYBRID and val.startswith("full="):
+            full_col, swa_col, conv = _HYBRID[key]
+            try:
+                rec[full_col] = conv(val[5:])
+            except ValueError:
+                problems.append(f"bad value in {seg!r}")
+            hybrid_next = (swa_col, conv)
+            continue
+        if key in GRAPH_LABELS:
+            rec["graph_backend"] = key
+            try:
+                rec["graph"] = _bool(val)
+            except ValueError:
+                problems.append(f"bad value in {seg!r}")
+            continue
+        spec = keys.get(key)
+        if spec is None:
+            extra.append(seg)
+            continue
+        col, conv = spec
+        try:
+            rec[col] = conv(val)
+        except ValueError:
+            problems.append(f"bad value in {seg!r}")
+            extra.append(seg)
+    rec["extra"] = ", ".join(extra) if extra else None
+
+
+def parse_decode_line(line: str) -> LineResult:
+    """A 'Decode batch' line of any release, or a legacy header-less '#running-req:' line."""
+    idx = line.find("Decode batch")
+    rec: dict = {}
+    problems: list[str] = []
+    if idx >= 0:
+        m = DECODE_HEAD_RX.match(line, idx)
+        if not m:
+            return LineResult(None)
+        before = line[:idx]
+        g = GPU_TAG_RX.search(before)
+        if g:
+            rec["gpu"] = int(g.group("gpu"))
+            before = before[:g.start()]
+        if m.group("iter") is not None:
+            rec["iter"] = int(m.group("iter"))
+            rec["header"] = "[N],"
+        else:
+            rec["header"] = m.group("punct")
+        rest = line[m.end():]
+    else:
+        idx = line.find("#running-req: ")
+        if idx < 0:
+            return LineResult(None)
+        before = line[:idx]
+        # legacy (v0.1.3 – v0.1.16): the body starts with '#running-req:' and has '#queue-req'
+        if before.strip() and not before.rstrip().endswith("]"):
+            return LineResult(None)
+        rec["header"] = "none"
+        rest = line[idx:]
+    rec.update(prefix_columns(before))
+    _segments(rest, DECODE_KEYS, rec, problems)
+    if "queue_req" not in rec:
+        return LineResult(None, ["decode line has no '#queue-req' field: cut short?"])
+    return LineResult(rec, problems)
+
+
+def parse_prefill_line(line: str) -> LineResult:
+    """A 'Prefill batch' / 'Prefil batch' line of any release, or legacy 'new fill batch.'."""
+    rec: dict = {}
+    problems: list[str] = []
+    idx = line.find("Prefil")
+    if idx >= 0:
+        m = PREFILL_HEAD_RX.match(line, idx)
+        if not m:
+            return LineResult(None)
+        before = line[:idx]
+        g = GPU_TAG_RX.search(before)
+        if g:
+            rec["gpu"] = int(g.group("gpu"))
+            before = before[:g.start()]
+        if m.group("mixed") is not None:
+            rec["mixed_running_req"] = int(m.group("mixed"))
+        if m.group("iter") is not None:
+            rec["iter"] = int(m.group("iter"))
+            rec["header"] = "[N],"
+        else:
+            rec["header"] = m.group("punct")
+        rec.update(prefix_columns(before))
+        _segments(line[m.end():], PREFILL_KEYS, rec, problems)
+        if "queue_req" not in rec:
+            return LineResult(None, ["prefill line has no '#queue-req' field: cut short?"])
+        return LineResult(rec, problems)
+    idx = line.find("new fill batch. ")
+    if idx < 0:
+        return LineResult(None)
+    rec["header"] = "none"
+    rec.update(prefix_columns(line[:idx]))
+    rest = line[idx + len("new fill batch. "):].rstrip()
+    rec["trailing_comma"] = False
+    for key, val in LEGACY_FILL_RX.findall(rest):
+        spec = LEGACY_PREFILL_KEYS.get(key)
+        if spec:
+            col, conv = spec
+            try:
+                rec[col] = conv(val.rstrip("."))
+            except ValueError:
+                problems.append(f"bad value for {key!r}: {val!r}")
+    rec["extra"] = None
+    if "cache_hit_rate" not in rec:
+        return LineResult(None, ["legacy prefill line has no 'tree_cache_hit_rate': cut short?"])
+    return LineResult(rec, problems)
+
+
+# --------------------------------------------------------------------------- server_args=
+
+def _top_level_split(text: str) -> list[str]:
+    """Split 'a=1, b=[1, 2], c='x, y'' on top-level commas (quotes and brackets respected)."""
+    parts, depth, quote, start, i = [], 0, None, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _literal(node_or_text):
+    try:
+        return ast.literal_eval(node_or_text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None if not isinstance(node_or_text, str) else _Unreadable(node_or_text)
+
+
+class _Unreadable(str):
+    """Marks source text kept because it is not a Python literal."""
+
+
+def parse_server_args(text: str) -> tuple[dict, bool]:
+    """'…server_args=ServerArgs(k=v, …)' -> ({k: v}, parsed_whole).
+
+    Values are read with ast.literal_eval only (nothing is executed); a value that is not a literal
+    (LoRARef(...), bare inf/nan) is kept as its source text.  When the repr cannot be parsed as a
+    whole (cut short, docker-split), keys are recovered one by one and parsed_whole is False.
+    """
+    i = text.find("server_args=")
+    expr = text[i + len("server_args="):].strip() if i >= 0 else text.strip()
+    try:
+        tree = ast.parse(expr, mode="eval")
+        call = tree.body
+        if not isinstance(call, ast.Call):
+            raise SyntaxError("not a call")
+        out = {}
+        for kw in call.keywords:
+            if kw.arg is None:
+                continue
+            try:
+                out[kw.arg] = ast.literal_eval(kw.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                out[kw.arg] = ast.get_source_segment(expr, kw.value) or ast.unparse(kw.value)
+        return out, True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    inner = expr
+    p = inner.find("(")
+    if p >= 0:
+        inner = inner[p + 1:]
+    if inner.endswith(")"):
+        inner = inner[:-1]
+    out = {}
+    for part in _top_level_split(inner):
+        key, eq, val = part.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            continue
+        v = _literal(val.strip())
+        out[key] = str(v) if isinstance(v, _Unreadable) else v
+    return out, False
+
+
+def parse_server_args_line(line: str) -> LineResult:
+    idx = line.find("server_args=")
+    if idx < 0 or "ServerArgs(" not in line[idx:idx + 40]:
+        return LineResult(None)
+    args, whole = parse_server_args(line[idx:])
+    if not args:
+        return LineResult(None, ["server_args line could not be read"])
+    rec = prefix_columns(line[:idx])
+    rec["parse_ok"] = whole
+    rec["_args"] = args
+    problems = [] if whole else [f"server_args line is not a complete ServerArgs(...) repr "
+                                 f"(cut short?); {len(args)} keys recovered one by one"]
+    return LineResult(rec, problems)
+
+
+# --------------------------------------------------------------------------- requests
+
+# normalised column <- meta_info keys of every release (first present wins)
+_REQ_KEYS = {
+    "rid": ("id", "rid"),
+    "prompt_tokens": ("prompt_tokens",),
+    "completion_tokens": ("completion_tokens",),
+    "cached_tokens": ("cached_tokens",),
+    "e2e_latency": ("e2e_latency",),
+    "verify_ct": ("spec_verify_ct",),
+    "accepted_drafts": ("spec_num_correct_drafts", "spec_accepted_drafts",
+                        "spec_accept_token_num"),
+    "proposed_drafts": ("spec_num_proposed_drafts", "spec_proposed_drafts",
+                        "spec_draft_token_num"),
+    "accept_histogram": ("spec_correct_drafts_histogram", "spec_accept_histogram"),
+    "spec_accept_length": ("spec_accept_length",),
+    "spec_accept_rate": ("spec_accept_rate",),
+    "cap_length": ("spec_cap_length",),
+    "block_accept_length": ("spec_block_accept_length",),
+    "total_retractions": ("total_retractions",),
+}
+_INT_COLS = {"prompt_tokens", "completion_tokens", "cached_tokens", "verify_ct",
+             "accepted_drafts", "proposed_drafts", "total_retractions"}
+_FLOAT_COLS = {"e2e_latency", "spec_accept_length", "spec_accept_rate", "cap_length",
+               "block_accept_length"}
+_KEY_RX = {k: re.compile(r"['\"]" + re.escape(k) + r"['\"]: (\[[^\]]*\]|'[^']*'|\"[^\"]*\"|"
+                         r"[^,{}\]]+)")
+           for keys in _REQ_KEYS.values() for k in keys}
+_FINISH_RX = re.compile(r"['\"]finish_reason['\"]: \{['\"]type['\"]: ['\"](\w+)['\"]")
+
+
+def _request_record(meta: dict) -> tuple[dict, list[str]]:
+    rec: dict = {}
+    problems: list[str] = []
+    for col, keys in _REQ_KEYS.items():
+        for k in keys:
+            if k in meta and meta[k] is not None:
+                v = meta[k]
+                try:
+                    if col in _INT_COLS:
+                        v = int(v)
+                    elif col in _FLOAT_COLS:
+                        v = float(v)
+                    elif col == "accept_histogram":
+                        v = json.dumps([int(x) for x in v])
+                    else:
+                        v = str(v)
+                except (TypeError, ValueError):
+                    problems.append(f"bad value for {k!r}: {v!r}")
+                    v = None
+                rec[col] = v
+                break
+    fr = meta.get("finish_reason")
+    if isinstance(fr, dict) and fr.get("type") is not None:
+        rec["finish_reason"] = str(fr["type"])
+    elif isinstance(fr, str):
+        rec["finish_reason"] = fr
+    return rec, problems
+
+
+def _meta_by_regex(text: str) -> dict:
+    meta: dict = {}
+    for keys in _REQ_KEYS.values():
+        for k in keys:
+            m = _KEY_RX[k].search(text)
+            if m:
+                v = _literal(m.group(1).strip())
+                meta[k] = None if isinstance(v, _Unreadable) else v
+    f = _FINISH_RX.search(text)
+    if f:
+        meta["finish_reason"] = {"type": f.group(1)}
+    return meta
+
+
+def parse_finish_line(line: str) -> LineResult:
+    """'Finish: obj=…, out={…}' (text format, §7.2)."""
+    idx = line.find("Finish: obj=")
+    if idx < 0:
+        return LineResult(None)
+    o = line.rfind(", out={")
+    if o < idx:
+        return LineResult(None, ["Finish line has no 'out={' part: cut short?"])
+    out_text = line[o + len(", out="):].rstrip()
+    problems: list[str] = []
+    try:
+        out = ast.literal_eval(out_text)
+        meta = out.get("meta_info", out) if isinstance(out, dict) else {}
+        if not isinstance(meta, dict):
+            meta = {}
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        meta = _meta_by_regex(out_text)
+        if not meta:
+            return LineResult(None, ["Finish line's out={…} could not be read"])
+    rec, probs = _request_record(meta)
+    problems += probs
+    if "rid" not in rec:
+        m = re.search(r"rid=['\"]([^'\"]+)['\"]", line[idx:o])
+        if m:
+            rec["rid"] = m.group(1)
+    rec.update(prefix_columns(line[:idx]))
+    for k in ("ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep"):
+        rec.pop(k, None)
+    rec["format"] = "text"
+    return LineResult(rec, problems)
+
+
+def parse_request_json_line(line: str) -> LineResult:
+    """'{"event": "request.finished", …}' (JSON format, v0.5.7 →), optionally prefixed."""
+    j = line.find("{")
+    if j < 0:
+        return LineResult(None)
+    try:
+        obj = json.loads(line[j:])
+    except ValueError:
+        return LineResult(None, ["request.finished JSON line could not be read (cut short?)"])
+    if not isinstance(obj, dict) or obj.get("event") != "request.finished":
+        return LineResult(None)
+    out = obj.get("out") or {}
+    meta = out.get("meta_info", {}) if isinstance(out, dict) else {}
+    rec, problems = _request_record(meta if isinstance(meta, dict) else {})
+    if "rid" not in rec and obj.get("rid") is not None:
+        rec["rid"] = str(obj["rid"])
+    ts = obj.get("timestamp")
+    if isinstance(ts, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", ts):
+        rec["_date"], rec["_time"] = ts[:10], ts[11:26]
+    else:
+        rec.update({k: v for k, v in prefix_columns(line[:j]).items()
+                    if k in ("_date", "_time")})
+    rec["format"] = "json"
+    return LineResult(rec, problems)
+
+
+def check_request_identities(rec: dict) -> list[str]:
+    """sglang.md §7.3 identities (EAGLE, no retraction); violations are reported, not fatal."""
+    out = []
+    v, a, c = rec.get("verify_ct"), rec.get("accepted_drafts"), rec.get("completion_tokens")
+    if rec.get("total_retractions"):
+        return out
+    if v and a is not None and c is not None and c != 1 + a + v:
+        out.append(f"completion_tokens {c} != 1 + accepted_drafts {a} + verify_ct {v}")
+    h = rec.get("accept_histogram")
+    if h and v:
+        hist = json.loads(h)
+        if sum(hist) != v:
+            out.append(f"accept histogram sums to {sum(hist)}, not verify_ct {v}")
+        if a is not None and sum(i * x for i, x in enumerate(hist)) != a:
+            out.append(f"accept histogram implies {sum(i * x for i, x in enumerate(hist))} "
+                       f"accepted drafts, not {a}")
+    return out
