@@ -1,0 +1,189 @@
+"""The command line: parse arguments, call the library, render, echo.  Nothing else lives here.
+
+Every EaglelogError becomes one line on stderr (``eaglelog: error: …``) and its exit code, in
+``EaglelogGroup.invoke``; ``-v`` shows the traceback instead.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections import OrderedDict
+
+import click
+
+from . import __version__
+from .api import ParsedLog, parse
+from .errors import EaglelogError
+from .parsers import ENGINES
+from .report import FORMATS, render_frame, render_object
+from .schema import TABLES, cli_name, table_from_cli
+
+ENGINE_CHOICES = ("auto",) + tuple(ENGINES)
+
+
+class EaglelogGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except EaglelogError as e:
+            if ctx.obj and ctx.obj.get("verbose"):
+                raise
+            click.echo(f"eaglelog: error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except BrokenPipeError:
+            raise
+        except Exception as e:  # a bug: say so in one line; -v shows the traceback
+            if ctx.obj and ctx.obj.get("verbose"):
+                raise
+            click.echo(f"eaglelog: internal error: {type(e).__name__}: {e} (run with -v for the "
+                       "traceback and please report it)", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=EaglelogGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="eaglelog")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks and every warning.")
+@click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors only).")
+@click.pass_context
+def main(ctx: click.Context, verbose: bool, quiet: bool) -> None:
+    """Answers about speculative decoding (EAGLE-3, MTP, n-gram) from LLM serving logs.
+
+    \b
+    Examples:
+      eaglelog parse server.log
+      eaglelog parse --table decode -f csv -o decode.csv server.log.gz
+    """
+    ctx.ensure_object(dict)
+    ctx.obj.update(verbose=verbose, quiet=quiet)
+
+
+def input_options(f):
+    """Options shared by every command that reads logs."""
+    @click.argument("logs", nargs=-1, required=True, metavar="LOG...")
+    @click.option("--engine", type=click.Choice(ENGINE_CHOICES), default="auto", show_default=True,
+                  help="Log family; 'auto' sniffs it from the first lines.")
+    @click.option("--keep-going", is_flag=True,
+                  help="An input that fails (missing, corrupt, no records) is reported and the "
+                       "others are still used; records read before a corruption are kept. The "
+                       "exit code is still 1.")
+    @click.option("--date", "base_date", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
+                  help="Date of the first line, for old logs whose prefixes have only a time "
+                       "of day (default: from the file's modification time).")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def output_options(f):
+    """-f/--format and -o/--output, the same on every command."""
+    @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table",
+                  show_default=True, help="Output format; parquet needs -o.")
+    @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+                  help="Write to this file instead of stdout.")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def emit(text: str | None, output: str | None) -> None:
+    if text is None:
+        return
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise EaglelogError(f"{output}: cannot write: {e.strerror or e}") from None
+    else:
+        click.echo(text, nl=False)
+
+
+def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool) -> None:
+    """Warnings and errors on stderr: one line per (input, kind), with a count of the rest."""
+    groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
+    for d in log.diagnostics:
+        groups.setdefault((d.source, d.kind), []).append(d)
+    for (source, kind), ds in groups.items():
+        if quiet and ds[0].severity != "error":
+            continue
+        shown = ds if verbose else ds[:1]
+        for d in shown:
+            label = "error" if d.severity == "error" else "warning"
+            click.echo(f"eaglelog: {label}: {d}", err=True)
+        if len(ds) > len(shown):
+            click.echo(f"eaglelog:   … and {len(ds) - len(shown)} more {kind.replace('_', ' ')} "
+                       f"report{'s' if len(ds) - len(shown) > 1 else ''} in {source} (-v shows "
+                       "all)", err=True)
+    if quiet:
+        return
+    for info in log.sources:
+        if info.skipped:
+            click.echo(f"eaglelog: note: {info.name}: {info.skipped:,} lines without a record "
+                       f"skipped (first at line {info.first_skipped})", err=True)
+
+
+def read_logs(ctx: click.Context, logs, engine, keep_going, base_date) -> ParsedLog:
+    log = parse(list(logs), engine=engine, keep_going=keep_going,
+                base_date=base_date.date() if base_date else None)
+    report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"])
+    return log
+
+
+def finish(ctx: click.Context, log: ParsedLog) -> None:
+    """Exit 1 after the output when an input failed under --keep-going."""
+    if log.errors:
+        ctx.exit(1)
+
+
+@main.command("parse")
+@input_options
+@click.option("--table", "table", type=click.Choice([cli_name(t) for t in TABLES]), default=None,
+              help="Print this table instead of the overview.")
+@output_options
+@click.pass_context
+def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
+    """Parse logs into tables; without --table, an overview of each input.
+
+    LOG is a path, '-' for stdin, or a .gz/.xz/.bz2/.zst file. Tables: prof (one row per
+    EAGLE3_PROF block), prof-phases (one row per phase line), decode, prefill, server-args,
+    requests. Columns and units: docs/tables.md.
+
+    \b
+    Examples:
+      eaglelog parse server.log
+      eaglelog parse --table prof server.log
+      eaglelog parse --table decode -f csv -o decode.csv server-*.log.gz
+      grep -h 'Decode batch' *.log | eaglelog parse --table decode -f jsonl -
+    """
+    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    if table is None:
+        from .overview import overview, render_overview
+
+        items = overview(log)
+        if fmt in ("json", "jsonl"):
+            emit(render_object(items, fmt), output)
+        elif fmt in ("table", "markdown"):
+            emit(render_overview(items), output)
+        else:
+            raise click.UsageError(f"-f {fmt} needs --table (the overview is table or json)")
+    else:
+        emit(render_frame(log.table(table_from_cli(table)), fmt, output), output)
+    finish(ctx, log)
+
+
+def run() -> None:
+    """Console entry point: a closed pipe (eaglelog … | head) ends quietly."""
+    try:
+        main(prog_name="eaglelog")
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(0)

@@ -1,0 +1,107 @@
+"""The per-input overview that ``eaglelog parse`` prints without --table."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from .api import ParsedLog
+from .schema import cli_name
+
+SPEC_KEYS = (("speculative_algorithm", "algorithm"), ("speculative_draft_model_path", "draft"),
+             ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "topk"),
+             ("speculative_num_draft_tokens", "draft_tokens"), ("tp_size", "tp"),
+             ("dp_size", "dp"), ("decode_log_interval", "decode_log_interval"))
+
+
+def overview(log: ParsedLog) -> list[dict]:
+    out = []
+    for info in log.sources:
+        item: dict = {"source": info.name, "engine": info.engine, "compression": info.compression,
+                      "bytes": info.bytes, "lines": info.lines, "tables": dict(info.counts)}
+        if info.error and not info.counts:
+            item["error"] = info.error
+            out.append(item)
+            continue
+        stamps, ranks = [], set()
+        for name, df in log.tables.items():
+            if df.empty or "timestamp" not in df:
+                continue
+            rows = df[df["source"] == info.name]
+            ts = rows["timestamp"].dropna()
+            if len(ts):
+                stamps += [ts.min(), ts.max()]
+            if "ranks" in rows and name in ("decode", "prefill", "prof"):
+                ranks.update(str(r) for r in rows["ranks"].dropna().unique())
+        if stamps:
+            lo, hi = min(stamps), max(stamps)
+            item["time_span"] = {"start": lo.isoformat(), "end": hi.isoformat(),
+                                 "seconds": (hi - lo).total_seconds()}
+        else:
+            item["time_span"] = None
+        item["ranks"] = sorted(ranks)
+        cfg = log.config(info.name)
+        item["spec_config"] = {label: cfg.get(key) for key, label in SPEC_KEYS} if cfg else None
+        kinds = Counter(d.kind for d in log.diagnostics if d.source == info.name)
+        item["skipped_lines"] = info.skipped
+        item["first_skipped_line"] = info.first_skipped
+        item["incomplete_blocks"] = [d.line_no for d in log.diagnostics
+                                     if d.source == info.name and d.kind == "incomplete_block"]
+        item["reported"] = {k: v for k, v in sorted(kinds.items())}
+        if info.error:
+            item["error"] = info.error
+        out.append(item)
+    return out
+
+
+def render_overview(items: list[dict]) -> str:
+    from .report import fmt_bytes, fmt_duration
+
+    lines = []
+    for it in items:
+        head = f"{it['source']}"
+        if "error" in it and not it["tables"]:
+            lines += [head, f"  error       {it['error']}", ""]
+            continue
+        comp = f" · {it['compression']}" if it.get("compression") else ""
+        lines.append(f"{head}  ({it['engine']}{comp} · {it['lines']:,} lines · "
+                     f"{fmt_bytes(it['bytes'])})")
+        found = [f"{cli_name(t)} {n:,}" for t, n in it["tables"].items() if n]
+        lines.append(f"  tables      {' · '.join(found) if found else 'none'}")
+        span = it.get("time_span")
+        if span:
+            lines.append(f"  time span   {span['start'].replace('T', ' ')[:19]} → "
+                         f"{span['end'].replace('T', ' ')[:19]} ({fmt_duration(span['seconds'])})")
+        lines.append(f"  ranks       {', '.join(it['ranks']) if it['ranks'] else 'untagged'}")
+        sc = it.get("spec_config")
+        if sc:
+            if sc.get("algorithm"):
+                parts = [str(sc["algorithm"])]
+                parts += [f"{k.replace('_', ' ')} {sc[k]}" for k in
+                          ("draft", "steps", "topk", "draft_tokens") if sc.get(k) is not None]
+            else:
+                parts = ["no speculative decoding (speculative_algorithm=None)"]
+            parts += [f"{k.replace('_', ' ')} {sc[k]}" for k in ("tp", "dp", "decode_log_interval")
+                      if sc.get(k) is not None]
+            lines.append(f"  spec config {' · '.join(parts)}")
+        else:
+            lines.append("  spec config no server_args line")
+        notes = []
+        if it["skipped_lines"]:
+            notes.append(f"{it['skipped_lines']:,} lines without a record skipped"
+                         + (f" (first at line {it['first_skipped_line']})"
+                            if it.get("first_skipped_line") else ""))
+        inc = it["incomplete_blocks"]
+        if inc:
+            shown = ", ".join(str(x) for x in inc[:5]) + (" …" if len(inc) > 5 else "")
+            notes.append(f"{len(inc)} incomplete EAGLE3_PROF block{'s' if len(inc) > 1 else ''} "
+                         f"(line {shown})")
+        other = {k: v for k, v in it["reported"].items() if k not in ("incomplete_block", "date")}
+        if other:
+            notes.append(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in other.items()) +
+                         " reported")
+        lines.append(f"  notes       {' · '.join(notes) if notes else 'none'}")
+        if it.get("error"):
+            lines.append(f"  error       {it['error']}")
+        lines.append("")
+    return "\n".join(lines)

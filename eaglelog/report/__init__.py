@@ -1,0 +1,124 @@
+"""Rendering: one ``render_frame(df, fmt)`` for every table format, and the human blocks.
+
+Machine formats (csv, json, jsonl, parquet) carry raw values in the schema's units; the human
+formats (table, markdown) drop columns that are empty in every row and round floats.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+from tabulate import tabulate
+
+from ..errors import EaglelogError
+
+FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
+
+
+def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
+    """Datetime columns as ISO 8601 text: seconds, or microseconds when any row has them."""
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_datetime64_any_dtype(out[c]):
+            s = out[c]
+            frac = s.dt.microsecond.fillna(0).astype("int64").ne(0).any()
+            fmt = "%Y-%m-%dT%H:%M:%S.%f" if frac else "%Y-%m-%dT%H:%M:%S"
+            out[c] = s.dt.strftime(fmt).astype("object").where(s.notna(), None)
+    return out
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """Rows as plain Python dicts (NA -> None, datetimes -> ISO text): the JSON shape."""
+    return json.loads(_iso_strings(df).to_json(orient="records", double_precision=15))
+
+
+def _human_value(v) -> str:
+    if v is None or v is pd.NA or v is pd.NaT:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        return f"{v:.4g}" if abs(v) >= 1e5 or (v != 0 and abs(v) < 1e-3) else f"{v:.4f}".rstrip(
+            "0").rstrip(".")
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
+def human_table(df: pd.DataFrame, tablefmt: str = "simple", drop_empty: bool = True) -> str:
+    if drop_empty:
+        df = df[[c for c in df.columns if df[c].notna().any()]] if len(df) else df
+    rows = [[_human_value(v) for v in row] for row in df.itertuples(index=False, name=None)]
+    return tabulate(rows, headers=list(df.columns), tablefmt=tablefmt, disable_numparse=True)
+
+
+def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str | None:
+    """Return the text to print, or write ``output`` (parquet always needs a file)."""
+    if fmt == "parquet":
+        if not output:
+            raise EaglelogError("-f parquet writes a binary file: give it with -o FILE.parquet")
+        try:
+            df.to_parquet(output, index=False)
+        except ImportError:
+            raise EaglelogError("-f parquet needs pyarrow: pip install pyarrow") from None
+        return None
+    if fmt == "table":
+        text = human_table(df) + "\n"
+    elif fmt == "markdown":
+        text = human_table(df, "github") + "\n"
+    elif fmt == "csv":
+        buf = io.StringIO()
+        _iso_strings(df).to_csv(buf, index=False)
+        text = buf.getvalue()
+    elif fmt == "json":
+        text = json.dumps(records(df), indent=1, ensure_ascii=False) + "\n"
+    elif fmt == "jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records(df))
+    else:
+        raise EaglelogError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return text
+
+
+def render_object(obj, fmt: str) -> str:
+    """A result object (a dict) in a machine format."""
+    if fmt == "json":
+        return json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable) + "\n"
+    if fmt == "jsonl":
+        return json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n"
+    raise EaglelogError(f"format {fmt!r} is not available here")
+
+
+def _jsonable(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, (pd.Timestamp,)):
+        return v.isoformat()
+    if v is pd.NA or v is pd.NaT:
+        return None
+    return str(v)
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
+def fmt_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    if h:
+        return f"{h} h {m:02d} min"
+    if m:
+        return f"{m} min {s:02d} s"
+    return f"{s} s"

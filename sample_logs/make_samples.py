@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Write the synthetic sample logs in this folder (deterministic; run it to regenerate them).
+
+Every line is invented: a small discrete-event simulation of one SGLang v0.5.10-style server
+(tp_size=2, SGLANG_LOG_MS=1, --log-requests) serving a single-stream benchmark, with the
+EAGLE-3 profiler patch printing an EAGLE3_PROF block every 100 cycles.
+
+    python sample_logs/make_samples.py            # rewrites eagle3_5step.log, eagle3_2step.log,
+                                                  # baseline.log next to this file
+
+The simulation is the ground truth the tests rely on:
+- a decode iteration (one draft+verify cycle, or one plain step for the baseline) takes
+  ``cycle_ms`` ± 1 % (normal); a 'Decode batch' line is printed every 40 iterations;
+- per cycle and request, the number of accepted drafts a is drawn from ``accept_dist``
+  (P(a = 0), P(a = 1), …; a chain of S drafts, T = 1, K = S + 1); accept len = mean of a + 1;
+- requests arrive one at a time after an idle gap of 0.1 – 0.6 s and start with a prefill of
+  30 – 90 ms, so windows that straddle a request boundary show a lower gen throughput;
+- the profiler's block covers 100 consecutive cycles: phases are the simulated mean times; its
+  token count is drawn around ``prof_accept`` (the known case this reproduces: the patch's
+  'Accept len' is 1.14 while SGLang's 'accept len' is 2.0 – 2.6).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HEADER = ("# SYNTHETIC LOG written by sample_logs/make_samples.py for eaglelog's examples and "
+          "tests; every line is invented.\n")
+
+
+def server_args(spec: dict | None, port: int) -> str:
+    s = spec or {}
+    alg = repr(s["algorithm"]) if spec else "None"
+    draft = repr(s["draft"]) if spec else "None"
+    steps, topk, k = (s["steps"], 1, s["steps"] + 1) if spec else (None, None, None)
+    return ("server_args=ServerArgs(model_path='/models/llama-3.1-8b-instruct', "
+            "tokenizer_path='/models/llama-3.1-8b-instruct', tokenizer_mode='auto', "
+            "skip_tokenizer_init=False, load_format='auto', trust_remote_code=False, "
+            "dtype='auto', kv_cache_dtype='auto', quantization=None, context_length=None, "
+            "device='cuda', served_model_name='/models/llama-3.1-8b-instruct', "
+            f"chat_template=None, is_embedding=False, host='127.0.0.1', port={port}, "
+            "mem_fraction_static=0.82, max_running_requests=48, max_total_tokens=None, "
+            "chunked_prefill_size=8192, max_prefill_tokens=16384, schedule_policy='fcfs', "
+            "schedule_conservativeness=1.0, cpu_offload_gb=0, page_size=1, tp_size=2, "
+            "dp_size=1, pp_size=1, ep_size=1, stream_interval=1, stream_output=False, "
+            "random_seed=1234, watchdog_timeout=300, log_level='info', log_level_http=None, "
+            "log_requests=True, log_requests_level=2, log_requests_format='text', "
+            "enable_metrics=False, decode_log_interval=40, api_key=None, "
+            "attention_backend='fa3', sampling_backend='flashinfer', "
+            f"speculative_algorithm={alg}, speculative_draft_model_path={draft}, "
+            f"speculative_num_steps={steps}, speculative_eagle_topk={topk}, "
+            f"speculative_num_draft_tokens={k}, speculative_accept_threshold_single=1.0, "
+            "speculative_accept_threshold_acc=1.0, speculative_token_map=None, "
+            "enable_dp_attention=False, disable_cuda_graph=False, cuda_graph_max_bs=16, "
+            "cuda_graph_bs=None, disable_overlap_schedule=" + ("True" if spec else "False") +
+            ", num_continuous_decode_steps=1, enable_torch_compile=False, "
+            "lora_paths=None, max_loras_per_batch=8)")
+
+
+def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases: dict | None,
+             accept_dist: tuple[float, ...], prof_accept: float, requests: int, out_tokens: tuple[int, int],
+             prof_prefix: bool, port: int) -> None:
+    rng = random.Random(seed)
+    t = dt.datetime(2026, 3, 2, 14, 0, 0, 250000)
+    lines: list[str] = [HEADER]
+
+    def stamp(tags: str = " TP0") -> str:
+        return f"[{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d}{tags}] "
+
+    def log(msg: str, tags: str = " TP0") -> None:
+        lines.append(stamp(tags) + msg + "\n")
+
+    log("Launching the server (synthetic sample).", "")
+    log(server_args(spec, port), "")
+    log("Load weight begin. avail mem=78.42 GB")
+    t += dt.timedelta(seconds=21.4)
+    log("Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=63.10 GB")
+    if spec:
+        log("Capture draft cuda graph begin. This can take up to several minutes. "
+            "avail mem=20.11 GB")
+        t += dt.timedelta(seconds=6.2)
+        log("Capture draft cuda graph end. Time elapsed: 6.20 s. mem usage=0.41 GB. "
+            "avail mem=19.70 GB.")
+    t += dt.timedelta(seconds=3.1)
+    log("The server is fired up and ready to roll!", "")
+    k = spec["steps"] + 1 if spec else None
+    steps = spec["steps"] if spec else 0
+
+    it = 0                       # decode iterations since start
+    win_tok = win_steps = 0      # window counters (tokens incl. bonus, request-steps)
+    last_line_t = t
+    prof = {"n": 0, "tok": 0, "ms": 0.0}
+    kv = 0
+    for r in range(requests):
+        t += dt.timedelta(seconds=rng.uniform(0.1, 0.6))         # idle: client think time
+        rid = f"{rng.getrandbits(64):016x}"
+        prompt = rng.randint(80, 900)
+        prefill_ms = 30 + prompt * 0.065
+        t += dt.timedelta(milliseconds=prefill_ms)
+        kv = prompt
+        log(f"Prefill batch, #new-seq: 1, #new-token: {prompt}, #cached-token: 0, "
+            f"token usage: {kv / 180000:.2f}, #running-req: 0, #queue-req: 0, "
+            f"cuda graph: False, input throughput (token/s): "
+            f"{prompt / max((t - last_line_t).total_seconds(), 1e-3):.2f}")
+        want = rng.randint(*out_tokens)
+        done, verifies, drafts, hist = 1, 0, 0, [0] * (steps + 1)
+        while done < want:
+            c_ms = rng.gauss(cycle_ms, cycle_ms * 0.01)
+            t += dt.timedelta(milliseconds=c_ms)
+            it += 1
+            a = rng.choices(range(len(accept_dist)), accept_dist)[0] if spec else 0
+            a = min(a, want - done - 1)
+            gained = a + 1
+            done += gained
+            kv += gained
+            verifies += 1
+            drafts += a
+            hist[a] += 1
+            win_tok += gained
+            win_steps += 1
+            if spec:
+                prof["n"] += 1
+                prof["ms"] += c_ms
+                if prof["n"] == 100:
+                    write_prof(lines, rng, prof, phases, prof_accept,
+                               stamp(" TP0") if prof_prefix else "")
+                    prof = {"n": 0, "tok": 0, "ms": 0.0}
+            if it % 40 == 0:
+                wall = (t - last_line_t).total_seconds()
+                spec_txt = ""
+                if spec:
+                    al = win_tok / win_steps
+                    spec_txt = f"accept len: {al:.2f}, accept rate: {al / k:.2f}, "
+                log(f"Decode batch, #running-req: 1, #token: {kv}, token usage: "
+                    f"{kv / 180000:.2f}, {spec_txt}cuda graph: True, gen throughput (token/s): "
+                    f"{win_tok / wall:.2f}, #queue-req: 0")
+                last_line_t = t
+                win_tok = win_steps = 0
+        meta = {"id": rid, "finish_reason": {"type": "length", "length": want},
+                "prompt_tokens": prompt, "weight_version": "default", "total_retractions": 0,
+                "completion_tokens": done, "cached_tokens": 0}
+        if spec:
+            meta.update({"spec_accept_rate": drafts / (verifies * steps),
+                         "spec_accept_length": done / verifies,
+                         "spec_num_correct_drafts": drafts,
+                         "spec_num_proposed_drafts": verifies * steps,
+                         "spec_verify_ct": verifies, "spec_correct_drafts_histogram": hist,
+                         "spec_accepted_drafts": drafts, "spec_proposed_drafts": verifies * steps,
+                         "spec_accept_histogram": hist})
+        meta["e2e_latency"] = round(prefill_ms / 1000 + verifies * cycle_ms / 1000, 4)
+        log(f"Finish: obj=GenerateReqInput(rid='{rid}', stream=False), "
+            f"out={{'meta_info': {meta!r}}}", "")
+        log(f'INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /generate HTTP/1.1" 200 OK',
+            "")
+    with open(os.path.join(HERE, name), "w") as f:
+        f.writelines(lines)
+
+
+def write_prof(lines, rng, prof, phases, prof_accept, prefix):
+    total = prof["ms"] / prof["n"]
+    scale = total / sum(phases.values())
+    parts = {label: ms * scale for label, ms in phases.items()}
+    tok = max(1, round(rng.gauss(prof_accept, 0.04) * 100))
+    acc = tok / 100
+    rounded = {label: round(v, 2) for label, v in parts.items()}
+    tot = round(sum(rounded.values()), 2)
+    block = [f"EAGLE3_PROF (100 cycles, {tok} tok, no sync)"]
+    for label, v in rounded.items():
+        block.append(f"  {label + ':':<18}{v:6.2f} ms/cyc  ({100 * v / tot:5.1f}%)")
+    block += [f"  {'TOTAL:':<18}{tot:6.2f} ms/cyc", f"  Accept len:      {acc:.2f}",
+              f"  Eff tok/s:       {1000 * acc / tot:.1f}"]
+    lines.extend(prefix + b + "\n" for b in block)
+    if not prefix:
+        lines.append("\n")
+
+
+def main() -> None:
+    five = {"Draft steps": 0.95, "Target verify": 26.04, "Draft re-extend": 0.29,
+            "Other overhead": 0.0}
+    simulate("eagle3_5step.log", seed=5, port=30000,
+             spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3", "steps": 5},
+             cycle_ms=27.28, phases=five, accept_dist=(0.2, 0.4, 0.3, 0.1), prof_accept=1.14, requests=40,
+             out_tokens=(160, 320), prof_prefix=False)
+    two = {"Draft steps": 0.40, "Target verify": 25.22, "Draft re-extend": 0.28,
+           "Other overhead": 0.0}
+    simulate("eagle3_2step.log", seed=2, port=30001,
+             spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3", "steps": 2},
+             cycle_ms=25.90, phases=two, accept_dist=(0.25, 0.5, 0.25), prof_accept=1.02, requests=40,
+             out_tokens=(160, 320), prof_prefix=True)
+    simulate("baseline.log", seed=9, port=30002, spec=None, cycle_ms=11.1, phases=None,
+             accept_dist=(1.0,), prof_accept=0.0, requests=40, out_tokens=(160, 320),
+             prof_prefix=False)
+
+
+if __name__ == "__main__":
+    main()
