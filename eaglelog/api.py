@@ -97,8 +97,9 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         except InputError as e:
             if scanner is None or not keep_going:
                 raise
-            scanner.diag(None, "input_error", str(e).split(": ", 1)[-1] +
-                         "; records before it are kept", "error")
+            line = str(e).split(": ", 1)[0].rsplit(":", 1)[-1]
+            scanner.diag(int(line) if line.isdigit() else None, "input_error",
+                         str(e).split(": ", 1)[-1] + "; the records before it are kept", "error")
             info.error = str(e)
         if scanner is None:
             raise InputError(f"{spec}: empty file" if spec != "-" else "-: empty input")

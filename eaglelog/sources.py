@@ -15,7 +15,6 @@ import lzma
 import os
 import stat
 import sys
-import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
@@ -102,48 +101,65 @@ def open_source(spec: str) -> Source:
     return Source(name, stream, buffered, compression, size, mtime)
 
 
-def _read(src: Source, n: int, done: int) -> bytes:
+READ_SIZE = 1 << 20
+
+
+def _corrupt(src: Source, e: Exception, done: int, line: int) -> InputError:
+    """A one-line error for damaged compressed data, naming the line and the offsets."""
+    where = ""
     try:
-        return src.stream.read(n)
-    except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as e:
-        where = ""
-        try:
-            where = f" near compressed byte {src.raw.tell():,}"
-        except (OSError, ValueError):
-            pass
-        kind = src.compression or "input"
-        reason = str(e) or type(e).__name__
-        if isinstance(e, EOFError):
-            reason = "the compressed stream ends early (file truncated?)"
-        raise InputError(f"{src.name}: corrupt {kind} data{where}, after {done:,} decompressed "
-                         f"bytes: {reason}") from None
-    except Exception as e:  # zstandard.ZstdError and other decompressor errors
-        raise InputError(f"{src.name}: corrupt {src.compression or 'input'} data after "
-                         f"{done:,} decompressed bytes: {e}") from None
+        where = f" near compressed byte {src.raw.tell():,}"
+    except (OSError, ValueError):
+        pass
+    reason = str(e) or type(e).__name__
+    if isinstance(e, EOFError):
+        reason = "the compressed stream ends early (file truncated?)"
+    return InputError(f"{src.name}:{line}: corrupt {src.compression or 'input'} data{where} "
+                      f"(after {done:,} decompressed bytes): {reason}")
 
 
 def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """Yield chunks that end just after a newline; the final chunk may lack one.
 
-    Raises InputError (with the decompressed byte offset) when compressed data is corrupt; the
-    chunks yielded before that are complete and can be kept.
+    Reads at most 1 MiB at a time, so when compressed data turns out to be corrupt the complete
+    lines read before the damage are yielded first; then InputError is raised, naming the line
+    and the decompressed byte offset.
     """
     carry = b""
     done = 0
+    lines = 0
+    pieces: list[bytes] = []
+    have = 0
     while True:
-        block = _read(src, chunk_size, done)
+        try:
+            block = src.stream.read(min(READ_SIZE, chunk_size))
+        except Exception as e:  # zlib/lzma/bz2/zstd errors, EOFError for a cut stream, OSError
+            data = carry + b"".join(pieces)
+            cut = data.rfind(b"\n")
+            if cut >= 0:
+                yield data[:cut + 1]
+            # the damaged line: the first one not yielded complete
+            raise _corrupt(src, e, done, lines + data.count(b"\n", 0, cut + 1) + 1) from None
+        if block:
+            done += len(block)
+            pieces.append(block)
+            have += len(block)
+            if have < chunk_size:
+                continue
+        data = carry + b"".join(pieces)
+        pieces, have = [], 0
         if not block:
-            if carry:
-                yield carry
+            if data:
+                yield data
             return
-        done += len(block)
-        block = carry + block if carry else block
-        cut = block.rfind(b"\n")
+        cut = data.rfind(b"\n")
         if cut < 0:
-            carry = block
-            if len(carry) > 64 * chunk_size:
-                raise InputError(f"{src.name}: no line break in the first {len(carry):,} bytes; "
-                                 "not a line-oriented log")
+            carry = data
+            if len(carry) > 64 * max(chunk_size, READ_SIZE):
+                raise InputError(f"{src.name}:{lines + 1}: no line break in {len(carry):,} "
+                                 "bytes; not a line-oriented log")
             continue
-        carry = block[cut + 1:]
-        yield block[:cut + 1]
+        carry = data[cut + 1:]
+        out = data[:cut + 1]
+        lines += out.count(b"\n")
+        yield out

@@ -185,7 +185,7 @@ class Scanner:
         return True
 
     # ------------------------------------------------------------------ the loop
-    def feed(self, chunk: bytes, final: bool = False) -> None:
+    def feed(self, chunk: bytes) -> None:
         """Scan one chunk (it ends after a newline unless it is the last one)."""
         n = len(chunk)
         nl = chunk.count(b"\n")
@@ -207,7 +207,7 @@ class Scanner:
                 end = n if le < 0 else le
                 line_no += chunk.count(b"\n", counted_to, pos)
                 counted_to = pos
-                self._block_line(chunk, pos, end, line_no, le < 0 and final)
+                self._block_line(chunk, pos, end, line_no, le < 0)
                 pos = end + 1
                 continue
             m = search(chunk, pos)
@@ -221,7 +221,7 @@ class Scanner:
             line = chunk[ls:end].decode("utf-8", "replace")
             if m.lastgroup == "server_args" and len(line) >= DOCKER_SPLIT:
                 end, line = self._rejoin(chunk, end, line)
-            if self._dispatch(m.lastgroup, line, line_no, le < 0 and final):
+            if self._dispatch(m.lastgroup, line, line_no, le < 0):
                 extra = chunk.count(b"\n", ls, end)  # lines rejoined to this one
                 self._account(chunk, ls, line_no + extra, end)
                 self.stats.consumed += 1 + extra

@@ -1,0 +1,42 @@
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from eaglelog.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_logs"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def run():
+    """Run the CLI in-process; returns click's Result with .stdout and .stderr apart."""
+    def _run(*args, input=None):
+        runner = CliRunner()
+        return runner.invoke(main, [str(a) for a in args], input=input, catch_exceptions=False)
+    return _run
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write text (or bytes) to a temp file and return its path as str."""
+    def _write(name, content):
+        p = tmp_path / name
+        if isinstance(content, str):
+            p.write_text(content, encoding="utf-8", newline="")
+        else:
+            p.write_bytes(content)
+        return str(p)
+    return _write
+
+
+def grep_count(path, marker: str) -> int:
+    """What `grep -c MARKER` counts: lines that contain the marker."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if marker.encode() in line)
+
+
+os.environ.setdefault("NO_COLOR", "1")
