@@ -24,9 +24,13 @@ def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
     for c in out.columns:
         if pd.api.types.is_datetime64_any_dtype(out[c]):
             s = out[c]
-            frac = s.dt.microsecond.fillna(0).astype("int64").ne(0).any()
-            fmt = "%Y-%m-%dT%H:%M:%S.%f" if frac else "%Y-%m-%dT%H:%M:%S"
-            out[c] = s.dt.strftime(fmt).astype("object").where(s.notna(), None)
+            us = s.dt.microsecond.fillna(0).astype("int64")
+            text = s.dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
+            if not us.ne(0).any():
+                text = text.str[:-7]          # whole seconds
+            elif not (us % 1000).ne(0).any():
+                text = text.str[:-3]          # milliseconds (SGLANG_LOG_MS=1)
+            out[c] = text.astype("object").where(s.notna(), None)
     return out
 
 
