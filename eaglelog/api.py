@@ -13,7 +13,7 @@ from .parsers import ENGINES, choose_engine
 from .parsers.scan import Diagnostic, Scanner
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
-from .tables import build_frame
+from .tables import concat_frames
 
 
 @dataclass
@@ -78,7 +78,7 @@ def _families() -> str:
 
 
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
-              info: SourceInfo, diags: list[Diagnostic]) -> Scanner | None:
+              info: SourceInfo, diags: list[Diagnostic]) -> dict[str, pd.DataFrame]:
     with open_source(spec) as src:
         info.compression, info.size = src.compression, src.size
         scanner: Scanner | None = None
@@ -103,16 +103,16 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             info.error = str(e)
         if scanner is None:
             raise InputError(f"{spec}: empty file" if spec != "-" else "-: empty input")
-        scanner.finish(src.mtime)
+        frames = scanner.finish(src.mtime)
     st = scanner.stats
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
                                                                  st.first_skipped)
-    info.counts = {t: len(r) for t, r in scanner.rows.items()}
+    info.counts = {t: len(f) for t, f in frames.items()}
     if not any(info.counts.values()):
         raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} lines; "
                              f"families tried: {_families()}")
     diags.extend(scanner.diags)
-    return scanner
+    return frames
 
 
 def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
@@ -134,14 +134,14 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
         raise EaglelogError(f"unknown engine {engine!r}; known: auto, {', '.join(ENGINES)}")
     if isinstance(base_date, str):
         base_date = _dt.date.fromisoformat(base_date)
-    rows: dict[str, list[dict]] = {t: [] for t in TABLES}
+    parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     infos: list[SourceInfo] = []
     diags: list[Diagnostic] = []
     for spec in specs:
         info = SourceInfo(spec)
         infos.append(info)
         try:
-            scanner = _scan_one(spec, engine, base_date, chunk_size, keep_going, info, diags)
+            frames = _scan_one(spec, engine, base_date, chunk_size, keep_going, info, diags)
         except EaglelogError as e:
             if not keep_going:
                 raise
@@ -149,9 +149,9 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
             diags.append(Diagnostic(spec, None, "input_error", str(e).split(": ", 1)[-1],
                                     "error"))
             continue
-        for t, r in scanner.rows.items():
-            rows[t].extend(r)
+        for t, f in frames.items():
+            parts[t].append(f)
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
-    tables = {name: build_frame(TABLES[name], rows[name]) for name in TABLES}
+    tables = {name: concat_frames(TABLES[name], parts[name]) for name in TABLES}
     return ParsedLog(tables, infos, diags)

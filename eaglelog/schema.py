@@ -20,6 +20,8 @@ class Column:
     unit: str = ""
     doc: str = ""
     better: str | None = None  # "higher", "lower" or None when direction has no meaning
+    core: bool = True          # core columns are always present; the others only when the
+                               # input printed them (a table never carries all-NA optional ones)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ _GRAPH = (
       "decode: the target-verify forward)"),
 )
 _USAGE = (
-    C("token", "Int64", "tokens", "KV-cache slots in use (plain pool)"),
+    C("num_tokens", "Int64", "tokens", "KV-cache slots in use, '#token' (plain pool)"),
     C("token_usage", "float64", "fraction", "KV slots in use / pool capacity (plain pool)"),
     C("full_token", "Int64", "tokens", "full-attention pool slots (hybrid models)"),
     C("full_token_usage", "float64", "fraction", "full-attention pool usage"),
@@ -166,7 +168,7 @@ PREFILL = Table(
         C("mixed_running_req", "Int64", "requests", "decode requests mixed into a chunked prefill "
           "('Prefill batch(mixed #running-req: N).', v0.2.14 – v0.3.5)"),
         C("cache_hit_rate", "float64", "%", "prefix-cache hit rate (≤ v0.4.3.post2)"),
-        C("token", "Int64", "tokens", "KV slots in use (v0.4.9 – v0.4.9.post2)"),
+        C("num_tokens", "Int64", "tokens", "KV slots in use, '#token' (v0.4.9 – v0.4.9.post2)"),
         C("full_token", "Int64", "tokens", "full-attention pool slots (v0.4.9 hybrid spelling)"),
         C("full_token_usage", "float64", "fraction", "full-attention pool usage"),
         C("swa_token", "Int64", "tokens", "sliding-window pool slots (v0.4.9 hybrid spelling)"),
@@ -232,8 +234,30 @@ REQUESTS = Table(
     ),
 )
 
-TABLES: dict[str, Table] = {t.name: t for t in (PROF, PROF_PHASES, DECODE, PREFILL, SERVER_ARGS,
-                                                 REQUESTS)}
+CORE = {
+    "prof": "source line_no timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
+            "complete n_phases phase_sum_ms end_line",
+    "prof_phases": "source line_no block phase ms_per_cycle pct",
+    "decode": "source line_no timestamp ranks running_req num_tokens token_usage accept_len "
+              "accept_rate graph gen_throughput queue_req",
+    "prefill": "source line_no timestamp ranks new_seq new_token cached_token token_usage "
+               "running_req queue_req",
+    "server_args": "source line_no timestamp parse_ok",
+    "requests": "source line_no timestamp rid finish_reason prompt_tokens completion_tokens "
+                "cached_tokens e2e_latency verify_ct accepted_drafts proposed_drafts "
+                "accept_histogram spec_accept_length format",
+}
+
+
+def _with_core(t: Table) -> Table:
+    core = set(CORE[t.name].split())
+    cols = tuple(Column(c.name, c.dtype, c.unit, c.doc, c.better, c.name in core)
+                 for c in t.columns)
+    return Table(t.name, t.doc, cols)
+
+
+TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, DECODE, PREFILL,
+                                                            SERVER_ARGS, REQUESTS)}
 
 # The CLI spells table names in kebab-case (--table prof-phases).
 def cli_name(table: str) -> str:

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from .schema import TABLES, Table
+from .schema import Table
 
 
 def _typed(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | np.ndarray:
@@ -43,25 +43,61 @@ def _config_column(values: list) -> tuple[list, str]:
     return out, "string"
 
 
-def build_frame(table: Table, rows: list[dict]) -> pd.DataFrame:
-    cols: dict[str, object] = {}
+def _convert(col: pd.Series, dtype: str):
+    if dtype == "category":
+        return col.astype("category")
+    if dtype == "float64":
+        return pd.to_numeric(col, errors="coerce").astype("float64")
+    if dtype.startswith("datetime64"):
+        return pd.to_datetime(col, format="ISO8601").astype("datetime64[us]")
+    if dtype == "string":
+        return col.astype("string")
+    return pd.array(col.astype("object").where(col.notna(), None), dtype=dtype)
+
+
+def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Typed frame with the schema's columns in order (missing ones all-NA), plus server_args'
+    config keys, plus the private columns named in ``keep`` when present."""
     n = len(rows)
+    raw = pd.DataFrame(rows) if n else pd.DataFrame()
+    cols: dict[str, object] = {}
     for c in table.columns:
-        vals = [r.get(c.name) for r in rows] if n else []
-        cols[c.name] = _typed(vals, c.dtype)
-    if table.name == "server_args":
+        if c.name in raw.columns:
+            col = raw[c.name]
+            if c.core or col.notna().any():
+                cols[c.name] = _convert(col, c.dtype)
+        elif c.core:
+            cols[c.name] = _typed([None] * n, c.dtype)
+    if table.name == "server_args" and "_args" in raw.columns:
+        args = raw["_args"].tolist()
         keys: list[str] = []
         seen = set(table.names)
-        for r in rows:
-            for k in r.get("_args", {}):
+        for a in args:
+            for k in a:
                 if k not in seen:
                     seen.add(k)
                     keys.append(k)
         for k in keys:
-            vals, dtype = _config_column([r.get("_args", {}).get(k) for r in rows])
+            vals, dtype = _config_column([a.get(k) for a in args])
             cols[k] = _typed(vals, dtype)
+    for k in keep:
+        if k in raw.columns:
+            cols[k] = raw[k].to_numpy()
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
 
 
-def empty_frame(name: str) -> pd.DataFrame:
-    return build_frame(TABLES[name], [])
+def concat_frames(table: Table, frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate partial frames of one table, keeping the schema dtypes (categories are
+    unioned, not degraded to object)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return build_frame(table, [])
+    if len(frames) == 1:
+        return frames[0].reset_index(drop=True)
+    out = pd.concat(frames, ignore_index=True, sort=False)
+    known = [c for c in table.columns if c.name in out.columns]
+    for c in known:  # a column missing from some parts comes back as object/float: re-type it
+        if str(out[c.name].dtype) != c.dtype:
+            out[c.name] = _convert(out[c.name], c.dtype)
+    names = {c.name for c in known}
+    return out[[c.name for c in known] + [k for k in out.columns if k not in names]]

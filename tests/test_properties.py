@@ -38,8 +38,9 @@ def test_scanner_never_raises_on_arbitrary_input(parts):
                       for p in parts)
     s = Scanner("x")
     s.feed(data)
-    s.finish()
+    frames = s.finish()
     assert s.stats.consumed <= s.stats.lines
+    assert set(frames) == set(eaglelog.TABLES)
 
 
 # ------------------------------------------------------------------------------- round trip
@@ -65,7 +66,7 @@ def decode_records(draw):
         "header": draw(st.sampled_from([".", ",", "[N],"])),
         "iter": draw(st.integers(0, 10 ** 7)),
         "running_req": draw(st.integers(0, 4096)),
-        "token": draw(st.integers(0, 10 ** 7)),
+        "num_tokens": draw(st.integers(0, 10 ** 7)),
         "token_usage": draw(two_dp(0, 1)),
         "accept_len": draw(st.one_of(st.none(), two_dp(1, 9))),
         "accept_rate": draw(st.one_of(st.none(), two_dp(0, 1))),
@@ -84,7 +85,7 @@ def format_decode(rec):
     tags = "".join(f" {n}{v}" for n, v in rec["tags"])
     head = {".": "Decode batch. ", ",": "Decode batch, ",
             "[N],": f"Decode batch [{rec['iter']}], "}[rec["header"]]
-    parts = [f"#running-req: {rec['running_req']}", f"#token: {rec['token']}",
+    parts = [f"#running-req: {rec['running_req']}", f"#token: {rec['num_tokens']}",
              f"token usage: {rec['token_usage']:.2f}"]
     if rec["accept_len"] is not None:
         parts.append(f"accept len: {rec['accept_len']:.2f}")
@@ -112,7 +113,7 @@ def test_decode_line_round_trip(rec):
         assert out[name.lower()] == value
     assert out["header"] == rec["header"]
     assert out.get("iter") == (rec["iter"] if rec["header"] == "[N]," else None)
-    for k in ("running_req", "token", "token_usage", "gen_throughput", "queue_req"):
+    for k in ("running_req", "num_tokens", "token_usage", "gen_throughput", "queue_req"):
         assert out[k] == rec[k], k
     assert out.get("accept_len") == rec["accept_len"]
     want_rate = rec["accept_rate"] if rec["accept_len"] is not None else None
@@ -151,12 +152,14 @@ def test_prof_block_round_trip(block):
               f"  Eff tok/s: {eff:.1f}"]
     s = Scanner("x")
     s.feed(("".join(prefix + ln + "\n" for ln in lines)).encode())
-    s.finish()
-    (row,) = s.rows["prof"]
-    assert (row["cycles"], row["tokens"], row["mode"]) == (cycles, tokens, mode)
+    frames = s.finish()
+    (row,) = frames["prof"].to_dict("records")
+    assert (row["cycles"], row["tokens"]) == (cycles, tokens)
+    assert (row["mode"] if mode else None) == mode and (mode or pd.isna(row["mode"]))
     assert (row["total_ms"], row["accept_len"], row["complete"]) == (total, accept, True)
-    assert [(p["phase"], p["ms_per_cycle"]) for p in s.rows["prof_phases"]] == phases
-    assert row["ranks"] == ("TP3" if prefix else None)
+    ph = frames["prof_phases"]
+    assert list(zip(ph.phase.astype(str), ph.ms_per_cycle)) == phases
+    assert (row["ranks"] if prefix else None) == ("TP3" if prefix else None)
 
 
 NOISE = st.lists(st.text(alphabet=string.ascii_letters + string.digits + " :-[]().,=/'\"",

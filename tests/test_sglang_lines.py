@@ -21,7 +21,7 @@ def test_decode_current_with_everything():
     rec = r.record
     assert rec["_date"] == "2026-07-28" and rec["_time"] == "09:14:05.332"
     assert rec["ranks"] == "DP2 TP2 EP2" and rec["dp"] == 2 and rec["tp"] == 2 and rec["ep"] == 2
-    assert rec["running_req"] == 24 and rec["token"] == 98304 and rec["token_usage"] == 0.35
+    assert rec["running_req"] == 24 and rec["num_tokens"] == 98304 and rec["token_usage"] == 0.35
     assert rec["accept_len"] == 2.41 and rec["accept_rate"] == 0.47
     assert rec["pre_allocated_usage"] == 0.06 and rec["transfer_req"] == 2
     assert rec["graph_backend"] == "cuda graph" and rec["graph"] is True
@@ -61,7 +61,7 @@ def test_decode_hybrid_spellings_and_unknown_fields():
                             "#queue-req: 0").record
     assert (rec["full_token"], rec["swa_token"]) == (6120, 2048)
     assert (rec["full_token_usage"], rec["swa_token_usage"]) == (0.03, 0.08)
-    assert "token" not in rec and rec["extra"] is None
+    assert "num_tokens" not in rec and rec["extra"] is None
     rec = parse_decode_line("[2026-02-24 12:30:18 TP0] Decode batch, #running-req: 6, #token: "
                             "5012, token usage: 0.03, cuda graph: True, gen throughput (token/s): "
                             "512.40, #queue-req: 0, #cache_miss: 3").record

@@ -15,6 +15,10 @@ import datetime as _dt
 import re
 from dataclasses import dataclass, field
 
+import pandas as pd
+
+from ..schema import TABLES
+from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
 from .prefix import read_prefix, split_bracketed, strip_ansi
 
@@ -32,14 +36,18 @@ LINE_PARSERS = {
     "finish": ("requests", sglang.parse_finish_line),
     "req_json": ("requests", sglang.parse_request_json_line),
 }
-DOCKER_SPLIT = 16000  # docker's json-file driver splits lines longer than 16 KiB
+DOCKER_SPLIT = 16000
+EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer than 16 KiB
 
 
 @dataclass
 class Diagnostic:
     source: str
     line_no: int | None
-    kind: str      # malformed | truncated | incomplete_block | identity | block_line | input_error
+    # malformed (a record line that could not become a record), truncated (last line without
+    # newline), bad_value (record kept, one value unreadable), incomplete_block, identity,
+    # block_line (unknown line inside a block), date (dates completed), input_error
+    kind: str
     message: str
     severity: str = "warning"  # or "error"
 
@@ -65,9 +73,8 @@ class Scanner:
     def __init__(self, source: str, base_date: _dt.date | None = None) -> None:
         self.source = source
         self.base_date = base_date
-        self.rows: dict[str, list[dict]] = {t: [] for t in
-                                            ("prof", "prof_phases", "decode", "prefill",
-                                             "server_args", "requests")}
+        self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
+        self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         self.diags: list[Diagnostic] = []
         self.stats = ScanStats()
         self.blocks = eagle3_prof.BlockAssembler()
@@ -105,14 +112,16 @@ class Scanner:
             rec["timestamp"] = None
             return
         if d is None:
-            # time-only prefix (v0.2.14 – v0.3.3): count midnights; the date is fixed in finish()
+            # time-only prefix (v0.2.14 – v0.3.3): count midnights; without --date the dates
+            # are provisional (from 1970-01-01) and shifted in finish()
             tod = int(t[0:2]) * 3600 + int(t[3:5]) * 60 + int(t[6:8])
             if self._last_tod is not None and tod < self._last_tod - 12 * 3600:
                 self._day_offset += 1
             self._last_tod = tod
-            rec["_day"] = self._day_offset
+            d = (self.base_date or EPOCH) + _dt.timedelta(days=self._day_offset)
+            rec["_time_only"] = True
             self.time_only = True
-        rec["timestamp"] = f"{d} {t}" if d else t
+        rec["timestamp"] = f"{d} {t}"
 
     def _emit(self, table: str, line_no: int, rec: dict) -> None:
         self._stamp(rec)
@@ -177,7 +186,7 @@ class Scanner:
                       f"{table} record not parsed")
             return True
         for p in res.problems:
-            self.diag(line_no, "malformed", f"{table} line: {p}")
+            self.diag(line_no, "bad_value", f"{table} line: {p}")
         if table == "requests":
             for p in sglang.check_request_identities(res.record):
                 self.diag(line_no, "identity", f"request breaks an identity: {p}")
@@ -232,6 +241,7 @@ class Scanner:
         if self.stats.first_skipped is None and self._acct_pos < n:
             self._first_skipped_in(chunk, self._acct_pos, n)
         self._line += nl
+        self.flush()
 
     def _block_line(self, chunk: bytes, pos: int, end: int, line_no: int,
                     unterminated: bool) -> None:
@@ -280,21 +290,41 @@ class Scanner:
                 return e, text
         return end, line
 
-    def finish(self, mtime: float | None = None) -> None:
+    def flush(self) -> None:
+        """Turn the rows collected so far into typed partial frames (bounded memory)."""
+        for name, rows in self.rows.items():
+            if rows:
+                self.parts[name].append(build_frame(TABLES[name], rows, keep=("_time_only",)))
+                rows.clear()
+
+    def finish(self, mtime: float | None = None) -> dict[str, pd.DataFrame]:
+        """Close open blocks and return this input's tables, in line order."""
         self.blocks.finish()
         self._close_blocks()
-        if self.time_only:
-            self._complete_dates(mtime)
-        for rows in self.rows.values():
-            rows.sort(key=lambda r: r["line_no"])
+        self.flush()
+        shift = self._date_shift(mtime) if self.time_only else None
+        frames = {}
+        for name, parts in self.parts.items():
+            df = concat_frames(TABLES[name], parts)
+            if len(df) and not df["line_no"].is_monotonic_increasing:
+                df = df.sort_values("line_no", kind="stable", ignore_index=True)
+            if "_time_only" in df.columns:
+                if shift is not None:
+                    mask = df["_time_only"].fillna(False).astype(bool).to_numpy()
+                    df.loc[mask, "timestamp"] = df.loc[mask, "timestamp"] + shift
+                df = df.drop(columns="_time_only")
+            frames[name] = df
+        self.parts = {name: [] for name in self.parts}
+        return frames
 
-    def _complete_dates(self, mtime: float | None) -> None:
-        """Give time-only timestamps a date: --date for the first line, else the file's mtime
-        for the last line (the log was last written then), else today, each said in a note."""
+    def _date_shift(self, mtime: float | None):
+        """Time-only prefixes: --date gives the first line's date; otherwise the file's mtime
+        is taken as the last line's date, else today; either way it is said in a note."""
         if self.base_date is not None:
-            first = self.base_date
-            how = f"from --date {first}"
-        elif mtime is not None:
+            self.diag(None, "date", f"log prefixes carry no date; dates from --date "
+                      f"{self.base_date} for the first line")
+            return None
+        if mtime is not None:
             first = _dt.date.fromtimestamp(mtime) - _dt.timedelta(days=self._day_offset)
             how = f"from the file's modification date (first line taken as {first})"
         else:
@@ -302,12 +332,7 @@ class Scanner:
             how = f"assumed to end today ({first} for the first line)"
         self.diag(None, "date", f"log prefixes carry no date; dates {how}; pass --date "
                   "YYYY-MM-DD (the first line's date) to set it")
-        for rows in self.rows.values():
-            for r in rows:
-                day = r.pop("_day", None)
-                if day is not None:
-                    r["timestamp"] = f"{first + _dt.timedelta(days=day)} {r['timestamp']}"
-
+        return pd.Timedelta(days=(first - EPOCH).days)
 
 def kind_of(text: str) -> str | None:
     m = MARKERS.search(text.encode("utf-8", "replace"))

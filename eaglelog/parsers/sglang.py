@@ -54,7 +54,7 @@ def _iso(v: str) -> str:
 _COMMON_KEYS = {
     "#running-req": ("running_req", _int),
     "#cached-token": ("cached_token", _int),
-    "#token": ("token", _int),
+    "#token": ("num_tokens", _int),
     "token usage": ("token_usage", _float),
     "#full token": ("full_token", _int),
     "full token usage": ("full_token_usage", _float),

@@ -19,18 +19,18 @@ FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
 
 
 def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
-    """Datetime columns as ISO 8601 text: seconds, or microseconds when any row has them."""
+    """Datetime columns as ISO 8601 text with the precision each value has: whole seconds,
+    milliseconds (SGLANG_LOG_MS=1) or microseconds."""
     out = df.copy()
     for c in out.columns:
         if pd.api.types.is_datetime64_any_dtype(out[c]):
             s = out[c]
-            us = s.dt.microsecond.fillna(0).astype("int64")
-            text = s.dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
-            if not us.ne(0).any():
-                text = text.str[:-7]          # whole seconds
-            elif not (us % 1000).ne(0).any():
-                text = text.str[:-3]          # milliseconds (SGLANG_LOG_MS=1)
-            out[c] = text.astype("object").where(s.notna(), None)
+            us = s.dt.microsecond.fillna(0).astype("int64").to_numpy()
+            full = s.dt.strftime("%Y-%m-%dT%H:%M:%S.%f").to_numpy(dtype=object)
+            text = np.where(us == 0, [t[:-7] if isinstance(t, str) else t for t in full],
+                            np.where(us % 1000 == 0,
+                                     [t[:-3] if isinstance(t, str) else t for t in full], full))
+            out[c] = pd.Series(text, index=s.index, dtype=object).where(s.notna(), None)
     return out
 
 
