@@ -266,3 +266,4 @@ def cli_name(table: str) -> str:
 
 def table_from_cli(name: str) -> str:
     return name.replace("-", "_")
+

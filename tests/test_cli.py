@@ -111,3 +111,10 @@ def test_broken_pipe_exits_quietly(tmp_path):
                        shell=True, capture_output=True, text=True)
     assert p.stdout.startswith("source")
     assert "Traceback" not in p.stderr and "Error" not in p.stderr
+
+
+def test_docs_tables_md_is_generated_from_the_schema():
+    from conftest import ROOT
+    from eaglelog.docs import tables_markdown
+    assert (ROOT / "docs" / "tables.md").read_text() == tables_markdown(), \
+        "run: python -m eaglelog.docs > docs/tables.md"

@@ -48,7 +48,9 @@ def _human_value(v) -> str:
         return f"{v:.4g}" if abs(v) >= 1e5 or (v != 0 and abs(v) < 1e-3) else f"{v:.4f}".rstrip(
             "0").rstrip(".")
     if isinstance(v, pd.Timestamp):
-        return v.isoformat(sep=" ")
+        text = v.isoformat(sep=" ", timespec="microseconds")
+        return text[:-7] if v.microsecond == 0 else text[:-3] if v.microsecond % 1000 == 0 \
+            else text
     return str(v)
 
 

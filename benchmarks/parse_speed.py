@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Whole-process speed and peak memory of `eaglelog parse` against grep on the same file.
+
+    python benchmarks/parse_speed.py                 # 100 MB log from ../shared/bench/genlog.py
+    python benchmarks/parse_speed.py --size-mb 1000 --runs 3
+
+Each command runs --runs times as its own process; the table shows the median wall time, the
+throughput it implies and the largest peak RSS (os.wait4's ru_maxrss, the process's own).
+The references run in the same invocation, on the same (page-cached) file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GENLOG = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench", "genlog.py"))
+
+
+def measure(cmd: str) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one shell command and its children."""
+    t0 = time.perf_counter()
+    # stdout is a pipe, not /dev/null: GNU grep stops at the first match when it sees /dev/null
+    proc = subprocess.Popen(["/bin/sh", "-c", f"exec {cmd}" if "|" not in cmd else cmd],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed ({status}): {cmd}\n{proc.stderr.read().decode()}")
+    return wall, ru.ru_maxrss / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=float, default=100)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--log", help="use this log instead of generating one")
+    ap.add_argument("--genlog", default=GENLOG, help="path of shared/bench/genlog.py")
+    args = ap.parse_args()
+    log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
+    if not os.path.exists(log):
+        print(f"generating {log} with {args.genlog} …", file=sys.stderr)
+        subprocess.run([sys.executable, args.genlog, log, str(args.size_mb)], check=True)
+    size_mb = os.path.getsize(log) / 1e6
+    eaglelog = shutil.which("eaglelog") or f"{sys.executable} -m eaglelog"
+    cmds = [
+        ("eaglelog parse (all tables)", f"{eaglelog} -q parse {log}"),
+        ("grep -c 'Decode batch'", f"grep -c 'Decode batch' {log}"),
+        ("grep|awk mean accept len",
+         f"grep -oP 'accept len: \\K[\\d.]+' {log} | awk '{{s+=$1}} END {{print s/NR}}'"),
+    ]
+    subprocess.run(f"cat {log} > /dev/null", shell=True, check=True)  # warm the page cache
+    print(f"log: {log} ({size_mb:.1f} MB), {args.runs} runs each, median wall time; "
+          f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(f"{'command':<30} {'wall s':>8} {'MB/s':>8} {'peak RSS MB':>12}")
+    for label, cmd in cmds:
+        walls, rss = [], []
+        for _ in range(args.runs):
+            w, r = measure(cmd)
+            walls.append(w)
+            rss.append(r)
+        med = statistics.median(walls)
+        print(f"{label:<30} {med:>8.3f} {size_mb / med:>8.1f} {max(rss):>12.0f}")
+
+
+if __name__ == "__main__":
+    main()
