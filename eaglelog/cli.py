@@ -176,6 +176,123 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
     finish(ctx, log)
 
 
+def baseline_option(f):
+    @click.option("--baseline-toks", metavar="TOK_S[±σ]", default=None,
+                  help="Decode rate of the same model without speculation, tokens/s per request "
+                       "stream at the run's batch size, e.g. 90 or '90±3' (σ: the standard "
+                       "uncertainty of that rate).")
+    @click.option("--baseline-log", type=click.Path(dir_okay=False), default=None,
+                  help="A log of the same model without speculation; its step time is matched "
+                       "to the run on batch size (#running-req).")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=True):
+    from .analysis.breakeven import Baseline
+    from .stats import parse_plus_minus
+
+    if baseline_toks and baseline_log:
+        raise click.UsageError("give --baseline-toks or --baseline-log, not both")
+    if baseline_toks:
+        try:
+            value, sd = parse_plus_minus(baseline_toks)
+        except ValueError:
+            raise click.BadParameter(f"{baseline_toks!r} is not a rate like 90 or 90±3",
+                                     param_hint="--baseline-toks") from None
+        if value <= 0:
+            raise click.BadParameter("must be > 0", param_hint="--baseline-toks")
+        return Baseline(tok_s=value, sd=sd)
+    if baseline_log:
+        return Baseline(log=read_logs(ctx, [baseline_log], engine, False, base_date))
+    if required:
+        raise click.UsageError("give the baseline: --baseline-toks 90 (tokens/s without "
+                               "speculation) or --baseline-log BASE.log")
+    return None
+
+
+def results_output(results, fmt, output, block, flat):
+    """One human block per result, or one JSON object (a list for several logs), or a flat
+    table (csv/markdown/table of raw values)."""
+    if fmt == "json":
+        obj = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
+        emit(render_object(obj, "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(r.to_dict(), "jsonl") for r in results), output)
+    elif fmt == "table" and block is not None:
+        emit("\n".join(block(r) for r in results), output)
+    else:
+        import pandas as pd
+        emit(render_frame(pd.DataFrame([row for r in results for row in flat(r)]), fmt, output),
+             output)
+
+
+@main.command("breakeven")
+@input_options
+@baseline_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@click.option("--by", "by", type=click.Choice(["batch"]), default=None,
+              help="Also per #running-req bucket (needs --baseline-log).")
+@click.option("--cycle-from", type=click.Choice(["auto", "prof", "decode"]), default="auto",
+              show_default=True, help="Cycle time from EAGLE3_PROF blocks (no-sync only) or "
+                                      "derived from the decode lines; auto: blocks when there "
+                                      "are enough.")
+@click.option("--check", is_flag=True, help="Exit with code 3 when a verdict is 'below' (CI "
+                                            "gate).")
+@output_options
+@click.pass_context
+def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+                  confidence, by, cycle_from, check, fmt, output):
+    """Is speculation paying off? Break-even accept length and projected speedup.
+
+    \b
+      breakeven_accept_len = cycle_ms / baseline_step_ms   (baseline_step_ms = 1000 / TOK_S)
+      speedup              = accept_len × baseline_step_ms / cycle_ms
+
+    Verdict: 'above' / 'below' when the speedup interval is entirely above / below 1,
+    'inconclusive' when it contains 1, 'insufficient data' with fewer than 10 windows.
+    The statistical model (window weights, batch means, intervals): docs/statistics.md.
+
+    \b
+    Examples:
+      eaglelog breakeven --baseline-toks 90 server.log
+      eaglelog breakeven --baseline-toks '90±3' --confidence 0.9 -f json server.log
+      eaglelog breakeven --baseline-log base.log --by batch spec.log
+      eaglelog breakeven --baseline-toks 90 --check server.log || echo "speculation is slower"
+    """
+    from .analysis.breakeven import breakeven
+    from .report.blocks import breakeven_block
+
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
+    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    results = [breakeven(log, baseline, source=info.name, confidence=confidence,
+                         by_batch=by == "batch", cycle_from=cycle_from)
+               for info in log.sources if not (info.error and not any(info.counts.values()))]
+    results_output(results, fmt, output, breakeven_block, breakeven_rows)
+    if check and any(r.verdict == "below" for r in results):
+        ctx.exit(3)
+    finish(ctx, log)
+
+
+def breakeven_rows(r):
+    """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
+    keys = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
+
+    def flat(batch, obj, verdict):
+        row = {"source": r.source, "running_req": batch}
+        for k in keys:
+            e = getattr(obj, k)
+            row.update({k: e.estimate, f"{k}_ci_low": e.ci_low, f"{k}_ci_high": e.ci_high})
+        row.update({"confidence": r.confidence, "verdict": verdict})
+        return row
+    rows = [flat("all", r, r.verdict)]
+    rows += [flat(b.batch, b, b.verdict) for b in (r.by_batch or ())]
+    return rows
+
+
 def run() -> None:
     """Console entry point: a closed pipe (eaglelog … | head) ends quietly."""
     try:

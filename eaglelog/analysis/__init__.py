@@ -1,0 +1,1 @@
+"""Analyses: take a ParsedLog, return frozen result objects; never print."""

@@ -1,0 +1,357 @@
+"""Break-even accept length and projected speedup, with intervals (docs/statistics.md).
+
+    breakeven_accept_len = cycle_ms / baseline_step_ms
+    speedup              = accept_len × baseline_step_ms / cycle_ms
+
+Speculation pays when speedup > 1, i.e. when accept_len > breakeven_accept_len.  The verdict is
+``above`` / ``below`` when the speedup interval lies entirely above / below 1, ``inconclusive``
+when it straddles 1, ``insufficient data`` when an interval cannot be had.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..api import ParsedLog
+from ..errors import EaglelogError
+from ..stats import Estimate
+from .windows import bucket_labels, decode_interval, windows
+
+VERDICTS = ("above", "below", "inconclusive", "insufficient data")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the run is compared with: a stated rate (``tok_s`` ± ``sd``) or a baseline log."""
+
+    tok_s: float | None = None
+    sd: float | None = None
+    log: ParsedLog | None = None
+
+    @property
+    def label(self) -> str:
+        if self.log is not None:
+            return self.log.sources[0].name
+        return f"{self.tok_s:g}" + (f"±{self.sd:g}" if self.sd else "") + " tok/s"
+
+
+@dataclass(frozen=True)
+class BucketResult:
+    batch: str
+    windows: int
+    cycle_ms: Estimate
+    baseline_step_ms: Estimate
+    breakeven_accept_len: Estimate
+    accept_len: Estimate
+    speedup: Estimate
+    verdict: str
+
+    def to_dict(self) -> dict:
+        return {"running_req": self.batch, "windows": self.windows,
+                **{k: getattr(self, k).to_dict() for k in
+                   ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len",
+                    "speedup")}, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class BreakevenResult:
+    source: str
+    baseline: str
+    confidence: float
+    cycle_ms: Estimate
+    baseline_step_ms: Estimate
+    breakeven_accept_len: Estimate
+    accept_len: Estimate
+    speedup: Estimate
+    verdict: str
+    notes: tuple[str, ...] = ()
+    by_batch: tuple[BucketResult, ...] | None = None
+
+    def to_dict(self) -> dict:
+        d = {"source": self.source, "baseline": self.baseline,
+             **{k: getattr(self, k).to_dict() for k in
+                ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len",
+                 "speedup")},
+             "confidence": self.confidence, "verdict": self.verdict, "notes": list(self.notes)}
+        if self.by_batch is not None:
+            d["by_batch"] = [b.to_dict() for b in self.by_batch]
+        return d
+
+
+def verdict_of(speedup: Estimate) -> str:
+    if not speedup.sufficient:
+        return "insufficient data"
+    if speedup.ci_low > 1:
+        return "above"
+    if speedup.ci_high < 1:
+        return "below"
+    return "inconclusive"
+
+
+# ----------------------------------------------------------------------------- pieces
+
+def one_source(log: ParsedLog, source: str) -> tuple[dict, pd.DataFrame]:
+    """(config, windows of the source's decode lines)."""
+    cfg = log.config(source)
+    dec = log.decode[log.decode["source"] == source]
+    pre = log.prefill[log.prefill["source"] == source]
+    return cfg, windows(dec, pre, decode_interval(cfg))
+
+
+def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str]) -> Estimate | None:
+    p = log.prof[log.prof["source"] == source]
+    if p.empty:
+        return None
+    mode = p["mode"].astype("string")
+    complete = p["complete"].fillna(False).astype(bool)
+    sync = mode.eq("sync").fillna(False)
+    if sync.any():
+        notes.append(f"{int(sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
+                     "synchronize after each phase distorts the cycle time")
+    if (~complete).any():
+        notes.append(f"{int((~complete).sum())} incomplete EAGLE3_PROF block(s) left out")
+    if mode.isna().any():
+        notes.append(f"{int(mode.isna().sum())} EAGLE3_PROF block(s) without a mode are taken as "
+                     "'no sync'")
+    use = p[complete & ~sync].sort_values("line_no")
+    if use.empty:
+        return None
+    return stats.weighted_mean(use["total_ms"].to_numpy(), use["cycles"].to_numpy(dtype=float),
+                               confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
+                               "cycle-weighted)")
+
+
+def derived_cycle(w: pd.DataFrame, confidence: float, notes: list[str],
+                  what: str = "cycle") -> tuple[Estimate, pd.DataFrame]:
+    """Mean derived cycle (or step) time over clean windows; all windows when too few are
+    clean (said in a note)."""
+    use = w[w["clean"]]
+    label = f"decode lines ({len(use)} clean windows of {len(w)})"
+    if len(use) < stats.MIN_WINDOWS:
+        rest = w[np.isfinite(w["derived_ms"]) & (w["reason"] != "first")]
+        if len(rest) > len(use):
+            notes.append(f"only {len(use)} of {len(w)} decode windows are free of prefill and "
+                         f"idle time: the derived {what} time uses {len(rest)} windows and "
+                         "includes that time (an upper bound)")
+            use = rest
+            label = f"decode lines ({len(use)} windows incl. prefill/idle time)"
+    est = stats.weighted_mean(use["derived_ms"].to_numpy(), np.ones(len(use)), confidence, label)
+    return est, use
+
+
+def accept_from_windows(w: pd.DataFrame, confidence: float) -> Estimate:
+    a = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))]
+    return stats.weighted_mean(a["accept_len"].to_numpy(dtype=float),
+                               a["req_steps"].to_numpy(dtype=float), confidence,
+                               f"decode lines ({len(a)} windows, request-step weighted)")
+
+
+def diluted(dec: pd.DataFrame) -> bool:
+    """Lines of releases ≤ v0.5.3.post1 ('Decode batch.' with accept len, no accept rate) mix
+    prefill samples of 1.0 into accept len (sglang.md §3.6)."""
+    if dec.empty or "accept_rate" not in dec.columns:
+        return bool(len(dec)) and dec["accept_len"].notna().any()
+    spec = dec["accept_len"].notna()
+    old = spec & dec["accept_rate"].isna() & (dec["header"].astype("string") == ".")
+    return bool(old.any())
+
+
+def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
+    """Returns (overall Estimate or None, per-bucket Estimates or None, baseline windows)."""
+    if baseline.log is None:
+        step = 1000.0 / baseline.tok_s
+        sd = 1000.0 * baseline.sd / baseline.tok_s ** 2 if baseline.sd else None
+        src = f"--baseline-toks {baseline.label}" + (" (σ of the rate)" if baseline.sd else
+                                                      " (taken as exact)")
+        return stats.constant(step, sd, confidence, src), None, None
+    log = baseline.log
+    src = log.sources[0].name
+    cfg, w = one_source(log, src)
+    if cfg.get("speculative_algorithm"):
+        notes.append(f"the baseline log {src} has speculative_algorithm="
+                     f"{cfg['speculative_algorithm']!r}: it is not a run without speculation")
+    if w.empty:
+        raise EaglelogError(f"{src}: the baseline log has no 'Decode batch' lines to derive a "
+                            "step time from")
+    if w["accept_len"].notna().any():
+        notes.append(f"the baseline log {src} prints accept len: it looks speculative")
+    w = w.assign(bucket=bucket_labels(w["running_req"]))
+    return None, None, w
+
+
+# ----------------------------------------------------------------------------- main
+
+def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
+              confidence: float = 0.95, by_batch: bool = False,
+              cycle_from: str = "auto") -> BreakevenResult:
+    """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``."""
+    if not 0 < confidence < 1:
+        raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
+    source = source or log.sources[0].name
+    notes: list[str] = []
+    cfg, w = one_source(log, source)
+    dec = log.decode[log.decode["source"] == source]
+    spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+
+    # --- cycle time
+    cyc = None
+    if cycle_from in ("auto", "prof"):
+        cyc = prof_cycle(log, source, confidence, notes)
+        if cyc is not None and not cyc.sufficient and cycle_from == "auto" and len(spec_w):
+            notes.append(f"only {cyc.n} usable EAGLE3_PROF blocks: cycle time derived from the "
+                         "decode lines instead")
+            cyc = None
+        if cyc is None and cycle_from == "prof":
+            raise EaglelogError(f"{source}: no usable EAGLE3_PROF blocks for --cycle-from prof")
+    cyc_windows = None
+    if cyc is None:
+        if spec_w.empty:
+            raise EaglelogError(f"{source}: no EAGLE3_PROF blocks and no 'Decode batch' lines with "
+                                "accept len: nothing to take a cycle time from (is this a "
+                                "speculative run?)")
+        cyc, cyc_windows = derived_cycle(spec_w, confidence, notes)
+
+    # --- accept length (per-batch, request-step weighted)
+    if len(spec_w):
+        acc = accept_from_windows(spec_w, confidence)
+        if diluted(dec):
+            notes.append("accept len comes from SGLang ≤ v0.5.3.post1 lines, which mix a 1.0 "
+                         "sample per prefilled request into it (sglang.md §3.6): a lower bound")
+    else:
+        acc = requests_accept(log, source, confidence)
+        if acc is None:
+            raise EaglelogError(f"{source}: no accept length: the decode lines print no "
+                                "'accept len' and there are no Finish lines with spec_verify_ct")
+        notes.append("the decode lines print no accept len: accept length from the Finish "
+                     "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
+
+    # --- baseline step time
+    step, _, base_w = baseline_steps(baseline, confidence, notes)
+    buckets = None
+    if base_w is not None:
+        step, share_note = matched_step(spec_w, base_w, confidence)
+        if share_note:
+            notes.append(share_note)
+
+    # --- ratio and speedup
+    be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence,
+                       "cycle_ms / baseline_step_ms")
+    if cyc_windows is not None:
+        # accept length and cycle time come from the same windows: jackknife their ratio jointly
+        r = joint_ratio(spec_w, confidence)
+        parts = [(r, 1), (step, 1)]
+        est = r.estimate * step.estimate
+    else:
+        parts = [(acc, 1), (step, 1), (cyc, -1)]
+        est = acc.estimate * step.estimate / cyc.estimate
+    sp = stats.combine(est, parts, confidence, "accept_len × baseline_step_ms / cycle_ms")
+    if by_batch:
+        if base_w is None:
+            raise EaglelogError("--by batch needs --baseline-log: a stated baseline rate has no "
+                                "batch size")
+        buckets = tuple(by_bucket(spec_w, base_w, confidence))
+    rho = lag1(spec_w["accept_len"].to_numpy(dtype=float)) if len(spec_w) > 3 else 0.0
+    if rho > 0.5:
+        notes.append(f"consecutive windows are strongly autocorrelated (lag-1 r = {rho:.2f}): "
+                     "intervals may be too narrow; a longer run gives more independent batches")
+    return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp,
+                           verdict_of(sp), tuple(notes), buckets)
+
+
+def lag1(x: np.ndarray) -> float:
+    x = x[np.isfinite(x)]
+    d = x - x.mean()
+    den = float(np.dot(d, d))
+    return float(np.dot(d[1:], d[:-1]) / den) if den > 0 else 0.0
+
+
+def joint_ratio(w: pd.DataFrame, confidence: float) -> Estimate:
+    """accept_len / cycle_ms from the same windows (request-step weighted accept length over all
+    windows, mean derived cycle over clean ones), jackknifed over batches of windows."""
+    a = w["accept_len"].to_numpy(dtype=float)
+    rs = w["req_steps"].to_numpy(dtype=float)
+    c = w["derived_ms"].to_numpy(dtype=float)
+    clean = w["clean"].to_numpy(dtype=bool)
+    if clean.sum() < stats.MIN_WINDOWS:
+        clean = np.isfinite(c) & (w["reason"].to_numpy() != "first")
+
+    def fn(mask):
+        m2 = mask & clean
+        if not m2.any():
+            return math.nan
+        return float(np.sum(a[mask] * rs[mask]) / np.sum(rs[mask]) / np.mean(c[m2]))
+    return stats.jackknife(fn, len(w), confidence, "decode lines")
+
+
+def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:
+    r = log.requests[(log.requests["source"] == source)].sort_values("line_no")
+    r = r[r["verify_ct"].fillna(0) > 0]
+    if r.empty:
+        return None
+    c = r["completion_tokens"].to_numpy(dtype=float) - 1
+    v = r["verify_ct"].to_numpy(dtype=float)
+    return stats.jackknife(lambda m: float(c[m].sum() / v[m].sum()), len(r), confidence,
+                           f"Finish lines ({len(r)} requests, pooled per verify step)")
+
+
+def _bucket_step(bw: pd.DataFrame, confidence: float) -> Estimate:
+    notes: list[str] = []
+    est, _ = derived_cycle(bw, confidence, notes, "step")
+    return est
+
+
+def matched_step(spec_w: pd.DataFrame, base_w: pd.DataFrame, confidence: float):
+    """Baseline step time matched on batch size: per running_req bucket, weighted by the spec
+    run's share of windows in that bucket."""
+    sb = bucket_labels(spec_w["running_req"]) if len(spec_w) else pd.Series([], dtype="string")
+    share = sb.value_counts(normalize=True)
+    parts, missing = [], []
+    for b, p in share.items():
+        bw = base_w[base_w["bucket"] == b]
+        est = _bucket_step(bw, confidence) if len(bw) else None
+        if est is None or not est.sufficient:
+            missing.append((b, p))
+            continue
+        parts.append((b, p, est))
+    note = None
+    if missing:
+        lost = sum(p for _, p in missing)
+        note = (f"the baseline log has too few windows at running_req "
+                f"{', '.join(str(b) for b, _ in missing)}: {lost:.0%} of the run's windows are "
+                "matched with the other batch sizes only")
+    if not parts:
+        return stats.insufficient(math.nan, 0, confidence, "baseline log (no batch size of the "
+                                  "run has enough baseline windows)"), note
+    tot = sum(p for _, p, _ in parts)
+    step = sum(p / tot * e.estimate for _, p, e in parts)
+    var = sum((p / tot * e.estimate * e.se_log) ** 2 for _, p, e in parts)
+    num = var ** 2
+    den = sum((p / tot * e.estimate * e.se_log) ** 4 / e.df for _, p, e in parts if e.df)
+    df = num / den if den > 0 else math.inf
+    n = sum(e.n for _, _, e in parts)
+    label = ("baseline log, matched on running_req " +
+             ", ".join(f"{b} ({p / tot:.0%})" for b, p, _ in parts))
+    if var == 0:
+        return stats.Estimate(step, step, step, n, confidence, 0.0, math.inf, label), note
+    return stats.from_log_se(step, math.sqrt(var) / step, df, n, confidence, label), note
+
+
+def by_bucket(spec_w: pd.DataFrame, base_w: pd.DataFrame, confidence: float):
+    sw = spec_w.assign(bucket=bucket_labels(spec_w["running_req"]))
+    keys = sorted(set(sw["bucket"].dropna()), key=lambda s: int(str(s).split("–")[0]))
+    for b in keys:
+        w = sw[sw["bucket"] == b]
+        bw = base_w[base_w["bucket"] == b]
+        notes: list[str] = []
+        cyc, _ = derived_cycle(w, confidence, notes)
+        acc = accept_from_windows(w, confidence)
+        step = _bucket_step(bw, confidence) if len(bw) else stats.insufficient(
+            math.nan, 0, confidence, "baseline log: no window at this batch size")
+        be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence)
+        r = joint_ratio(w, confidence)
+        sp = stats.combine(r.estimate * step.estimate, [(r, 1), (step, 1)], confidence)
+        yield BucketResult(str(b), len(w), cyc, step, be, acc, sp, verdict_of(sp))
