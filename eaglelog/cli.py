@@ -266,6 +266,9 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     from .analysis.breakeven import breakeven
     from .report.blocks import breakeven_block
 
+    if by == "batch" and not baseline_log:
+        raise click.UsageError("--by batch needs --baseline-log: a stated baseline rate has no "
+                               "batch size")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
     log = read_logs(ctx, logs, engine, keep_going, base_date)
     results = [breakeven(log, baseline, source=info.name, confidence=confidence,

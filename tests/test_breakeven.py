@@ -1,0 +1,241 @@
+"""Break-even analysis: the worked example, agreement of the two cycle-time paths, calibration
+of the intervals by simulation, a bootstrap cross-check, insufficient data, the CLI."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import eaglelog
+from eaglelog import stats
+from eaglelog.analysis.breakeven import Baseline, breakeven
+from eaglelog.api import ParsedLog, SourceInfo
+from eaglelog.schema import TABLES
+from eaglelog.tables import build_frame
+from conftest import SAMPLES
+
+FIVE = SAMPLES / "eagle3_5step.log"
+CANON = """EAGLE3_PROF (100 cycles, 114 tok, no sync)
+  Draft steps:        0.93 ms/cyc  (  3.4%)
+  Target verify:     26.07 ms/cyc  ( 95.6%)
+  Draft re-extend:    0.28 ms/cyc  (  1.0%)
+  Other overhead:     0.00 ms/cyc  (  0.0%)
+  TOTAL:             27.28 ms/cyc
+  Accept len:      1.14
+  Eff tok/s:       41.8
+
+"""
+
+
+def decode_line(i, al, tput, rr=1):
+    return (f"[2026-03-02 14:{i // 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: {rr}, "
+            f"#token: {900 + i}, token usage: 0.01, accept len: {al:.2f}, accept rate: "
+            f"{al / 4:.2f}, cuda graph: True, gen throughput (token/s): {tput:.2f}, "
+            "#queue-req: 0\n")
+
+
+def test_worked_example_2_46(write):
+    """eagle3_prof.md: 27.28 ms / (1000/90 ms) = 2.46."""
+    text = "".join(CANON + decode_line(i, 2.30, 84.31) for i in range(12))
+    r = breakeven(eaglelog.parse(write("w.log", text)), Baseline(tok_s=90))
+    assert r.cycle_ms.estimate == pytest.approx(27.28)
+    assert (r.cycle_ms.ci_low, r.cycle_ms.ci_high) == pytest.approx((27.28, 27.28))
+    assert r.baseline_step_ms.estimate == pytest.approx(1000 / 90)
+    assert round(r.breakeven_accept_len.estimate, 2) == 2.46
+    assert r.breakeven_accept_len.estimate == pytest.approx(27.28 * 90 / 1000)
+    assert r.accept_len.estimate == pytest.approx(2.30)
+    assert r.speedup.estimate == pytest.approx(2.30 / 2.4552, rel=1e-4)
+    assert r.verdict == "below"  # every window says 2.30 < 2.46, with no spread at all
+
+
+def test_five_step_sample_golden():
+    r = breakeven(eaglelog.parse(FIVE), Baseline(tok_s=90))
+    assert r.cycle_ms.estimate == pytest.approx(27.2802, abs=1e-4)
+    assert r.cycle_ms.n == 42 and r.cycle_ms.source.startswith("EAGLE3_PROF blocks (42")
+    assert round(r.breakeven_accept_len.estimate, 2) == 2.46
+    assert r.accept_len.estimate == pytest.approx(2.2857, abs=1e-4) and r.accept_len.n == 106
+    assert r.accept_len.ci_low == pytest.approx(2.2432, abs=1e-3)
+    assert r.accept_len.ci_high == pytest.approx(2.3289, abs=1e-3)
+    assert r.speedup.estimate == pytest.approx(0.9309, abs=1e-4)
+    assert r.speedup.ci_high < 1 and r.verdict == "below"
+
+
+def test_derived_cycle_agrees_with_profile_blocks():
+    """Tolerance 1 %: accept len is printed with 2 decimals (±0.2 % at 2.3) and the decode
+    windows and the profile blocks cover different subsets of the same cycles."""
+    log = eaglelog.parse(FIVE)
+    prof = breakeven(log, Baseline(tok_s=90), cycle_from="prof").cycle_ms
+    der = breakeven(log, Baseline(tok_s=90), cycle_from="decode").cycle_ms
+    assert der.source == "decode lines (66 clean windows of 106)"
+    assert abs(der.estimate / prof.estimate - 1) < 0.01
+    assert der.ci_low <= prof.ci_high and prof.ci_low <= der.ci_high  # intervals overlap
+    # the 40 windows left out contain a prefill (a new request) or are the first: all windows
+    # together would overstate the cycle
+    from eaglelog.analysis.breakeven import one_source
+    _, w = one_source(log, str(FIVE))
+    assert w["reason"].value_counts().to_dict() == {"": 66, "prefill": 39, "first": 1}
+    assert w.loc[~w["clean"], "derived_ms"].mean() > 1.05 * prof.estimate
+
+
+def test_baseline_log_matches_batch_size():
+    r = breakeven(eaglelog.parse(FIVE),
+                  Baseline(log=eaglelog.parse(SAMPLES / "baseline.log")), by_batch=True)
+    assert r.baseline_step_ms.estimate == pytest.approx(11.10, abs=0.01)
+    assert r.baseline_step_ms.source == "baseline log, matched on running_req 1 (100%)"
+    assert [b.batch for b in r.by_batch] == ["1"] and r.by_batch[0].verdict == "below"
+
+
+def test_insufficient_data(write):
+    text = "".join(decode_line(i, 2.3, 84.0) for i in range(6))
+    r = breakeven(eaglelog.parse(write("few.log", text)), Baseline(tok_s=90))
+    assert r.verdict == "insufficient data"
+    assert r.speedup.ci_low is None and r.cycle_ms.ci_low is None
+    d = r.to_dict()
+    assert d["speedup"]["ci_low"] is None and d["verdict"] == "insufficient data"
+
+
+def test_plus_minus_baseline_widens_the_interval():
+    log = eaglelog.parse(FIVE)
+    exact = breakeven(log, Baseline(tok_s=90))
+    fuzzy = breakeven(log, Baseline(tok_s=90, sd=3))
+    assert fuzzy.breakeven_accept_len.estimate == exact.breakeven_accept_len.estimate
+    w_exact = exact.speedup.ci_high - exact.speedup.ci_low
+    w_fuzzy = fuzzy.speedup.ci_high - fuzzy.speedup.ci_low
+    assert w_fuzzy > 3 * w_exact
+    # the step's relative uncertainty is 3/90: 95 % normal interval of 1000/X
+    lo, hi = fuzzy.baseline_step_ms.ci_low, fuzzy.baseline_step_ms.ci_high
+    assert math.log(hi / lo) / 2 == pytest.approx(1.959964 * 3 / 90, rel=1e-6)
+
+
+# ------------------------------------------------------------------ calibration by simulation
+
+def ar1(rng, n, phi, sd):
+    e = rng.normal(0, sd, n)
+    x = np.empty(n)
+    x[0] = e[0] / math.sqrt(1 - phi ** 2)
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + e[i]
+    return x
+
+
+def synthetic_log(rng, n_windows=60, n_blocks=30, phi=0.3, mu_l=2.3, mu_c=27.28):
+    """A run drawn from a known truth: per-window accept length and cycle time are AR(1)
+    around mu_l and mu_c; batch sizes 1–4; gen throughput consistent with both."""
+    L = mu_l + ar1(rng, n_windows, phi, 0.12)
+    c = mu_c + ar1(rng, n_windows, phi, 0.6)
+    r = rng.integers(1, 5, n_windows)
+    dec = [{"source": "sim", "line_no": i + 1, "timestamp": None, "running_req": int(r[i]),
+            "accept_len": float(L[i]), "accept_rate": float(L[i]) / 4,
+            "gen_throughput": float(1000 * L[i] * r[i] / c[i]), "queue_req": 0, "header": ","}
+           for i in range(n_windows)]
+    tot = mu_c + ar1(rng, n_blocks, phi, 0.3)
+    prof = [{"source": "sim", "line_no": 10_000 + j, "mode": "no sync", "cycles": 100,
+             "tokens": 114, "total_ms": float(tot[j]), "complete": True}
+            for j in range(n_blocks)]
+    tables = {name: build_frame(TABLES[name], []) for name in TABLES}
+    tables["decode"] = build_frame(TABLES["decode"], dec)
+    tables["prof"] = build_frame(TABLES["prof"], prof)
+    return ParsedLog(tables, [SourceInfo("sim")], [])
+
+
+@pytest.mark.parametrize("cycle_from", ["prof", "decode"])
+def test_intervals_are_calibrated(cycle_from):
+    """The 95 % intervals of accept length, break-even and speedup cover the truth 92–98 % of
+    the time over 400 synthetic runs (AR(1) windows, φ = 0.3, a baseline of 90±3 tok/s whose
+    stated value is itself a draw)."""
+    rng = np.random.default_rng(20261129 + (cycle_from == "decode"))
+    mu_l, mu_c, tok, sd = 2.3, 27.28, 90.0, 3.0
+    truth = {"accept_len": mu_l, "breakeven_accept_len": mu_c * tok / 1000,
+             "speedup": mu_l * 1000 / tok / mu_c, "cycle_ms": mu_c}
+    hits = {k: 0 for k in truth}
+    reps = 400
+    for _ in range(reps):
+        log = synthetic_log(rng)
+        observed = rng.normal(tok, sd)
+        r = breakeven(log, Baseline(tok_s=observed, sd=sd), cycle_from=cycle_from)
+        for k, v in truth.items():
+            e = getattr(r, k)
+            hits[k] += e.ci_low <= v <= e.ci_high
+    cover = {k: h / reps for k, h in hits.items()}
+    for k, c in cover.items():
+        assert 0.92 <= c <= 0.98, (k, cover)
+
+
+def test_interval_agrees_with_a_block_bootstrap():
+    """The jackknife/delta interval of the speedup is checked against a moving-block bootstrap
+    (resampling the same batches, and the baseline rate from N(90, 3))."""
+    rng = np.random.default_rng(7)
+    log = synthetic_log(rng, n_windows=100, n_blocks=50)
+    r = breakeven(log, Baseline(tok_s=90, sd=3), cycle_from="decode")
+    d = log.decode
+    L = d.accept_len.to_numpy()
+    w = d.running_req.to_numpy(dtype=float)
+    c = 1000 * L * w / d.gen_throughput.to_numpy()
+    labels = stats.batch_labels(len(L))
+    b = labels.max() + 1
+    ok = np.arange(len(L)) > 0  # the first window is not clean
+    boot = []
+    for _ in range(4000):
+        pick = rng.integers(0, b, b)
+        idx = np.concatenate([np.flatnonzero(labels == k) for k in pick])
+        ratio = np.sum(L[idx] * w[idx]) / np.sum(w[idx]) / np.mean(c[idx][ok[idx]])
+        boot.append(ratio * 1000 / rng.normal(90, 3))
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    width = r.speedup.ci_high - r.speedup.ci_low
+    assert abs(r.speedup.ci_low - lo) < 0.15 * width
+    assert abs(r.speedup.ci_high - hi) < 0.15 * width
+
+
+# ------------------------------------------------------------------ CLI
+
+def test_cli_json_shape(run):
+    res = run("breakeven", "--baseline-toks", "90", "-f", "json", FIVE)
+    assert res.exit_code == 0
+    d = json.loads(res.stdout)
+    for k in ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup"):
+        assert set(d[k]) >= {"estimate", "ci_low", "ci_high", "n"}
+    assert d["cycle_ms"]["source"].startswith("EAGLE3_PROF blocks")
+    assert d["confidence"] == 0.95 and d["verdict"] == "below" and d["notes"] == []
+    assert round(d["breakeven_accept_len"]["estimate"], 2) == 2.46
+
+
+def test_cli_human_block(run):
+    out = run("-q", "breakeven", "--baseline-toks", "90", FIVE).stdout.splitlines()
+    assert out[0] == f"{FIVE}  vs  baseline 90 tok/s   (intervals: 95% confidence)"
+    assert out[1].split()[:4] == ["cycle", "time", "27.28", "ms"]
+    assert out[3].split()[:3] == ["break-even", "accept", "2.455"]
+    assert "BELOW break-even: 0.931× the baseline (6.9% slower" in out[6]
+    assert out[7].strip().startswith("to break even       accept length 2.286 → 2.455")
+
+
+def test_cli_check_gate(run):
+    assert run("-q", "breakeven", "--baseline-toks", "90", "--check", FIVE).exit_code == 3
+    ok = run("-q", "breakeven", "--baseline-toks", "60", "--check", FIVE)
+    assert ok.exit_code == 0 and "ABOVE break-even" in ok.stdout
+
+
+def test_cli_confidence_and_errors(run):
+    a = json.loads(run("breakeven", "--baseline-toks", "90", "--confidence", "0.8", "-f", "json",
+                       FIVE).stdout)
+    b = json.loads(run("breakeven", "--baseline-toks", "90", "-f", "json", FIVE).stdout)
+    assert a["confidence"] == 0.8
+    assert a["accept_len"]["ci_high"] - a["accept_len"]["ci_low"] < \
+        b["accept_len"]["ci_high"] - b["accept_len"]["ci_low"]
+    r = run("breakeven", FIVE)
+    assert r.exit_code == 2 and "give the baseline" in r.stderr
+    r = run("breakeven", "--baseline-toks", "ninety", FIVE)
+    assert r.exit_code == 2 and "is not a rate like 90 or 90±3" in r.stderr
+    r = run("breakeven", "--baseline-toks", "90", "--by", "batch", FIVE)
+    assert r.exit_code == 2 and "--by batch needs --baseline-log" in r.stderr
+    r = run("breakeven", "--baseline-toks", "90", SAMPLES / "baseline.log")
+    assert r.exit_code == 1
+    assert "nothing to take a cycle time from (is this a speculative run?)" in r.stderr
+
+
+def test_cli_csv_has_one_row_per_log_and_bucket(run):
+    out = run("-q", "breakeven", "--baseline-log", SAMPLES / "baseline.log", "--by", "batch",
+              "-f", "csv", FIVE, SAMPLES / "eagle3_2step.log").stdout
+    df = pd.read_csv(pd.io.common.StringIO(out))
+    assert df.running_req.astype(str).tolist() == ["all", "1", "all", "1"]
+    assert df.verdict.tolist() == ["below"] * 4
