@@ -280,6 +280,94 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     finish(ctx, log)
 
 
+@main.command("summary")
+@input_options
+@baseline_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@output_options
+@click.pass_context
+def summary_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+                confidence, fmt, output):
+    """One screen per log: config, cycle breakdown, accept length, throughput, verdict.
+
+    The cycle breakdown comes from no-sync EAGLE3_PROF blocks (cycle-weighted), the accept
+    length from SGLang's decode lines (request-step weighted) and from the profiler; with a
+    baseline, the break-even verdict of `eaglelog breakeven`.
+
+    \b
+    Examples:
+      eaglelog summary server.log
+      eaglelog summary --baseline-toks 90 server.log
+      eaglelog summary --baseline-log base.log -f json spec.log
+    """
+    from .analysis.summary import summarize
+    from .report.blocks import summary_block
+
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    results = [summarize(log, source=i.name, baseline=baseline, confidence=confidence)
+               for i in log.sources if not (i.error and not any(i.counts.values()))]
+    results_output(results, fmt, output, summary_block, summary_rows)
+    finish(ctx, log)
+
+
+def summary_rows(s):
+    d = s.to_dict()
+    row = {"source": s.source, **{f"config_{k}": v for k, v in s.config.items()}}
+    for name, e in (("cycle_ms", s.cycle_ms), ("accept_len_sglang", s.accept_sglang),
+                    ("accept_len_profiler", s.accept_profiler),
+                    ("throughput_clean_tok_s", s.throughput_clean)):
+        row.update({name: e.estimate if e else None, f"{name}_ci_low": e.ci_low if e else None,
+                    f"{name}_ci_high": e.ci_high if e else None})
+    row["throughput_all_tok_s"] = s.throughput_all
+    for p in s.phases:
+        row[f"phase_{p.phase}_ms"] = p.ms_per_cycle.estimate
+    row["bottleneck"] = s.bottleneck
+    if s.breakeven:
+        row.update({"breakeven_accept_len": s.breakeven.breakeven_accept_len.estimate,
+                    "speedup": s.breakeven.speedup.estimate, "verdict": s.breakeven.verdict})
+    del d
+    return [row]
+
+
+@main.command("reconcile")
+@input_options
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@output_options
+@click.pass_context
+def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, output):
+    """Why the profiler's accept length differs from SGLang's `accept len`.
+
+    Aligns EAGLE3_PROF blocks with the decode lines of the same period, reports both accept
+    lengths with intervals and their ratio, tests each explanation the log can speak to (bonus
+    token, batch size, num_continuous_decode_steps, prefill dilution, sync mode, per-request
+    bias) and says which value belongs in the break-even formula.
+
+    \b
+    Examples:
+      eaglelog reconcile server.log
+      eaglelog reconcile -f json server.log
+    """
+    from .analysis.reconcile import reconcile
+    from .report.blocks import reconcile_block
+
+    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    results = [reconcile(log, source=i.name, confidence=confidence)
+               for i in log.sources if not (i.error and not any(i.counts.values()))]
+
+    def flat(r):
+        return [{"source": r.source, "profiler_accept_len": r.profiler_accept_len.estimate,
+                 "sglang_accept_len": r.sglang_accept_len.estimate,
+                 "ratio": r.ratio.estimate, "ratio_ci_low": r.ratio.ci_low,
+                 "ratio_ci_high": r.ratio.ci_high,
+                 "explained_by": ", ".join(f.factor for f in r.findings
+                                           if f.verdict == "explains") or None}]
+    results_output(results, fmt, output, reconcile_block, flat)
+    finish(ctx, log)
+
+
 def breakeven_rows(r):
     """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
     keys = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")

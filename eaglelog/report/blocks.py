@@ -19,7 +19,7 @@ def num(v: float | None, digits: int = 4) -> str:
 def ci(e: Estimate, digits: int = 4) -> str:
     if not e.sufficient:
         return "insufficient data"
-    if e.ci_low == e.ci_high:
+    if e.ci_low == e.ci_high and e.n is None:
         return "exact"
     return f"[{num(e.ci_low, digits)} … {num(e.ci_high, digits)}]"
 
@@ -87,3 +87,83 @@ def by_batch_table(r) -> str:
     return tabulate(rows, headers=["running_req", "windows", "cycle ms", "step ms", "break-even",
                                    "accept len", "speedup [CI]", "verdict"],
                     tablefmt="simple", disable_numparse=True)
+
+
+def summary_block(s) -> str:
+    from .__init__ import fmt_duration
+
+    span = f", {fmt_duration(s.span_s)}" if s.span_s is not None else ""
+    out = [f"{s.source}   ({s.lines:,} lines{span}; intervals: {s.confidence:.0%} confidence)"]
+    c = s.config
+    if c:
+        if c.get("algorithm"):
+            parts = [str(c["algorithm"])] + [f"{k.replace('_', ' ')} {c[k]}" for k in
+                                             ("draft", "steps", "topk", "draft_tokens")
+                                             if c.get(k) is not None]
+        else:
+            parts = ["no speculative decoding"]
+        parts += [f"{k} {c[k]}" for k in ("tp", "dp") if c.get(k) is not None]
+        out.append(f"  {'config':<16}{' · '.join(parts)}")
+    if s.cycle_ms is not None:
+        out.append(f"  {'cycle':<16}{s.cycle_ms.estimate:.2f} ms  {ci(s.cycle_ms)}   "
+                   f"{s.blocks} no-sync EAGLE3_PROF blocks, {s.cycles:,} cycles")
+        for p in s.phases:
+            mark = "   ← bottleneck" if p.phase == s.bottleneck else ""
+            e = p.ms_per_cycle
+            interval = (f"[{e.ci_low:.2f} … {e.ci_high:.2f}]" if e.sufficient else
+                        "insufficient data")
+            out.append(f"    {p.phase:<18}{e.estimate:>7.2f} ms  {p.pct:5.1f}%  {interval}{mark}")
+    else:
+        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks (see `eaglelog breakeven` for the cycle "
+                   "time derived from the decode lines)")
+    if s.accept_sglang is not None:
+        out.append(f"  {'accept length':<16}{num(s.accept_sglang.estimate)}  "
+                   f"{ci(s.accept_sglang)}   SGLang accept len: {s.accept_sglang.source}")
+    if s.accept_profiler is not None:
+        ratio = ""
+        if s.accept_sglang is not None and s.accept_sglang.estimate:
+            ratio = (f"; {s.accept_profiler.estimate / s.accept_sglang.estimate:.2f}× SGLang's "
+                     "— see `eaglelog reconcile`")
+        out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
+                   f"profiler Accept len: {s.accept_profiler.source}{ratio}")
+    if s.throughput_all is not None:
+        clean = ""
+        if s.throughput_clean is not None:
+            clean = (f" · {num(s.throughput_clean.estimate)} tok/s {ci(s.throughput_clean)} in "
+                     f"{s.clean_windows} windows without prefill or idle time")
+        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s over all {s.windows} "
+                   f"decode windows{clean}")
+    if s.breakeven is not None:
+        b = s.breakeven
+        out.append(f"  {'break-even':<16}accept length {num(b.breakeven_accept_len.estimate)} "
+                   f"{ci(b.breakeven_accept_len)} vs {s.breakeven.baseline}; measured "
+                   f"{num(b.accept_len.estimate)}")
+        out.append(f"  {'verdict':<16}{verdict_sentence(b)}")
+        for n in b.notes:
+            out.append(f"  note: {n}")
+    else:
+        out.append(f"  {'break-even':<16}give --baseline-toks TOK_S or --baseline-log BASE.log")
+    for n in s.notes:
+        out.append(f"  note: {n}")
+    return "\n".join(out) + "\n"
+
+
+def reconcile_block(r) -> str:
+    out = [f"{r.source}   (aligned by {r.aligned_by}; intervals: {r.confidence:.0%} confidence)"]
+    out.append(row("profiler", r.profiler_accept_len, source=True))
+    out.append(row("SGLang accept len", r.sglang_accept_len, source=True))
+    out.append(row("ratio", r.ratio, "×", source=True))
+    if r.requests:
+        q = r.requests
+        out.append(f"  {'Finish lines':<20}{q['requests']} requests: completion/verify_ct mean "
+                   f"{q['mean_reported']:.3f} · (completion−1)/verify_ct mean "
+                   f"{q['mean_per_step']:.3f} · pooled {q['pooled_per_step']:.3f}")
+    out.append("  what the log says:")
+    for f in r.findings:
+        out.append(f"    {f.factor:<28}{f.verdict:<9}{f.text}")
+    out.append(f"  {'recommended':<20}{r.recommended}")
+    if r.eff_tok_s_printed and r.eff_tok_s_recomputed:
+        out.append(f"  {'eff tok/s':<20}printed {num(r.eff_tok_s_printed.estimate)} → "
+                   f"{num(r.eff_tok_s_recomputed.estimate)} {ci(r.eff_tok_s_recomputed)} with "
+                   "SGLang's accept length")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,189 @@
+"""Why the profiler's accept length and SGLang's `accept len` differ (sglang.md §3, §10).
+
+The profiler's ``Accept len`` is tok/cycles of the profiled request(s); SGLang's ``accept len`` is
+pooled over all (request, verify-step) pairs of a decode-log window on one scheduler, bonus token
+included.  ``reconcile`` puts both on the same period, with intervals and their ratio, and tests
+each explanation the log can speak to.  The number that belongs in the break-even formula is
+SGLang's per-batch value: break-even compares the tokens a cycle yields per request with the one
+token a baseline step yields per request, at the same batch size.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..api import ParsedLog
+from ..errors import EaglelogError
+from ..stats import Estimate
+from .breakeven import accept_from_windows, diluted, one_source
+
+
+@dataclass(frozen=True)
+class Finding:
+    factor: str
+    verdict: str   # 'explains', 'partly', 'no', 'n/a'
+    text: str
+
+    def to_dict(self) -> dict:
+        return {"factor": self.factor, "verdict": self.verdict, "text": self.text}
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    source: str
+    confidence: float
+    aligned_by: str
+    profiler_accept_len: Estimate
+    sglang_accept_len: Estimate
+    ratio: Estimate
+    requests: dict | None
+    findings: tuple[Finding, ...]
+    recommended: str
+    eff_tok_s_printed: Estimate | None
+    eff_tok_s_recomputed: Estimate | None
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "confidence": self.confidence,
+                "aligned_by": self.aligned_by,
+                "profiler_accept_len": self.profiler_accept_len.to_dict(),
+                "sglang_accept_len": self.sglang_accept_len.to_dict(),
+                "ratio": self.ratio.to_dict(), "requests": self.requests,
+                "findings": [f.to_dict() for f in self.findings],
+                "recommended": self.recommended,
+                "eff_tok_s_printed": self.eff_tok_s_printed.to_dict()
+                if self.eff_tok_s_printed else None,
+                "eff_tok_s_recomputed": self.eff_tok_s_recomputed.to_dict()
+                if self.eff_tok_s_recomputed else None}
+
+
+def _aligned_windows(blocks: pd.DataFrame, w: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Decode windows of the period the profile blocks cover: by timestamp when both carry
+    one, otherwise by position in the file (between the first and the last block)."""
+    if blocks["timestamp"].notna().all() and w["timestamp"].notna().all() and len(w):
+        span_ms = (blocks["cycles"].astype(float) * blocks["total_ms"]).iloc[0]
+        start = blocks["timestamp"].min() - pd.Timedelta(milliseconds=float(span_ms))
+        end = blocks["timestamp"].max()
+        sel = w[(w["timestamp"] > start) & (w["timestamp"] <= end + pd.Timedelta(seconds=1))]
+        return sel, "timestamp"
+    lo, hi = blocks["line_no"].min(), blocks["end_line"].max()
+    # the windows that end between the first and the last block, plus the one after the last
+    inside = w[(w["line_no"] > lo) & (w["line_no"] < hi)]
+    after = w[w["line_no"] > hi].head(1)
+    return pd.concat([inside, after]), "position in the file"
+
+
+def reconcile(log: ParsedLog, *, source: str | None = None,
+              confidence: float = 0.95) -> ReconcileResult:
+    source = source or log.sources[0].name
+    cfg, w = one_source(log, source)
+    p = log.prof[(log.prof["source"] == source)]
+    p = p[p["complete"].fillna(False).astype(bool)].sort_values("line_no")
+    if p.empty:
+        raise EaglelogError(f"{source}: no complete EAGLE3_PROF blocks: nothing to reconcile "
+                            "(reconcile compares the profiler's accept length with SGLang's)")
+    spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+    if spec_w.empty:
+        raise EaglelogError(f"{source}: the decode lines print no accept len: nothing to "
+                            "compare the profiler's accept length with")
+    aligned, how = _aligned_windows(p, spec_w)
+    if len(aligned) < stats.MIN_WINDOWS:
+        aligned, how = spec_w, "whole log (too few decode windows inside the profiled period)"
+    prof_acc = stats.weighted_mean(p["accept_len"].to_numpy(), p["cycles"].to_numpy(float),
+                                   confidence, f"EAGLE3_PROF blocks ({len(p)}, cycle-weighted)")
+    sg = accept_from_windows(aligned, confidence)
+    ratio = stats.combine(prof_acc.estimate / sg.estimate, [(prof_acc, 1), (sg, -1)],
+                          confidence, "profiler / SGLang")
+    findings: list[Finding] = []
+
+    # 1. the bonus token
+    plus1 = prof_acc.estimate + 1
+    if sg.sufficient and sg.ci_low - 0.02 <= plus1 <= sg.ci_high + 0.02:
+        findings.append(Finding("bonus token", "explains",
+                                f"profiler + 1 = {plus1:.3f} lies in SGLang's interval: consistent "
+                                "with a profiler that counts accepted draft tokens without the "
+                                "bonus token SGLang includes"))
+    else:
+        findings.append(Finding("bonus token", "no",
+                                f"profiler + 1 = {plus1:.3f} is outside SGLang's interval "
+                                f"[{sg.ci_low:.3f} … {sg.ci_high:.3f}]: a missing bonus token "
+                                "alone does not explain the gap" if sg.sufficient else
+                                f"profiler + 1 = {plus1:.3f}; too few windows to test"))
+    # 2. batch size
+    rr = aligned["running_req"].astype(float)
+    if rr.max() <= 1:
+        findings.append(Finding("batch size", "no", "#running-req is 1 in every aligned window: "
+                                "SGLang pools one request, the same one the profiler sees"))
+    else:
+        findings.append(Finding("batch size", "partly",
+                                f"#running-req is {rr.min():.0f}–{rr.max():.0f} (mean "
+                                f"{rr.mean():.1f}): SGLang pools every request of the batch, "
+                                "weighted by request-steps; a profiler that follows one request "
+                                "sees only that request's acceptance"))
+    # 3. num_continuous_decode_steps
+    ncds = cfg.get("num_continuous_decode_steps")
+    if isinstance(ncds, int) and ncds > 1:
+        findings.append(Finding("num_continuous_decode_steps", "no",
+                                f"set to {ncds}, but SGLang has ignored it since v0.3.6 "
+                                "(2024-11): it changes neither accept len nor the window"))
+    else:
+        findings.append(Finding("num_continuous_decode_steps", "no",
+                                f"{'default (1)' if ncds == 1 else 'not in the log'}; it has been "
+                                "a no-op since v0.3.6 in any case"))
+    # 4. prefill dilution
+    dec = log.decode[log.decode["source"] == source]
+    if diluted(dec):
+        findings.append(Finding("prefill dilution", "no",
+                                "SGLang's lines are from ≤ v0.5.3.post1, where each prefilled "
+                                "request adds a 1.0 sample: SGLang's value is biased DOWN, which "
+                                "would make it smaller than the true value, not larger"))
+    else:
+        findings.append(Finding("prefill dilution", "no", "the decode lines print accept rate "
+                                "or a newer header: no prefill samples in SGLang's value"))
+    # 5. sync-mode blocks
+    n_sync = int(p["mode"].astype("string").eq("sync").fillna(False).sum())
+    findings.append(Finding("sync mode", "no",
+                            f"{n_sync} sync-mode block(s): synchronising slows the cycle but does "
+                            "not change tokens per cycle" if n_sync else "all blocks are no-sync"))
+    # 6. per-request views
+    req = requests_views(log, source)
+    if req:
+        findings.append(Finding("per-request accept length", "n/a",
+                                f"Finish lines: mean of completion_tokens/spec_verify_ct = "
+                                f"{req['mean_reported']:.3f} (biased up by the first token), "
+                                f"per step (completion−1)/verify_ct = {req['mean_per_step']:.3f}, "
+                                f"pooled over requests = {req['pooled_per_step']:.3f} — the "
+                                "pooled per-step value is SGLang's quantity"))
+    explained = any(f.verdict == "explains" for f in findings)
+    if not explained and sg.sufficient and prof_acc.sufficient and \
+            (ratio.ci_high < 1 or ratio.ci_low > 1):
+        findings.append(Finding("unexplained", "n/a",
+                                f"the log does not explain a ratio of {ratio.estimate:.2f}: the "
+                                "profiler's token count is defined differently (check what the "
+                                "patch counts per cycle: accepted drafts only, one request of "
+                                "the batch, tokens after EOS trimming)"))
+    recommended = (f"use SGLang's per-batch accept len ({sg.estimate:.3f}) in the break-even "
+                   "formula: it counts every token a cycle commits per request (bonus included), "
+                   "which is what one baseline step (one token per request) is compared with")
+    eff_p = stats.weighted_mean(p["eff_tok_s"].to_numpy(), p["cycles"].to_numpy(float),
+                                confidence, "printed by the profiler")
+    tot = stats.weighted_mean(p["total_ms"].to_numpy(), p["cycles"].to_numpy(float), confidence)
+    eff_r = stats.combine(1000 * sg.estimate / tot.estimate, [(sg, 1), (tot, -1)], confidence,
+                          "1000 × SGLang accept len / TOTAL")
+    return ReconcileResult(source, confidence, how, prof_acc, sg, ratio, req, tuple(findings),
+                           recommended, eff_p, eff_r)
+
+
+def requests_views(log: ParsedLog, source: str) -> dict | None:
+    r = log.requests[log.requests["source"] == source]
+    r = r[r["verify_ct"].fillna(0) > 0]
+    if r.empty:
+        return None
+    c = r["completion_tokens"].to_numpy(float)
+    v = r["verify_ct"].to_numpy(float)
+    return {"requests": int(len(r)), "mean_reported": float(np.mean(c / v)),
+            "mean_per_step": float(np.mean((c - 1) / v)),
+            "pooled_per_step": float((c - 1).sum() / v.sum())}

@@ -1,0 +1,130 @@
+"""One screen per log: config, cycle breakdown, accept length (both views), throughput and the
+break-even verdict when a baseline is given."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import stats
+from ..api import ParsedLog
+from ..stats import Estimate
+from .breakeven import Baseline, BreakevenResult, accept_from_windows, breakeven, one_source
+
+CONFIG_KEYS = (("speculative_algorithm", "algorithm"), ("speculative_draft_model_path", "draft"),
+               ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "topk"),
+               ("speculative_num_draft_tokens", "draft_tokens"), ("tp_size", "tp"),
+               ("dp_size", "dp"), ("model_path", "model"))
+
+
+@dataclass(frozen=True)
+class Phase:
+    phase: str
+    ms_per_cycle: Estimate
+    pct: float
+
+    def to_dict(self) -> dict:
+        return {"phase": self.phase, "ms_per_cycle": self.ms_per_cycle.to_dict(), "pct": self.pct}
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    source: str
+    confidence: float
+    config: dict
+    lines: int
+    span_s: float | None
+    cycle_ms: Estimate | None
+    blocks: int
+    cycles: int
+    phases: tuple[Phase, ...]
+    bottleneck: str | None
+    accept_sglang: Estimate | None
+    accept_profiler: Estimate | None
+    throughput_all: float | None
+    throughput_clean: Estimate | None
+    windows: int
+    clean_windows: int
+    breakeven: BreakevenResult | None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        def d(e):
+            return e.to_dict() if e is not None else None
+        return {"source": self.source, "confidence": self.confidence, "config": self.config,
+                "lines": self.lines, "span_s": self.span_s,
+                "cycle_ms": d(self.cycle_ms), "blocks": self.blocks, "cycles": self.cycles,
+                "phases": [p.to_dict() for p in self.phases], "bottleneck": self.bottleneck,
+                "accept_len": {"sglang": d(self.accept_sglang),
+                               "profiler": d(self.accept_profiler)},
+                "throughput": {"all_windows_tok_s": self.throughput_all,
+                               "clean_windows_tok_s": d(self.throughput_clean),
+                               "windows": self.windows, "clean_windows": self.clean_windows},
+                "breakeven": self.breakeven.to_dict() if self.breakeven else None,
+                "notes": list(self.notes)}
+
+
+def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline | None = None,
+              confidence: float = 0.95) -> SummaryResult:
+    source = source or log.sources[0].name
+    info = next(i for i in log.sources if i.name == source)
+    cfg, w = one_source(log, source)
+    config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
+    notes: list[str] = []
+    # span
+    stamps = [df.loc[df["source"] == source, "timestamp"].dropna()
+              for df in log.tables.values() if "timestamp" in df]
+    stamps = [s for s in stamps if len(s)]
+    span = None
+    if stamps:
+        lo = min(s.min() for s in stamps)
+        hi = max(s.max() for s in stamps)
+        span = (hi - lo).total_seconds()
+    # cycle breakdown from no-sync complete blocks
+    p = log.prof[log.prof["source"] == source]
+    use = p[p["complete"].fillna(False).astype(bool) &
+            ~p["mode"].astype("string").eq("sync").fillna(False)].sort_values("line_no")
+    cyc, phases, bottleneck = None, [], None
+    if len(use):
+        weights = use["cycles"].to_numpy(float)
+        cyc = stats.weighted_mean(use["total_ms"].to_numpy(), weights, confidence,
+                                  f"{len(use)} no-sync EAGLE3_PROF blocks")
+        ph = log.prof_phases[log.prof_phases["source"] == source]
+        ph = ph[ph["block"].isin(use["line_no"])]
+        wmap = dict(zip(use["line_no"].to_numpy(), weights))
+        for label in dict.fromkeys(ph["phase"].astype(str)):
+            rows = ph[ph["phase"].astype(str) == label].sort_values("block")
+            est = stats.weighted_mean(rows["ms_per_cycle"].to_numpy(),
+                                      np.array([wmap[b] for b in rows["block"]]), confidence)
+            phases.append(Phase(label, est, 100 * est.estimate / cyc.estimate
+                                if cyc.estimate else float("nan")))
+        if phases:
+            bottleneck = max(phases, key=lambda x: x.ms_per_cycle.estimate).phase
+        n_sync = int(p["mode"].astype("string").eq("sync").fillna(False).sum())
+        if n_sync:
+            notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
+    spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+    acc_sg = accept_from_windows(spec_w, confidence) if len(spec_w) else None
+    acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
+                                 confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
+        if len(use) else None
+    # throughput: all windows (tokens / wall time, pooled) and clean windows (mean)
+    t_all, t_clean, n_clean = None, None, 0
+    if len(w):
+        ok = w[(w["reason"] != "first") & (w["gen_throughput"] > 0)]
+        if len(ok):
+            tokens = ok["tokens_per_iter"].to_numpy(float)   # per iteration; × interval cancels
+            wall = tokens / ok["gen_throughput"].to_numpy(float)
+            t_all = float(tokens.sum() / wall.sum())
+        clean = w[w["clean"]]
+        n_clean = len(clean)
+        if n_clean:
+            t_clean = stats.weighted_mean(clean["gen_throughput"].to_numpy(float),
+                                          np.ones(n_clean), confidence,
+                                          f"{n_clean} windows without prefill or idle time")
+    be = None
+    if baseline is not None and (len(use) or len(spec_w)):
+        be = breakeven(log, baseline, source=source, confidence=confidence)
+    return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
+                         int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
+                         acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes))

@@ -1,0 +1,96 @@
+"""`eaglelog summary` and `eaglelog reconcile` on the sample logs (values asserted)."""
+import json
+
+import pytest
+
+import eaglelog
+from eaglelog.analysis.breakeven import Baseline
+from eaglelog.analysis.reconcile import reconcile
+from eaglelog.analysis.summary import summarize
+from conftest import SAMPLES
+
+FIVE = SAMPLES / "eagle3_5step.log"
+
+
+def test_summary_values():
+    s = summarize(eaglelog.parse(FIVE), baseline=Baseline(tok_s=90))
+    assert s.config["algorithm"] == "EAGLE3" and s.config["steps"] == 5
+    assert s.cycle_ms.estimate == pytest.approx(27.2802, abs=1e-4)
+    assert (s.blocks, s.cycles) == (42, 4200)
+    assert [p.phase for p in s.phases] == ["Draft steps", "Target verify", "Draft re-extend",
+                                           "Other overhead"]
+    assert s.bottleneck == "Target verify"
+    verify = s.phases[1]
+    assert verify.ms_per_cycle.estimate == pytest.approx(26.04, abs=0.01)
+    assert verify.pct == pytest.approx(95.45, abs=0.05)
+    assert sum(p.ms_per_cycle.estimate for p in s.phases) == pytest.approx(
+        s.cycle_ms.estimate, abs=1e-9)
+    assert s.phases[3].ms_per_cycle.estimate == 0 and s.phases[3].ms_per_cycle.sufficient
+    assert s.accept_sglang.estimate == pytest.approx(2.2857, abs=1e-4)
+    assert s.accept_profiler.estimate == pytest.approx(1.1371, abs=1e-4)
+    assert (s.windows, s.clean_windows) == (106, 66)
+    assert s.throughput_clean.estimate == pytest.approx(83.4, abs=0.1)
+    # clean-window throughput is the steady state: accept len / cycle time
+    assert s.throughput_clean.estimate == pytest.approx(
+        1000 * s.accept_sglang.estimate / s.cycle_ms.estimate, rel=0.005)
+    assert s.throughput_all == pytest.approx(73.9, abs=0.1)
+    assert s.breakeven.verdict == "below"
+    assert s.span_s == pytest.approx(162.186)
+
+
+def test_summary_cli_human_and_json(run):
+    out = run("-q", "summary", FIVE).stdout
+    assert "  cycle           27.28 ms  [27.27 … 27.29]   42 no-sync EAGLE3_PROF blocks, 4,200 " \
+           "cycles" in out
+    assert "Target verify       26.04 ms   95.5%" in out and "← bottleneck" in out
+    assert "break-even      give --baseline-toks TOK_S or --baseline-log BASE.log" in out
+    d = json.loads(run("summary", "--baseline-toks", "90", "-f", "json", FIVE).stdout)
+    assert d["bottleneck"] == "Target verify" and d["breakeven"]["verdict"] == "below"
+    assert d["accept_len"]["sglang"]["n"] == 106 and d["phases"][1]["phase"] == "Target verify"
+    base = run("-q", "summary", SAMPLES / "baseline.log").stdout
+    assert "no speculative decoding" in base and "no EAGLE3_PROF blocks" in base
+    assert "90.08 tok/s" in base
+
+
+def test_reconcile_sample():
+    r = reconcile(eaglelog.parse(FIVE))
+    assert r.aligned_by == "position in the file"
+    assert r.profiler_accept_len.estimate == pytest.approx(1.1371, abs=1e-4)
+    assert r.sglang_accept_len.estimate == pytest.approx(2.2796, abs=1e-4)
+    assert r.ratio.estimate == pytest.approx(0.4988, abs=1e-4) and r.ratio.ci_high < 1
+    f = {x.factor: x for x in r.findings}
+    assert f["bonus token"].verdict == "no" and f["batch size"].verdict == "no"
+    assert "no-op since v0.3.6" in f["num_continuous_decode_steps"].text
+    assert "unexplained" in f
+    assert r.requests == pytest.approx({"requests": 40, "mean_reported": 2.3014,
+                                        "mean_per_step": 2.2916, "pooled_per_step": 2.2859},
+                                       abs=1e-4)
+    assert r.eff_tok_s_printed.estimate == pytest.approx(41.68, abs=0.01)
+    assert r.eff_tok_s_recomputed.estimate == pytest.approx(1000 * 2.2796 / 27.2802, rel=1e-3)
+    assert "use SGLang's per-batch accept len (2.280)" in r.recommended
+
+
+def test_reconcile_finds_the_bonus_token(write):
+    """A profiler that counts drafts without the bonus: tok/cycles = SGLang's value − 1."""
+    lines = []
+    for i in range(24):
+        lines.append(f"[2026-03-02 14:00:{i:02d} TP0] Decode batch, #running-req: 1, #token: "
+                     f"{900 + i}, token usage: 0.01, accept len: {2.30 + 0.02 * (i % 3 - 1):.2f}, "
+                     "accept rate: 0.38, cuda graph: True, gen throughput (token/s): 84.30, "
+                     "#queue-req: 0\n")
+        if i % 2 == 1:
+            lines.append("EAGLE3_PROF (100 cycles, 130 tok, no sync)\n  Draft steps:  0.95 ms/cyc\n"
+                         "  Target verify: 26.33 ms/cyc\n  TOTAL: 27.28 ms/cyc\n"
+                         "  Accept len: 1.30\n  Eff tok/s: 47.7\n\n")
+    r = reconcile(eaglelog.parse(write("bonus.log", "".join(lines))))
+    f = {x.factor: x for x in r.findings}
+    assert f["bonus token"].verdict == "explains"
+    assert "unexplained" not in f
+
+
+def test_reconcile_errors(run):
+    r = run("reconcile", SAMPLES / "baseline.log")
+    assert r.exit_code == 1 and "no complete EAGLE3_PROF blocks: nothing to reconcile" in r.stderr
+    d = json.loads(run("reconcile", "-f", "json", FIVE).stdout)
+    assert d["ratio"]["estimate"] == pytest.approx(0.4988, abs=1e-4)
+    assert [x["factor"] for x in d["findings"]][:2] == ["bonus token", "batch size"]
