@@ -82,14 +82,12 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     with open_source(spec) as src:
         info.compression, info.size = src.compression, src.size
         scanner: Scanner | None = None
+        nul = -1
         try:
             for chunk in iter_chunks(src, chunk_size):
                 if scanner is None:
                     nul = chunk.find(b"\x00", 0, 65536)
-                    if nul >= 0:
-                        line = chunk.count(b"\n", 0, nul) + 1
-                        raise InputError(f"{spec}:{line}: binary data (NUL byte at offset {nul}), "
-                                         "not a text log")
+                    nul_line = chunk.count(b"\n", 0, nul) + 1 if nul >= 0 else 0
                     eng = choose_engine(engine, chunk[:1 << 20])
                     info.engine = eng.name
                     scanner = eng.scanner(spec, base_date)
@@ -104,11 +102,16 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         if scanner is None:
             raise InputError(f"{spec}: empty file" if spec != "-" else "-: empty input")
         frames = scanner.finish(src.mtime)
+        for line, message in src.notes:
+            scanner.diag(line, "long_line", message)
     st = scanner.stats
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
                                                                  st.first_skipped)
     info.counts = {t: len(f) for t, f in frames.items()}
     if not any(info.counts.values()):
+        if nul >= 0:
+            raise InputError(f"{spec}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
+                             "record: not a text log")
         raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} lines; "
                              f"families tried: {_families()}")
     diags.extend(scanner.diags)

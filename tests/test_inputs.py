@@ -101,8 +101,59 @@ def test_binary_file(run, write):
     p = write("model.bin", b"line one\n\x00\x01\x02\x03garbage" * 50)
     r = run("parse", p)
     assert r.exit_code == 1
-    assert err_line(r) == (f"eaglelog: error: {p}:2: binary data (NUL byte at offset 9), "
-                           "not a text log")
+    assert err_line(r) == (f"eaglelog: error: {p}:2: binary data (NUL byte at offset 9) and "
+                           "no record: not a text log")
+
+
+def test_nul_bytes_inside_a_log_do_not_lose_records(write):
+    """logrotate's copytruncate leaves NUL runs; a stray NUL line is just a line."""
+    text = b"\x00" * 5000 + b"\n" + DECODE.encode() * 3 + b"\x00\x00\n" + DECODE.encode()
+    log = eaglelog.parse(write("nul.log", text))
+    assert log.decode.line_no.tolist() == [2, 3, 4, 6]
+    assert log.sources[0].skipped == 2 and log.sources[0].first_skipped == 1
+
+
+def test_no_line_break_at_all_is_rejected_early(write, run):
+    p = write("zero.bin", b"\x00" * (17 << 20))
+    r = run("parse", p)
+    assert r.exit_code == 1
+    assert err_line(r) == (f"eaglelog: error: {p}:1: no line break in the first 16 MiB: binary "
+                           "data or not a line-oriented log")
+
+
+def test_an_over_long_line_is_skipped_and_reported(write):
+    text = DECODE + "x" * (17 << 20) + "\n" + DECODE
+    log = eaglelog.parse(write("long.log", text))
+    assert log.decode.line_no.tolist() == [1, 3]
+    (d,) = [d for d in log.diagnostics if d.kind == "long_line"]
+    assert d.line_no == 2 and d.message == "line longer than 16 MiB skipped"
+
+
+@pytest.mark.parametrize("tool,ext", [("gzip", ".gz"), ("xz", ".xz"), ("bzip2", ".bz2"),
+                                      ("zstd", ".zst")])
+def test_truncated_compressed_file_keeps_what_zcat_would(run, tmp_path, tool, ext):
+    """A compressed copy cut in half (a live log copied mid-write): every complete line that
+    decompresses is parsed with --keep-going, and the error says the file is truncated."""
+    import subprocess
+    big = tmp_path / "big.log"
+    big.write_bytes(FIVE.read_bytes() * 20)   # > 1 bzip2 block
+    full = tmp_path / ("big.log" + ext)
+    if tool == "zstd":   # zstd emits nothing of a cut frame: 20 frames, as a rotating writer
+        subprocess.run(f"for i in $(seq 20); do zstd -q -c {FIVE}; done > {full}", shell=True,
+                       check=True)
+    else:
+        level = "-1" if tool == "bzip2" else ""   # 100 kB blocks
+        subprocess.run(f"{tool} {level} -c {big} > {full}", shell=True, check=True)
+    cut = tmp_path / ("half.log" + ext)
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2 + 7])  # not on a frame end
+    dec = subprocess.run(f"{tool} -dc {cut}", shell=True, capture_output=True).stdout
+    want = dec[: dec.rfind(b"\n") + 1].count(b"Decode batch")
+    r = run("parse", "--keep-going", "--table", "decode", "-f", "csv", cut)
+    assert r.exit_code == 1
+    assert want > 0 and r.stdout.count("\n") - 1 == want
+    assert re.search(rf"{re.escape(str(cut))}:\d+: {'bzip2' if tool == 'bzip2' else tool} data "
+                     r"ends early near compressed byte [\d,]+ \(after [\d,]+ decompressed "
+                     r"bytes\): the file is truncated", r.stderr), r.stderr
 
 
 def test_unknown_family_names_the_families_tried(run, write):
