@@ -58,19 +58,77 @@ class ParsedLog:
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "error"]
 
-    def config(self, source: str | None = None) -> dict:
-        """The last server_args line of ``source`` (default: the first input) as a dict."""
+    def config(self, source: str | None = None, startup: int | None = None) -> dict:
+        """The server_args of ``source`` (default: the first input) as a dict of plain Python
+        values: those of start-up ``startup``, or of the last start-up in the input."""
         sa = self.tables["server_args"]
         if sa.empty:
             return {}
         src = source if source is not None else self.sources[0].name
         rows = sa[sa["source"] == src]
+        if startup is not None:
+            rows = rows[rows["startup"] == startup]
         if rows.empty:
             return {}
         row = rows.iloc[-1]
         fixed = set(TABLES["server_args"].names)
-        return {k: (None if pd.isna(v) else v) if not isinstance(v, (list, dict)) else v
-                for k, v in row.items() if k not in fixed}
+        return {k: _plain(v) for k, v in row.items() if k not in fixed}
+
+    def startups(self, source: str) -> list[tuple[int, int | None]]:
+        """(startup, line of its server_args or None for 0) of every start-up segment of
+        ``source`` that holds decode lines or profile blocks."""
+        seen: set[int] = set()
+        for name in ("decode", "prof"):
+            df = self.tables[name]
+            seen.update(int(x) for x in df.loc[df["source"] == source, "startup"].dropna())
+        sa = self.tables["server_args"]
+        lines = dict(zip(sa.loc[sa["source"] == source, "startup"].astype(int),
+                         sa.loc[sa["source"] == source, "line_no"].astype(int)))
+        return [(k, lines.get(k)) for k in sorted(seen)]
+
+    def subset(self, source: str, startup: int | None = None) -> "ParsedLog":
+        """The rows of one input (and one start-up segment of it) as a ParsedLog of their own."""
+        tables = {}
+        for name, df in self.tables.items():
+            m = df["source"] == source
+            if startup is not None:
+                m &= df["startup"] == startup
+            tables[name] = df[m].reset_index(drop=True)
+        info = next(i for i in self.sources if i.name == source)
+        return ParsedLog(tables, [info], [d for d in self.diagnostics if d.source == source])
+
+    def units(self) -> list[tuple[str, "ParsedLog"]]:
+        """What the analyses look at one by one: each input, or each server start-up of an
+        input that holds several (labelled 'server.log [start-up 2 at line 615]')."""
+        out = []
+        for info in self.sources:
+            if info.error and not any(info.counts.values()):
+                continue
+            ups = self.startups(info.name)
+            if len(ups) <= 1:
+                out.append((info.name, self.subset(info.name)))
+                continue
+            for k, line in ups:
+                where = f"start-up {k} at line {line}" if line else "before the first start-up"
+                out.append((f"{info.name} [{where}]", self.subset(info.name, k)))
+        return out
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
+        return (f"<ParsedLog {len(self.sources)} input(s): {counts}; "
+                f"{len(self.diagnostics)} diagnostics>")
+
+
+def _plain(v):
+    """numpy/pandas scalars -> plain Python values (json.dumps-able); NA -> None."""
+    if isinstance(v, (list, dict)):
+        return v
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        return v
+    return v.item() if hasattr(v, "item") else v
 
 
 def _families() -> str:
@@ -112,7 +170,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         if nul >= 0:
             raise InputError(f"{spec}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
-        raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} lines; "
+        raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} "
+                             f"line{'s' if st.lines != 1 else ''}; "
                              f"families tried: {_families()}")
     diags.extend(scanner.diags)
     return frames

@@ -72,8 +72,18 @@ def input_options(f):
     @click.option("--date", "base_date", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
                   help="Date of the first line, for old logs whose prefixes have only a time "
                        "of day (default: from the file's modification time).")
+    @click.option("-q", "--quiet", "cmd_quiet", is_flag=True,
+                  help="No warnings or notes on stderr (errors only).")
+    @click.option("-v", "--verbose", "cmd_verbose", is_flag=True,
+                  help="Show tracebacks and every warning.")
     @functools.wraps(f)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, cmd_quiet=False, cmd_verbose=False, **kwargs):
+        ctx = click.get_current_context()
+        ctx.ensure_object(dict)
+        if cmd_quiet:
+            ctx.obj["quiet"] = True
+        if cmd_verbose:
+            ctx.obj["verbose"] = True
         return f(*args, **kwargs)
     return wrapper
 
@@ -93,7 +103,7 @@ def output_options(f):
 def emit(text: str | None, output: str | None) -> None:
     if text is None:
         return
-    if output:
+    if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text)
@@ -103,7 +113,8 @@ def emit(text: str | None, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool) -> None:
+def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool,
+                       skipped_note: bool = True) -> None:
     """Warnings and errors on stderr: one line per (input, kind), with a count of the rest."""
     groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
     for d in log.diagnostics:
@@ -116,10 +127,10 @@ def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool) -> None:
             label = "error" if d.severity == "error" else "warning"
             click.echo(f"eaglelog: {label}: {d}", err=True)
         if len(ds) > len(shown):
-            click.echo(f"eaglelog:   … and {len(ds) - len(shown)} more {kind.replace('_', ' ')} "
-                       f"report{'s' if len(ds) - len(shown) > 1 else ''} in {source} (-v shows "
-                       "all)", err=True)
-    if quiet:
+            more = len(ds) - len(shown)
+            click.echo(f"eaglelog:   … and {more} more like it in {source} (-v shows all)",
+                       err=True)
+    if quiet or not skipped_note:
         return
     for info in log.sources:
         if info.skipped:
@@ -127,10 +138,16 @@ def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool) -> None:
                        f"skipped (first at line {info.first_skipped})", err=True)
 
 
-def read_logs(ctx: click.Context, logs, engine, keep_going, base_date) -> ParsedLog:
+def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
+              skipped_note: bool = True) -> ParsedLog:
+    out = ctx.params.get("output")
+    if out and out != "-" and os.path.exists(out):
+        for spec in logs:
+            if spec != "-" and os.path.exists(spec) and os.path.samefile(out, spec):
+                raise click.UsageError(f"-o {out} is also an input: refusing to overwrite it")
     log = parse(list(logs), engine=engine, keep_going=keep_going,
                 base_date=base_date.date() if base_date else None)
-    report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"])
+    report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     return log
 
 
@@ -142,8 +159,11 @@ def finish(ctx: click.Context, log: ParsedLog) -> None:
 
 @main.command("parse")
 @input_options
-@click.option("--table", "table", type=click.Choice([cli_name(t) for t in TABLES]), default=None,
-              help="Print this table instead of the overview.")
+@click.option("--table", "table",
+              type=click.Choice([cli_name(t) for t in TABLES] +
+                                [t for t in TABLES if cli_name(t) != t]),
+              default=None, help="Print this table instead of the overview (prof-phases and "
+                                 "prof_phases are the same).")
 @output_options
 @click.pass_context
 def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
@@ -160,17 +180,22 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
       eaglelog parse --table decode -f csv -o decode.csv server-*.log.gz
       grep -h 'Decode batch' *.log | eaglelog parse --table decode -f jsonl -
     """
-    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    if fmt == "parquet" and not output:
+        raise click.UsageError("-f parquet writes a binary file: give it with -o FILE.parquet")
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=table is not None)
     if table is None:
-        from .overview import overview, render_overview
+        from .overview import overview, overview_rows, render_overview
 
         items = overview(log)
-        if fmt in ("json", "jsonl"):
+        if fmt == "json":
             emit(render_object(items, fmt), output)
-        elif fmt in ("table", "markdown"):
+        elif fmt == "jsonl":
+            emit("".join(render_object(i, "jsonl") for i in items), output)
+        elif fmt == "table":
             emit(render_overview(items), output)
         else:
-            raise click.UsageError(f"-f {fmt} needs --table (the overview is table or json)")
+            import pandas as pd
+            emit(render_frame(pd.DataFrame(overview_rows(items)), fmt, output), output)
     else:
         emit(render_frame(log.table(table_from_cli(table)), fmt, output), output)
     finish(ctx, log)
@@ -211,6 +236,17 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
         raise click.UsageError("give the baseline: --baseline-toks 90 (tokens/s without "
                                "speculation) or --baseline-log BASE.log")
     return None
+
+
+def per_unit(log: ParsedLog, analyse) -> list:
+    """Run an analysis on each input, or on each server start-up of an input holding several
+    (a restarted server is a new run: its config and numbers must not be pooled)."""
+    import dataclasses
+
+    units = log.units()
+    if not units:
+        raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
+    return [dataclasses.replace(analyse(sub), source=label) for label, sub in units]
 
 
 def results_output(results, fmt, output, block, flat):
@@ -271,9 +307,9 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
                                "batch size")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
     log = read_logs(ctx, logs, engine, keep_going, base_date)
-    results = [breakeven(log, baseline, source=info.name, confidence=confidence,
-                         by_batch=by == "batch", cycle_from=cycle_from)
-               for info in log.sources if not (info.error and not any(info.counts.values()))]
+    results = per_unit(log, lambda sub: breakeven(sub, baseline, confidence=confidence,
+                                                  by_batch=by == "batch",
+                                                  cycle_from=cycle_from))
     results_output(results, fmt, output, breakeven_block, breakeven_rows)
     if check and any(r.verdict == "below" for r in results):
         ctx.exit(3)
@@ -306,8 +342,8 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
 
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date)
-    results = [summarize(log, source=i.name, baseline=baseline, confidence=confidence)
-               for i in log.sources if not (i.error and not any(i.counts.values()))]
+    results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
+                                                  confidence=confidence))
     results_output(results, fmt, output, summary_block, summary_rows)
     finish(ctx, log)
 
@@ -354,8 +390,7 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     from .report.blocks import reconcile_block
 
     log = read_logs(ctx, logs, engine, keep_going, base_date)
-    results = [reconcile(log, source=i.name, confidence=confidence)
-               for i in log.sources if not (i.error and not any(i.counts.values()))]
+    results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence))
 
     def flat(r):
         return [{"source": r.source, "profiler_accept_len": r.profiler_accept_len.estimate,

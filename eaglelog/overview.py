@@ -42,6 +42,13 @@ def overview(log: ParsedLog) -> list[dict]:
         item["ranks"] = sorted(ranks)
         cfg = log.config(info.name)
         item["spec_config"] = {label: cfg.get(key) for key, label in SPEC_KEYS} if cfg else None
+        sa = log.server_args[log.server_args["source"] == info.name]
+        ups = []
+        for _, r in sa.iterrows():
+            c = log.config(info.name, int(r["startup"]))
+            ups.append({"startup": int(r["startup"]), "line": int(r["line_no"]),
+                        "spec_config": {label: c.get(key) for key, label in SPEC_KEYS}})
+        item["startups"] = ups
         kinds = Counter(d.kind for d in log.diagnostics if d.source == info.name)
         item["skipped_lines"] = info.skipped
         item["first_skipped_line"] = info.first_skipped
@@ -52,6 +59,28 @@ def overview(log: ParsedLog) -> list[dict]:
             item["error"] = info.error
         out.append(item)
     return out
+
+
+def overview_rows(items: list[dict]) -> list[dict]:
+    """The overview as flat rows (csv, markdown, parquet)."""
+    rows = []
+    for it in items:
+        row = {"source": it["source"], "engine": it.get("engine"),
+               "compression": it.get("compression"), "bytes": it.get("bytes"),
+               "lines": it.get("lines")}
+        row.update({f"rows_{k}": v for k, v in it.get("tables", {}).items()})
+        span = it.get("time_span") or {}
+        row.update({"start": span.get("start"), "end": span.get("end"),
+                    "seconds": span.get("seconds")})
+        row["ranks"] = " ".join(it.get("ranks") or []) or None
+        row.update({f"spec_{k}": v for k, v in (it.get("spec_config") or {}).items()})
+        row["startups"] = len(it.get("startups") or [])
+        row["skipped_lines"] = it.get("skipped_lines")
+        row["first_skipped_line"] = it.get("first_skipped_line")
+        row["incomplete_blocks"] = len(it.get("incomplete_blocks") or [])
+        row["error"] = it.get("error")
+        rows.append(row)
+    return rows
 
 
 def render_overview(items: list[dict]) -> str:
@@ -86,6 +115,16 @@ def render_overview(items: list[dict]) -> str:
             lines.append(f"  spec config {' · '.join(parts)}")
         else:
             lines.append("  spec config no server_args line")
+        ups = it.get("startups") or []
+        if len(ups) > 1:
+            keys = [k for k in ups[0]["spec_config"]
+                    if len({repr(u["spec_config"].get(k)) for u in ups}) > 1]
+            diff = "; ".join(f"{k.replace('_', ' ')} " + " → ".join(
+                str(u["spec_config"].get(k)) for u in ups) for k in keys)
+            lines.append(f"  start-ups   {len(ups)} server start-ups (lines "
+                         f"{', '.join(str(u['line']) for u in ups)}): spec config above is the "
+                         f"last; {'they differ in ' + diff if keys else 'same spec config'}; "
+                         "the analyses treat each start-up as its own run")
         notes = []
         if it["skipped_lines"]:
             notes.append(f"{it['skipped_lines']:,} lines without a record skipped"
@@ -98,8 +137,12 @@ def render_overview(items: list[dict]) -> str:
                          f"(line {shown})")
         other = {k: v for k, v in it["reported"].items() if k not in ("incomplete_block", "date")}
         if other:
-            notes.append(", ".join(f"{v} {k.replace('_', ' ')}" for k, v in other.items()) +
-                         " reported")
+            words = {"malformed": "record line(s) not parsed", "truncated": "cut-short last line",
+                     "bad_value": "unreadable value(s)", "identity": "identity break(s)",
+                     "block_line": "unknown block line(s)", "input_error": "input error",
+                     "long_line": "over-long line(s)"}
+            notes.append(", ".join(f"{v} {words.get(k, k.replace('_', ' '))}"
+                                   for k, v in other.items()) + " (see stderr)")
         lines.append(f"  notes       {' · '.join(notes) if notes else 'none'}")
         if it.get("error"):
             lines.append(f"  error       {it['error']}")

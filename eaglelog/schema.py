@@ -49,6 +49,8 @@ RANK_TAGS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 _WHERE = (
     C("source", "category", "", "the input the row came from (path, '-' for stdin)"),
     C("line_no", "Int64", "", "1-based line number in the (decompressed) input"),
+    C("startup", "Int64", "", "server start-up segment of the input: 0 before its first "
+      "server_args line, k from the k-th one on (a log that holds several runs)"),
 )
 _WHEN = (
     C("timestamp", "datetime64[us]", "", "time of the SGLang logger prefix (local wall clock, no "
@@ -235,15 +237,15 @@ REQUESTS = Table(
 )
 
 CORE = {
-    "prof": "source line_no timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
+    "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
             "complete n_phases phase_sum_ms end_line",
-    "prof_phases": "source line_no block phase ms_per_cycle pct",
-    "decode": "source line_no timestamp ranks running_req num_tokens token_usage accept_len "
+    "prof_phases": "source line_no startup block phase ms_per_cycle pct",
+    "decode": "source line_no startup timestamp ranks running_req num_tokens token_usage accept_len "
               "accept_rate graph gen_throughput queue_req",
-    "prefill": "source line_no timestamp ranks new_seq new_token cached_token token_usage "
+    "prefill": "source line_no startup timestamp ranks new_seq new_token cached_token token_usage "
                "running_req queue_req",
-    "server_args": "source line_no timestamp parse_ok",
-    "requests": "source line_no timestamp rid finish_reason prompt_tokens completion_tokens "
+    "server_args": "source line_no startup timestamp parse_ok",
+    "requests": "source line_no startup timestamp rid finish_reason prompt_tokens completion_tokens "
                 "cached_tokens e2e_latency verify_ct accepted_drafts proposed_drafts "
                 "accept_histogram spec_accept_length format",
 }

@@ -23,7 +23,8 @@ def test_overview_human(run):
     assert "  ranks       TP0\n" in out
     assert ("  spec config EAGLE3 · draft /models/llama-3.1-8b-eagle3 · steps 5 · topk 1 · "
             "draft tokens 6 · tp 2 · dp 1 · decode log interval 40\n") in out
-    assert "eaglelog: note:" in r.stderr and "eaglelog: note:" not in out
+    assert "  notes       47 lines without a record skipped (first at line 1)\n" in out
+    assert r.stderr == ""  # the overview says it on stdout already
 
 
 def test_overview_json(run):
@@ -118,3 +119,59 @@ def test_docs_tables_md_is_generated_from_the_schema():
     from eaglelog.docs import tables_markdown
     assert (ROOT / "docs" / "tables.md").read_text() == tables_markdown(), \
         "run: python -m eaglelog.docs > docs/tables.md"
+
+
+def test_output_never_overwrites_an_input(run, tmp_path):
+    victim = tmp_path / "victim.log"
+    victim.write_bytes(FIVE.read_bytes())
+    r = run("parse", "--table", "decode", "-f", "csv", "-o", victim, victim)
+    assert r.exit_code == 2 and "is also an input: refusing to overwrite it" in r.stderr
+    assert victim.read_bytes() == FIVE.read_bytes()
+
+
+def test_dash_output_is_stdout_and_table_names_take_both_spellings(run):
+    a = run("-q", "parse", "--table", "prof_phases", "-f", "csv", "-o", "-", FIVE)
+    b = run("-q", "parse", "--table", "prof-phases", "-f", "csv", FIVE)
+    assert a.exit_code == 0 and a.stdout == b.stdout and a.stdout.count("\n") == 169
+
+
+def test_overview_jsonl_and_csv(run):
+    jl = run("parse", "-f", "jsonl", FIVE, SAMPLES / "baseline.log").stdout.splitlines()
+    assert len(jl) == 2 and json.loads(jl[1])["source"] == str(SAMPLES / "baseline.log")
+    csv = run("parse", "-f", "csv", FIVE).stdout.splitlines()
+    assert csv[0].startswith("source,engine,compression,bytes,lines,rows_prof,")
+    assert csv[1].startswith(f"{FIVE},sglang,,73602,612,42,168,106,40,1,40,")
+
+
+def test_quiet_and_verbose_also_after_the_command(run):
+    r = run("parse", "-q", "--table", "prof", FIVE)
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_json_floats_are_exact_and_histograms_are_arrays(run):
+    rows = json.loads(run("parse", "--table", "requests", "-f", "json", FIVE).stdout)
+    log = eaglelog.parse(FIVE)
+    assert rows[0]["spec_accept_rate"] == log.requests.spec_accept_rate.iloc[0]
+    assert rows[0]["accept_histogram"] == json.loads(log.requests.accept_histogram.iloc[0])
+    assert isinstance(rows[0]["accept_histogram"], list)
+    prof = json.loads(run("parse", "--table", "prof", "-f", "json", FIVE).stdout)
+    assert prof[0]["phase_sum_ms"] == 27.26
+
+
+def test_a_log_with_two_server_startups_is_two_runs(run, tmp_path):
+    two = tmp_path / "two.log"
+    two.write_bytes(FIVE.read_bytes() + (SAMPLES / "eagle3_2step.log").read_bytes())
+    out = run("-q", "parse", two).stdout
+    assert "start-ups   2 server start-ups (lines 3, 615)" in out
+    assert "they differ in steps 5 → 2; draft tokens 6 → 3" in out
+    d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json", two).stdout)
+    assert [x["source"] for x in d] == [f"{two} [start-up 1 at line 3]",
+                                        f"{two} [start-up 2 at line 615]"]
+    single = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
+                            FIVE).stdout)
+    assert d[0]["cycle_ms"] == single["cycle_ms"] and d[0]["accept_len"] == single["accept_len"]
+    log = eaglelog.parse(two)
+    assert log.decode.groupby("startup").size().to_dict() == {1: 106, 2: 120}
+    assert log.config(str(two), 1)["speculative_num_steps"] == 5
+    assert log.config(str(two))["speculative_num_steps"] == 2
+    json.dumps(log.config(str(two)))  # plain Python values

@@ -215,7 +215,7 @@ def test_unknown_table_is_a_usage_error(run):
 
 def test_parquet_needs_output(run):
     r = run("parse", "--table", "decode", "-f", "parquet", FIVE)
-    assert r.exit_code == 1 and "give it with -o FILE.parquet" in err_line(r)
+    assert r.exit_code == 2 and "give it with -o FILE.parquet" in r.stderr
 
 
 def test_time_only_prefix_dates(write):

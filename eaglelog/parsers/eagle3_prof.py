@@ -42,6 +42,7 @@ class Block:
     accept: tuple[float, str] | None = None
     eff: tuple[float, str] | None = None
     end_line: int = 0
+    startup: int = 0
 
     @property
     def complete(self) -> bool:
@@ -91,7 +92,8 @@ class Block:
             "accept_len": self.accept[0] if self.accept else None,
             "eff_tok_s": self.eff[0] if self.eff else None,
             "complete": self.complete, "n_phases": len(self.phases),
-            "phase_sum_ms": sum(p[2] for p in self.phases) if self.phases else None,
+            # rounded to 9 decimals: a sum of printed numbers, not a float-noise artefact
+            "phase_sum_ms": round(sum(p[2] for p in self.phases), 9) if self.phases else None,
             "end_line": self.end_line,
         }
         rec.update(split_tags(self.prefix.tags))

@@ -84,6 +84,7 @@ class Scanner:
         self._day_offset = 0
         self._last_tod: float | None = None
         self.time_only = False    # some prefix had a time but no date
+        self.startup = 0          # server_args lines seen so far
 
     # ------------------------------------------------------------------ helpers
     def diag(self, line_no, kind, message, severity="warning") -> None:
@@ -123,18 +124,22 @@ class Scanner:
             self.time_only = True
         rec["timestamp"] = f"{d} {t}"
 
-    def _emit(self, table: str, line_no: int, rec: dict) -> None:
+    def _emit(self, table: str, line_no: int, rec: dict, startup: int | None = None) -> None:
         self._stamp(rec)
+        if table == "server_args":
+            self.startup += 1
         rec["line_no"] = line_no
         rec["source"] = self.source
+        rec["startup"] = self.startup if startup is None else startup
         self.rows[table].append(rec)
 
     def _close_blocks(self) -> None:
         for b in self.blocks.done:
             rec = b.record()
-            self._emit("prof", b.line_no, rec)
+            self._emit("prof", b.line_no, rec, b.startup)
             for ph in b.phase_records():
                 ph["source"] = self.source
+                ph["startup"] = b.startup
                 self.rows["prof_phases"].append(ph)
             if not b.complete:
                 missing = [n for n, v in (("TOTAL", b.total), ("Accept len", b.accept),
@@ -173,6 +178,7 @@ class Scanner:
                           "EAGLE3_PROF block not parsed")
                 return True
             self.blocks.start(line_no, read_prefix(line[:idx]), header)
+            self.blocks.open[read_prefix(line[:idx]).rank_key()].startup = self.startup
             return True
         table, fn = LINE_PARSERS[kind]
         res = fn(line)

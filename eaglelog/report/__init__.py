@@ -34,9 +34,22 @@ def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+JSON_LIST_COLUMNS = {"accept_histogram"}
+
+
 def records(df: pd.DataFrame) -> list[dict]:
-    """Rows as plain Python dicts (NA -> None, datetimes -> ISO text): the JSON shape."""
-    return json.loads(_iso_strings(df).to_json(orient="records", double_precision=15))
+    """Rows as plain Python dicts: NA -> None, datetimes -> ISO text, floats exact (repr
+    round-trips), JSON-list columns as lists.  The JSON shape of a table."""
+    out = _iso_strings(df)
+    cols = {}
+    for c in out.columns:
+        s = out[c]
+        vals = s.astype(object).where(s.notna(), None).tolist()
+        if c in JSON_LIST_COLUMNS:
+            vals = [json.loads(v) if isinstance(v, str) else v for v in vals]
+        cols[c] = [v.item() if hasattr(v, "item") else v for v in vals]
+    names = list(cols)
+    return [dict(zip(names, row)) for row in zip(*cols.values())] if names else []
 
 
 def _human_value(v) -> str:
@@ -54,9 +67,17 @@ def _human_value(v) -> str:
     return str(v)
 
 
+# columns the human formats leave out: version-family bookkeeping and the rank numbers that the
+# 'ranks' column already shows (machine formats keep them all)
+HUMAN_HIDDEN = {"header", "trailing_comma", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep"}
+
+
 def human_table(df: pd.DataFrame, tablefmt: str = "simple", drop_empty: bool = True) -> str:
-    if drop_empty:
-        df = df[[c for c in df.columns if df[c].notna().any()]] if len(df) else df
+    if drop_empty and len(df):
+        keep = [c for c in df.columns if c not in HUMAN_HIDDEN and df[c].notna().any()]
+        if "startup" in keep and df["startup"].nunique() <= 1:
+            keep.remove("startup")
+        df = df[keep]
     rows = [[_human_value(v) for v in row] for row in df.itertuples(index=False, name=None)]
     return tabulate(rows, headers=list(df.columns), tablefmt=tablefmt, disable_numparse=True)
 
