@@ -5,8 +5,7 @@ Every line is invented: a small discrete-event simulation of one SGLang v0.5.10-
 (tp_size=2, SGLANG_LOG_MS=1, --log-requests) serving a single-stream benchmark, with the
 EAGLE-3 profiler patch printing an EAGLE3_PROF block every 100 cycles.
 
-    python sample_logs/make_samples.py            # rewrites eagle3_5step.log, eagle3_2step.log,
-                                                  # baseline.log next to this file
+    python sample_logs/make_samples.py    # rewrites every *.log next to this file
 
 The simulation is the ground truth the tests rely on:
 - a decode iteration (one draft+verify cycle, or one plain step for the baseline) takes
@@ -176,6 +175,66 @@ def write_prof(lines, rng, prof, phases, prof_accept, prefix):
         lines.append("\n")
 
 
+def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, port: int,
+                     batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 1200) -> None:
+    """Continuous batching at a fixed concurrency per phase (1, 2, 4, … requests), long requests
+    replaced as they finish (each replacement is a prefill).  A decode iteration at batch size b
+    takes cycle(b) = 27.28 + 1.9 (b − 1) ms with speculation and 11.1 + 0.45 (b − 1) ms without,
+    ± 1 %: speculation's fixed cost grows faster with the batch than a plain step does."""
+    rng = random.Random(seed)
+    t = dt.datetime(2026, 3, 3, 9, 0, 0, 120000)
+    lines = [HEADER]
+
+    def log(msg, tags=" TP0"):
+        lines.append(f"[{t:%Y-%m-%d %H:%M:%S}.{t.microsecond // 1000:03d}{tags}] {msg}\n")
+
+    log(server_args(spec, port), "")
+    log("The server is fired up and ready to roll!", "")
+    steps = spec["steps"] if spec else 0
+    k = steps + 1
+    it = 0
+    win_tok = win_steps = 0
+    for b in batch_sizes:
+        left = [rng.randint(1500, 2500) for _ in range(b)]
+        last_line_t = t
+        t += dt.timedelta(seconds=2)      # the benchmark client switches concurrency
+        for _ in range(b):
+            t += dt.timedelta(milliseconds=40)
+            log(f"Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: "
+                f"0.01, #running-req: {b}, #queue-req: 0, cuda graph: False, input throughput "
+                f"(token/s): 12800.00")
+        win_tok = win_steps = 0
+        last_line_t = t
+        for i in range(iters_per_batch):
+            base = (27.28 + 1.9 * (b - 1)) if spec else (11.1 + 0.45 * (b - 1))
+            t += dt.timedelta(milliseconds=rng.gauss(base, base * 0.01))
+            it += 1
+            for r in range(b):
+                a = rng.choices(range(len(accept_dist)), accept_dist)[0] if spec else 0
+                win_tok += a + 1
+                win_steps += 1
+                left[r] -= a + 1
+                if left[r] <= 0:                    # finished: a new request takes its place
+                    left[r] = rng.randint(1500, 2500)
+                    t += dt.timedelta(milliseconds=40)
+                    log(f"Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, "
+                        f"token usage: 0.01, #running-req: {b - 1}, #queue-req: 0, cuda graph: "
+                        "False, input throughput (token/s): 12800.00")
+            if it % 40 == 0:
+                wall = (t - last_line_t).total_seconds()
+                spec_txt = ""
+                if spec:
+                    al = win_tok / win_steps
+                    spec_txt = f"accept len: {al:.2f}, accept rate: {al / k:.2f}, "
+                log(f"Decode batch, #running-req: {b}, #token: {b * 2000}, token usage: 0.02, "
+                    f"{spec_txt}cuda graph: True, gen throughput (token/s): {win_tok / wall:.2f}, "
+                    "#queue-req: 0")
+                last_line_t = t
+                win_tok = win_steps = 0
+    with open(os.path.join(HERE, name), "w") as f:
+        f.writelines(lines)
+
+
 def main() -> None:
     five = {"Draft steps": 0.95, "Target verify": 26.04, "Draft re-extend": 0.29,
             "Other overhead": 0.0}
@@ -192,6 +251,11 @@ def main() -> None:
     simulate("baseline.log", seed=9, port=30002, spec=None, cycle_ms=11.1, phases=None,
              accept_dist=(1.0,), prof_accept=0.0, requests=40, out_tokens=(160, 320),
              prof_prefix=False)
+    better = (0.1, 0.2, 0.35, 0.2, 0.1, 0.05)   # a stronger draft: accept len ≈ 3.15
+    simulate_batches("batch_eagle3.log", seed=11, port=30003, accept_dist=better,
+                     spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
+                           "steps": 5})
+    simulate_batches("batch_baseline.log", seed=12, port=30004, spec=None, accept_dist=(1.0,))
 
 
 if __name__ == "__main__":

@@ -239,3 +239,31 @@ def test_cli_csv_has_one_row_per_log_and_bucket(run):
     df = pd.read_csv(pd.io.common.StringIO(out))
     assert df.running_req.astype(str).tolist() == ["all", "1", "all", "1"]
     assert df.verdict.tolist() == ["below"] * 4
+
+
+def test_by_batch_finds_where_speculation_stops_paying():
+    """batch_*.log: cycle(b) = 27.28 + 1.9 (b−1) ms, step(b) = 11.1 + 0.45 (b−1) ms, accept
+    len ≈ 3.15 (make_samples.py): speculation pays up to 16 requests, not at 32."""
+    spec = eaglelog.parse(SAMPLES / "batch_eagle3.log")
+    base = eaglelog.parse(SAMPLES / "batch_baseline.log")
+    r = breakeven(spec, Baseline(log=base), by_batch=True)
+    got = {b.batch: b for b in r.by_batch}
+    assert list(got) == ["1", "2", "4", "8", "16", "32"]
+    for size, b in got.items():
+        n = int(size)
+        assert b.cycle_ms.estimate == pytest.approx(27.28 + 1.9 * (n - 1), rel=0.01)
+        assert b.baseline_step_ms.estimate == pytest.approx(11.1 + 0.45 * (n - 1), rel=0.01)
+        assert b.accept_len.estimate == pytest.approx(3.15, abs=0.05)
+        truth = 3.15 * (11.1 + 0.45 * (n - 1)) / (27.28 + 1.9 * (n - 1))
+        assert b.speedup.estimate == pytest.approx(truth, rel=0.02)
+    assert [b.verdict for b in r.by_batch] == ["above"] * 5 + ["below"]
+    assert any("spans batch sizes 1–32" in n for n in r.notes)
+
+
+def test_cli_by_batch_table(run):
+    out = run("-q", "breakeven", "--baseline-log", SAMPLES / "batch_baseline.log", "--by",
+              "batch", SAMPLES / "batch_eagle3.log").stdout
+    table = out[out.index("running_req"):].splitlines()
+    assert table[0].split()[:3] == ["running_req", "windows", "cycle"]
+    assert table[2].split()[0] == "1" and table[2].split()[-1] == "above"
+    assert table[7].split()[0] == "32" and table[7].split()[-1] == "below"

@@ -254,6 +254,12 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
             raise EaglelogError("--by batch needs --baseline-log: a stated baseline rate has no "
                                 "batch size")
         buckets = tuple(by_bucket(spec_w, base_w, confidence))
+    sizes = spec_w["running_req"].dropna().unique() if len(spec_w) else []
+    if len(sizes) > 1:
+        lo, hi = int(min(sizes)), int(max(sizes))
+        notes.append(f"the run spans batch sizes {lo}–{hi}: the overall numbers mix them "
+                     "(cycle and step time grow with the batch)" +
+                     ("" if by_batch else "; --by batch with --baseline-log shows each"))
     rho = lag1(spec_w["accept_len"].to_numpy(dtype=float)) if len(spec_w) > 3 else 0.0
     if rho > 0.5:
         notes.append(f"consecutive windows are strongly autocorrelated (lag-1 r = {rho:.2f}): "

@@ -43,8 +43,8 @@ def breakeven_block(r) -> str:
     lines.append(row("accept length", r.accept_len))
     lines.append(row("speedup", r.speedup, "×", source=False))
     lines.append(f"  {'verdict':<20}{verdict_sentence(r)}")
-    if r.verdict in ("below", "inconclusive") and r.cycle_ms.sufficient and \
-            r.breakeven_accept_len.sufficient:
+    if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 1 and \
+            r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient:
         need_cycle = r.accept_len.estimate * r.baseline_step_ms.estimate
         lines.append(f"  {'to break even':<20}accept length {num(r.accept_len.estimate)} → "
                      f"{num(r.breakeven_accept_len.estimate)} "
