@@ -263,7 +263,7 @@ def test_by_batch_finds_where_speculation_stops_paying():
 def test_cli_by_batch_table(run):
     out = run("-q", "breakeven", "--baseline-log", SAMPLES / "batch_baseline.log", "--by",
               "batch", SAMPLES / "batch_eagle3.log").stdout
-    table = out[out.index("running_req"):].splitlines()
+    table = out[out.index("running_req    windows"):].splitlines()
     assert table[0].split()[:3] == ["running_req", "windows", "cycle"]
     assert table[2].split()[0] == "1" and table[2].split()[-1] == "above"
     assert table[7].split()[0] == "32" and table[7].split()[-1] == "below"
