@@ -45,6 +45,9 @@ def main() -> None:
     args = ap.parse_args()
     log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
     if not os.path.exists(log):
+        if not os.path.exists(args.genlog):
+            sys.exit(f"parse_speed.py: no log to time: {args.genlog} (the workspace's synthetic "
+                     "log generator) is not here; give --genlog PATH or --log FILE")
         print(f"generating {log} with {args.genlog} …", file=sys.stderr)
         subprocess.run([sys.executable, args.genlog, log, str(args.size_mb)], check=True)
     size_mb = os.path.getsize(log) / 1e6

@@ -231,7 +231,8 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
             raise click.BadParameter("must be > 0", param_hint="--baseline-toks")
         return Baseline(tok_s=value, sd=sd)
     if baseline_log:
-        return Baseline(log=read_logs(ctx, [baseline_log], engine, False, base_date))
+        return Baseline(log=read_logs(ctx, [baseline_log], engine, False, base_date,
+                                      skipped_note=False))
     if required:
         raise click.UsageError("give the baseline: --baseline-toks 90 (tokens/s without "
                                "speculation) or --baseline-log BASE.log")
@@ -306,7 +307,7 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
         raise click.UsageError("--by batch needs --baseline-log: a stated baseline rate has no "
                                "batch size")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
-    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     results = per_unit(log, lambda sub: breakeven(sub, baseline, confidence=confidence,
                                                   by_batch=by == "batch",
                                                   cycle_from=cycle_from))
@@ -341,7 +342,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
     from .report.blocks import summary_block
 
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
                                                   confidence=confidence))
     results_output(results, fmt, output, summary_block, summary_rows)
@@ -389,7 +390,7 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     from .analysis.reconcile import reconcile
     from .report.blocks import reconcile_block
 
-    log = read_logs(ctx, logs, engine, keep_going, base_date)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence))
 
     def flat(r):

@@ -27,7 +27,7 @@ def ci(e: Estimate, digits: int = 4) -> str:
 def row(label: str, e: Estimate, unit: str = "", digits: int = 4, source: bool = True) -> str:
     value = f"{num(e.estimate, digits)}{unit}"
     src = f"  {e.source}" if source and e.source else ""
-    return f"  {label:<20}{value:>11}  {ci(e, digits):<22}{src}"
+    return f"  {label:<20}{value:>11}  {ci(e, digits):<22}{src}".rstrip()
 
 
 def pct(x: float) -> str:
@@ -41,7 +41,7 @@ def breakeven_block(r) -> str:
     lines.append(row("baseline step", r.baseline_step_ms, " ms"))
     lines.append(row("break-even accept", r.breakeven_accept_len, "", source=False))
     lines.append(row("accept length", r.accept_len))
-    lines.append(row("speedup", r.speedup, "×", source=False))
+    lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
     lines.append(f"  {'verdict':<20}{verdict_sentence(r)}")
     if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 1 and \
             r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient:
@@ -152,7 +152,7 @@ def reconcile_block(r) -> str:
     out = [f"{r.source}   (aligned by {r.aligned_by}; intervals: {r.confidence:.0%} confidence)"]
     out.append(row("profiler", r.profiler_accept_len, source=True))
     out.append(row("SGLang accept len", r.sglang_accept_len, source=True))
-    out.append(row("ratio", r.ratio, "×", source=True))
+    out.append(row("ratio", r.ratio, "×", digits=3, source=True))
     if r.requests:
         q = r.requests
         out.append(f"  {'Finish lines':<20}{q['requests']} requests: completion/verify_ct mean "
