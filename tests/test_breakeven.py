@@ -13,19 +13,9 @@ from eaglelog.analysis.breakeven import Baseline, breakeven
 from eaglelog.api import ParsedLog, SourceInfo
 from eaglelog.schema import TABLES
 from eaglelog.tables import build_frame
-from conftest import SAMPLES
+from conftest import CANON, SAMPLES
 
 FIVE = SAMPLES / "eagle3_5step.log"
-CANON = """EAGLE3_PROF (100 cycles, 114 tok, no sync)
-  Draft steps:        0.93 ms/cyc  (  3.4%)
-  Target verify:     26.07 ms/cyc  ( 95.6%)
-  Draft re-extend:    0.28 ms/cyc  (  1.0%)
-  Other overhead:     0.00 ms/cyc  (  0.0%)
-  TOTAL:             27.28 ms/cyc
-  Accept len:      1.14
-  Eff tok/s:       41.8
-
-"""
 
 
 def decode_line(i, al, tput, rr=1):
@@ -37,7 +27,7 @@ def decode_line(i, al, tput, rr=1):
 
 def test_worked_example_2_46(write):
     """eagle3_prof.md: 27.28 ms / (1000/90 ms) = 2.46."""
-    text = "".join(CANON + decode_line(i, 2.30, 84.31) for i in range(12))
+    text = "".join(CANON + "\n" + decode_line(i, 2.30, 84.31) for i in range(12))
     r = breakeven(eaglelog.parse(write("w.log", text)), Baseline(tok_s=90))
     assert r.cycle_ms.estimate == pytest.approx(27.28)
     assert (r.cycle_ms.ci_low, r.cycle_ms.ci_high) == pytest.approx((27.28, 27.28))

@@ -3,16 +3,8 @@ import pandas as pd
 import pytest
 
 import eaglelog
+from conftest import CANON
 
-CANON = """EAGLE3_PROF (100 cycles, 114 tok, no sync)
-  Draft steps:        0.93 ms/cyc  (  3.4%)
-  Target verify:     26.07 ms/cyc  ( 95.6%)
-  Draft re-extend:    0.28 ms/cyc  (  1.0%)
-  Other overhead:     0.00 ms/cyc  (  0.0%)
-  TOTAL:             27.28 ms/cyc
-  Accept len:      1.14
-  Eff tok/s:       41.8
-"""
 
 
 def parse_text(write, text, name="p.log"):

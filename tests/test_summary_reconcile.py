@@ -94,3 +94,11 @@ def test_reconcile_errors(run):
     d = json.loads(run("reconcile", "-f", "json", FIVE).stdout)
     assert d["ratio"]["estimate"] == pytest.approx(0.4988, abs=1e-4)
     assert [x["factor"] for x in d["findings"]][:2] == ["bonus token", "batch size"]
+
+
+def test_reconcile_aligns_by_timestamp_when_blocks_have_one():
+    r = reconcile(eaglelog.parse(SAMPLES / "eagle3_2step.log"))
+    assert r.aligned_by == "timestamp"
+    assert r.profiler_accept_len.estimate == pytest.approx(1.0102, abs=1e-4)
+    assert r.sglang_accept_len.n >= 100
+    assert r.sglang_accept_len.estimate == pytest.approx(1.99, abs=0.02)

@@ -180,6 +180,22 @@ def _segments(rest: str, keys: dict, rec: dict, problems: list[str]) -> None:
     rec["extra"] = ", ".join(extra) if extra else None
 
 
+def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
+    """Fill gpu/iter/header of a 'Decode batch' / 'Prefill batch' header matched at ``idx``;
+    return the text before it (the prefix)."""
+    before = line[:idx]
+    g = GPU_TAG_RX.search(before)
+    if g:
+        rec["gpu"] = int(g.group("gpu"))
+        before = before[:g.start()]
+    if m.group("iter") is not None:
+        rec["iter"] = int(m.group("iter"))
+        rec["header"] = "[N],"
+    else:
+        rec["header"] = m.group("punct")
+    return before
+
+
 def parse_decode_line(line: str) -> LineResult:
     """A 'Decode batch' line of any release, or a legacy header-less '#running-req:' line."""
     idx = line.find("Decode batch")
@@ -189,16 +205,7 @@ def parse_decode_line(line: str) -> LineResult:
         m = DECODE_HEAD_RX.match(line, idx)
         if not m:
             return LineResult(None)
-        before = line[:idx]
-        g = GPU_TAG_RX.search(before)
-        if g:
-            rec["gpu"] = int(g.group("gpu"))
-            before = before[:g.start()]
-        if m.group("iter") is not None:
-            rec["iter"] = int(m.group("iter"))
-            rec["header"] = "[N],"
-        else:
-            rec["header"] = m.group("punct")
+        before = _batch_header(line, idx, m, rec)
         rest = line[m.end():]
     else:
         idx = line.find("#running-req: ")
@@ -226,18 +233,9 @@ def parse_prefill_line(line: str) -> LineResult:
         m = PREFILL_HEAD_RX.match(line, idx)
         if not m:
             return LineResult(None)
-        before = line[:idx]
-        g = GPU_TAG_RX.search(before)
-        if g:
-            rec["gpu"] = int(g.group("gpu"))
-            before = before[:g.start()]
+        before = _batch_header(line, idx, m, rec)
         if m.group("mixed") is not None:
             rec["mixed_running_req"] = int(m.group("mixed"))
-        if m.group("iter") is not None:
-            rec["iter"] = int(m.group("iter"))
-            rec["header"] = "[N],"
-        else:
-            rec["header"] = m.group("punct")
         rec.update(prefix_columns(before))
         _segments(line[m.end():], PREFILL_KEYS, rec, problems)
         if "queue_req" not in rec:
