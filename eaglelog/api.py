@@ -138,6 +138,7 @@ def _families() -> str:
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic]) -> dict[str, pd.DataFrame]:
     with open_source(spec) as src:
+        src.name = info.name
         info.compression, info.size = src.compression, src.size
         scanner: Scanner | None = None
         nul = -1
@@ -148,7 +149,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     nul_line = chunk.count(b"\n", 0, nul) + 1 if nul >= 0 else 0
                     eng = choose_engine(engine, chunk[:1 << 20])
                     info.engine = eng.name
-                    scanner = eng.scanner(spec, base_date)
+                    scanner = eng.scanner(info.name, base_date)
                 scanner.feed(chunk)
         except InputError as e:
             if scanner is None or not keep_going:
@@ -200,7 +201,8 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     infos: list[SourceInfo] = []
     diags: list[Diagnostic] = []
     for spec in specs:
-        info = SourceInfo(spec)
+        seen = sum(1 for i in infos if i.name == spec or i.name.startswith(spec + " ("))
+        info = SourceInfo(spec if not seen else f"{spec} ({seen + 1})")  # the same input twice
         infos.append(info)
         try:
             frames = _scan_one(spec, engine, base_date, chunk_size, keep_going, info, diags)

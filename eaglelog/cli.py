@@ -404,6 +404,188 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     finish(ctx, log)
 
 
+def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
+    """Logs and eaglelog exports, in the order given, as compare runs."""
+    from .analysis.compare import load_export, runs_from_log
+
+    runs, log_args = [], []
+    for spec in logs:
+        exp = load_export(spec) if spec != "-" and os.path.isfile(spec) else None
+        runs.append(exp if exp is not None else spec)
+        if exp is None:
+            log_args.append(spec)
+    logs_by_name: dict[str, list] = {}
+    log = None
+    if log_args:   # each distinct log is read once; a log given twice is the same run twice
+        log = read_logs(ctx, list(dict.fromkeys(log_args)), engine, keep_going, base_date,
+                        skipped_note=False)
+        for r in runs_from_log(log, engine if engine != "auto" else "sglang", baseline,
+                               confidence):
+            logs_by_name.setdefault(r.label.split(" [start-up")[0], []).append(r)
+    out = []
+    for item in runs:
+        if isinstance(item, str):
+            out += logs_by_name.get(item, [])
+        else:
+            out.append(item)
+    return out, log
+
+
+@main.command("compare")
+@input_options
+@baseline_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval; a difference is significant when p < "
+                   "1 − confidence.")
+@click.option("--test", "test", type=click.Choice(["welch", "mannwhitney"]), default="welch",
+              show_default=True, help="Welch's t-test on the log scale, or Mann-Whitney U on "
+                                      "batch means.")
+@click.option("--min-effect", type=click.FloatRange(0, 100), default=0.0, show_default=True,
+              metavar="PCT", help="Smallest difference that matters in practice, in percent.")
+@click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="any", default=None,
+              metavar="[METRIC]", help="Exit with code 3 when a changed run is significantly "
+                                       "worse (on METRIC, or on any metric: 'any' or no value "
+                                       "when the option comes last).")
+@output_options
+@click.pass_context
+def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+                confidence, test, min_effect, fail_on, fmt, output):
+    """Did the change help? Compare runs with the first one as the reference.
+
+    For every metric both runs carry (cycle time and each phase, accept length in both views,
+    decode throughput, derived cycle time, and with a baseline the break-even accept length
+    and speedup): reference and changed mean ± σ (spread of the windows), the ratio with its
+    interval, the test's p-value and a verdict in words. Then the server_args keys that
+    differ, and warnings when the runs are not comparable. A LOG may also be an eaglelog
+    export (`eaglelog export LOG -o run.json`), so last week's run can be the reference.
+
+    \b
+    Examples:
+      eaglelog compare before.log after.log
+      eaglelog compare --min-effect 2 --fail-on-regression cycle_ms base.log nccl.log
+      eaglelog compare base.log new.log --fail-on-regression
+      eaglelog compare --test mannwhitney -f json last-week.json today.log
+    """
+    from .analysis.compare import compare
+    from .report.blocks import compare_block
+
+    if len(logs) < 2:
+        raise click.UsageError("compare needs at least two logs: a reference and a changed run")
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    runs, log = read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence)
+    result = compare(runs, confidence=confidence, test=test, min_effect=min_effect / 100)
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(m.to_dict(), "jsonl") for m in result.metrics), output)
+    elif fmt == "table":
+        emit(compare_block(result), output)
+    else:
+        import pandas as pd
+        emit(render_frame(pd.DataFrame([m.to_dict() for m in result.metrics]), fmt, output),
+             output)
+    for w in result.warnings:
+        if not ctx.obj["quiet"]:
+            click.echo(f"eaglelog: warning: {w}", err=True)
+    if fail_on:
+        known = {m.metric for m in result.metrics}
+        if fail_on != "any" and fail_on not in known and os.path.exists(fail_on):
+            raise click.BadParameter(f"took the log {fail_on!r} as its METRIC: name a metric "
+                                     "(or 'any'), or put the option after the logs",
+                                     param_hint="--fail-on-regression")
+        if fail_on != "any" and fail_on not in known:
+            raise click.BadParameter(f"{fail_on!r} is not a compared metric; these are: "
+                                     f"{', '.join(sorted(known))}",
+                                     param_hint="--fail-on-regression")
+        if any(m.worse and fail_on in ("any", m.metric) for m in result.metrics):
+            ctx.exit(3)
+    if log is not None:
+        finish(ctx, log)
+
+
+@main.command("sweep")
+@input_options
+@baseline_option
+@click.option("--key", "keys", multiple=True, metavar="NAME",
+              help="server_args key to show as a column (repeatable); default: every key whose "
+                   "value differs between the runs.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@output_options
+@click.pass_context
+def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, keys,
+              confidence, fmt, output):
+    """Which config of a sweep wins? One row per run, sorted by effective tok/s.
+
+    Columns: the config keys that vary, cycle ms, verify ms, accept length and effective tok/s
+    (1000 × accept len / cycle) with intervals; with a baseline, break-even accept length,
+    speedup and whether the config beats the baseline. The best row is marked; rows whose
+    interval overlaps the best one's are marked 'tied'.
+
+    \b
+    Examples:
+      eaglelog sweep steps-*.log
+      eaglelog sweep --key speculative_num_steps --baseline-toks 90 steps-*.log
+      eaglelog sweep -f csv -o sweep.csv run-*.log
+    """
+    from .analysis.sweep import sweep
+    from .report.blocks import sweep_block
+
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+    result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence)
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(r.to_dict(), "jsonl") for r in result.rows), output)
+    elif fmt == "table":
+        emit(sweep_block(result), output)
+    else:
+        import pandas as pd
+        flat = []
+        for r in result.rows:
+            row = {"run": r.run, **r.keys}
+            for k in ("cycle_ms", "verify_ms", "accept_len", "eff_tok_s",
+                      "breakeven_accept_len", "speedup"):
+                e = getattr(r, k)
+                row.update({k: e.estimate if e else None, f"{k}_ci_low": e.ci_low if e else None,
+                            f"{k}_ci_high": e.ci_high if e else None})
+            row.update({"verdict": r.verdict, "mark": r.mark})
+            flat.append(row)
+        emit(render_frame(pd.DataFrame(flat), fmt, output), output)
+    finish(ctx, log)
+
+
+@main.command("export")
+@input_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="The JSON file to write.")
+@click.pass_context
+def export_cmd(ctx, logs, engine, keep_going, base_date, output):
+    """Save a run's metric windows as JSON, to compare with later logs.
+
+    The file holds, per metric, the window means and weights `compare` needs, the server_args
+    and the batch sizes: small, and enough to be a reference in `eaglelog compare`. One run per
+    file: a log that holds several server start-ups is refused.
+
+    \b
+    Examples:
+      eaglelog export server.log -o baseline-2026-11-29.json
+      eaglelog compare baseline-2026-11-29.json today.log
+    """
+    import json as _json
+
+    from .analysis.compare import runs_from_log
+
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+    runs = runs_from_log(log, engine if engine != "auto" else "sglang", None, 0.95)
+    if len(runs) != 1:
+        raise EaglelogError(f"export writes one run; these inputs hold {len(runs)} (server "
+                            "start-ups count as runs): give one log with one start-up")
+    emit(_json.dumps(runs[0].to_export(), default=str) + "\n", output)
+    finish(ctx, log)
+
+
 def breakeven_rows(r):
     """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
     keys = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")

@@ -60,7 +60,7 @@ def server_args(spec: dict | None, port: int) -> str:
 
 def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases: dict | None,
              accept_dist: tuple[float, ...], prof_accept: float, requests: int, out_tokens: tuple[int, int],
-             prof_prefix: bool, port: int) -> None:
+             prof_prefix: bool, port: int, out_dir: str = HERE) -> None:
     rng = random.Random(seed)
     t = dt.datetime(2026, 3, 2, 14, 0, 0, 250000)
     lines: list[str] = [HEADER]
@@ -153,7 +153,9 @@ def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases
             f"out={{'meta_info': {meta!r}}}", "")
         log(f'INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /generate HTTP/1.1" 200 OK',
             "")
-    with open(os.path.join(HERE, name), "w") as f:
+    path = os.path.join(out_dir, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
         f.writelines(lines)
 
 
@@ -251,6 +253,19 @@ def main() -> None:
     simulate("baseline.log", seed=9, port=30002, spec=None, cycle_ms=11.1, phases=None,
              accept_dist=(1.0,), prof_accept=0.0, requests=40, out_tokens=(160, 320),
              prof_prefix=False)
+    # a sweep of speculative_num_steps: each draft step costs 0.19 ms, verify grows with the
+    # K = S + 1 tree tokens, and each drafted position is accepted with probability 0.66
+    for steps in (1, 2, 3, 5, 7):
+        p = 0.66
+        dist = [p ** k * (1 - p) for k in range(steps)] + [p ** steps]
+        phases = {"Draft steps": 0.19 * steps, "Target verify": 25.0 + 0.21 * (steps + 1),
+                  "Draft re-extend": 0.28, "Other overhead": 0.0}
+        simulate(f"sweep/steps{steps}.log", seed=100 + steps, port=31000 + steps,
+                 spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
+                       "steps": steps},
+                 cycle_ms=sum(phases.values()), phases=phases, accept_dist=tuple(dist),
+                 prof_accept=sum(p ** k for k in range(1, steps + 1)), requests=24,
+                 out_tokens=(160, 320), prof_prefix=False)
     better = (0.1, 0.2, 0.35, 0.2, 0.1, 0.05)   # a stronger draft: accept len ≈ 3.15
     simulate_batches("batch_eagle3.log", seed=11, port=30003, accept_dist=better,
                      spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",

@@ -185,10 +185,20 @@ def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
 
 # ----------------------------------------------------------------------------- main
 
-def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
-              confidence: float = 0.95, by_batch: bool = False,
-              cycle_from: str = "auto") -> BreakevenResult:
-    """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``."""
+@dataclass(frozen=True)
+class RunPart:
+    """What a speculative run alone says: cycle time, accept length, and their ratio (the
+    tokens per ms each request stream gets), with the windows behind them."""
+
+    cycle_ms: Estimate
+    accept_len: Estimate
+    rate: Estimate          # accept_len / cycle_ms, tokens per ms per request
+    spec_windows: pd.DataFrame
+    notes: tuple[str, ...]
+
+
+def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95,
+             cycle_from: str = "auto") -> RunPart:
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
@@ -228,6 +238,22 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                                 "'accept len' and there are no Finish lines with spec_verify_ct")
         notes.append("the decode lines print no accept len: accept length from the Finish "
                      "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
+    if cyc_windows is not None:
+        # accept length and cycle time come from the same windows: jackknife their ratio jointly
+        rate = joint_ratio(spec_w, confidence)
+    else:
+        rate = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
+    return RunPart(cyc, acc, rate, spec_w, tuple(notes))
+
+
+def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
+              confidence: float = 0.95, by_batch: bool = False,
+              cycle_from: str = "auto") -> BreakevenResult:
+    """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``."""
+    source = source or log.sources[0].name
+    part = run_part(log, source, confidence, cycle_from)
+    notes = list(part.notes)
+    cyc, acc, spec_w = part.cycle_ms, part.accept_len, part.spec_windows
 
     # --- baseline step time
     step, _, base_w = baseline_steps(baseline, confidence, notes)
@@ -240,15 +266,8 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     # --- ratio and speedup
     be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence,
                        "cycle_ms / baseline_step_ms")
-    if cyc_windows is not None:
-        # accept length and cycle time come from the same windows: jackknife their ratio jointly
-        r = joint_ratio(spec_w, confidence)
-        parts = [(r, 1), (step, 1)]
-        est = r.estimate * step.estimate
-    else:
-        parts = [(acc, 1), (step, 1), (cyc, -1)]
-        est = acc.estimate * step.estimate / cyc.estimate
-    sp = stats.combine(est, parts, confidence, "accept_len × baseline_step_ms / cycle_ms")
+    sp = stats.combine(part.rate.estimate * step.estimate, [(part.rate, 1), (step, 1)],
+                       confidence, "accept_len × baseline_step_ms / cycle_ms")
     if by_batch:
         if base_w is None:
             raise EaglelogError("--by batch needs --baseline-log: a stated baseline rate has no "

@@ -167,3 +167,78 @@ def reconcile_block(r) -> str:
                    f"{num(r.eff_tok_s_recomputed.estimate)} {ci(r.eff_tok_s_recomputed)} with "
                    "SGLang's accept length")
     return "\n".join(out) + "\n"
+
+
+def _pv(p) -> str:
+    if p is None:
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _msd(mean, sd, unit) -> str:
+    u = "" if unit in ("", "×") else f" {unit}"
+    if sd is None or (isinstance(sd, float) and math.isnan(sd)):
+        return f"{num(mean)}{u}"
+    if abs(sd) < 1e-9 * max(abs(mean), 1e-300):
+        sd = 0.0
+    m = f"{mean:.2f}" if unit == "ms" else num(mean)
+    return f"{m} ± {sd:.2g}{u}"
+
+
+def compare_block(r) -> str:
+    from tabulate import tabulate
+
+    test = {"welch": "Welch's t-test on the log scale", "mannwhitney":
+            "Mann-Whitney U on batch means"}[r.test]
+    out = [f"reference: {r.reference}   ({r.confidence:.0%} intervals; {test}"
+           + (f"; --min-effect {r.min_effect:.1%}" if r.min_effect else "") + ")"]
+    for run in r.runs:
+        rows = []
+        for m in r.metrics:
+            if m.run != run:
+                continue
+            rows.append([m.label, _msd(m.reference_mean, m.reference_sd, m.unit),
+                         _msd(m.mean, m.sd, m.unit), f"{m.ratio.estimate:.3f} {ci(m.ratio, 3)}",
+                         _pv(m.p_value), m.verdict])
+        out += ["", f"{run} vs reference"]
+        out.append(tabulate(rows, headers=["metric", "reference (mean ± σ)", "changed (mean ± σ)",
+                                           "ratio [CI]", "p", "verdict"],
+                            tablefmt="simple", disable_numparse=True))
+        diff = r.config_diff.get(run) or {}
+        if diff:
+            out.append("  config: " + "; ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in
+                                                 diff.items()))
+        else:
+            out.append("  config: no difference in server_args")
+    for w in r.warnings:
+        out.append(f"  warning: {w}")
+    return "\n".join(out) + "\n"
+
+
+def sweep_block(r) -> str:
+    from tabulate import tabulate
+
+    headers = list(r.keys) + ["cycle ms", "verify ms", "accept len", "eff tok/s [CI]"]
+    if r.baseline:
+        headers += ["break-even", "speedup [CI]", "vs baseline"]
+    headers += [""]
+    rows = []
+    for row in r.rows:
+        line = [str(row.keys.get(k)) for k in r.keys] if r.keys else []
+        line += [f"{row.cycle_ms.estimate:.2f}",
+                 f"{row.verify_ms.estimate:.2f}" if row.verify_ms else "",
+                 num(row.accept_len.estimate), f"{num(row.eff_tok_s.estimate)} "
+                 f"{ci(row.eff_tok_s)}"]
+        if r.baseline:
+            line += [num(row.breakeven_accept_len.estimate),
+                     f"{num(row.speedup.estimate, 3)} {ci(row.speedup, 3)}", row.verdict]
+        line += [row.mark, row.run]
+        rows.append(line)
+    headers += ["run"]
+    title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"
+    title += f"; baseline {r.baseline})" if r.baseline else ")"
+    out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+    out.append("best: highest effective tok/s; tied: its interval overlaps the best one's")
+    for n in r.notes:
+        out.append(f"note: {n}")
+    return "\n".join(out) + "\n"
