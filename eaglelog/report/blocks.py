@@ -198,7 +198,9 @@ def compare_block(r) -> str:
             if m.run != run:
                 continue
             rows.append([m.label, _msd(m.reference_mean, m.reference_sd, m.unit),
-                         _msd(m.mean, m.sd, m.unit), f"{m.ratio.estimate:.3f} {ci(m.ratio, 3)}",
+                         _msd(m.mean, m.sd, m.unit),
+                         f"{m.ratio.estimate:.3f} [{m.ratio.ci_low:.3f} … {m.ratio.ci_high:.3f}]"
+                         if m.ratio.sufficient else "insufficient data",
                          _pv(m.p_value), m.verdict])
         out += ["", f"{run} vs reference"]
         out.append(tabulate(rows, headers=["metric", "reference (mean ± σ)", "changed (mean ± σ)",
