@@ -30,6 +30,7 @@ class SourceInfo:
     first_skipped: int | None = None
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None     # set when the input failed (with keep_going)
+    remote: dict | None = None   # for remote inputs: mode, size, transferred bytes, seconds
 
 
 @dataclass
@@ -139,6 +140,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
               info: SourceInfo, diags: list[Diagnostic]) -> dict[str, pd.DataFrame]:
     with open_source(spec) as src:
         src.name = info.name
+        spec = info.name
         info.compression, info.size = src.compression, src.size
         scanner: Scanner | None = None
         nul = -1
@@ -180,14 +182,21 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
 
 def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
           keep_going: bool = False, base_date: _dt.date | str | None = None,
-          chunk_size: int = CHUNK_SIZE) -> ParsedLog:
-    """Parse one or many logs (paths, '-' for stdin; .gz/.xz/.bz2/.zst transparently).
+          chunk_size: int = CHUNK_SIZE, remote: "RemoteOptions | None" = None) -> ParsedLog:
+    """Parse one or many logs (paths, '-' for stdin, .gz/.xz/.bz2/.zst, and remote
+    ``[user@]host:/path`` or ``ssh://[user@]host[:port]/path``, globs expanded remotely).
 
     engine:     'auto' (sniff) or a name from ``eaglelog.parsers.ENGINES``.
-    keep_going: an input that fails (missing, corrupt, no records) becomes an error diagnostic
-                instead of an exception; the records read before a corruption are kept.
+    keep_going: an input that fails (missing, corrupt, unreachable, no records) becomes an error
+                diagnostic instead of an exception; the records read before a corruption are
+                kept.
     base_date:  the date of the first line for logs whose prefixes carry only a time of day.
+    remote:     how to reach remote logs (eaglelog.remote.RemoteOptions); defaults apply.
     """
+    import tempfile
+
+    from .remote import RemoteOptions, fetch_all, parse_remote
+
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     specs = [os.fspath(p) for p in paths]
@@ -197,25 +206,72 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
         raise EaglelogError(f"unknown engine {engine!r}; known: auto, {', '.join(ENGINES)}")
     if isinstance(base_date, str):
         base_date = _dt.date.fromisoformat(base_date)
+    remote = remote or RemoteOptions()
     parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     infos: list[SourceInfo] = []
     diags: list[Diagnostic] = []
-    for spec in specs:
-        seen = sum(1 for i in infos if i.name == spec or i.name.startswith(spec + " ("))
-        info = SourceInfo(spec if not seen else f"{spec} ({seen + 1})")  # the same input twice
-        infos.append(info)
-        try:
-            frames = _scan_one(spec, engine, base_date, chunk_size, keep_going, info, diags)
-        except EaglelogError as e:
-            if not keep_going:
-                raise
-            info.error = str(e)
-            diags.append(Diagnostic(spec, None, "input_error", str(e).split(": ", 1)[-1],
-                                    "error"))
-            continue
-        for t, f in frames.items():
-            parts[t].append(f)
+    with tempfile.TemporaryDirectory(prefix="eaglelog-") as work:
+        rspecs = {s: parse_remote(s) for s in specs}
+        todo = [r for r in rspecs.values() if r is not None]
+        fetched = dict(zip([r.text for r in todo], fetch_all(todo, remote, work))) if todo else {}
+        # every input, in order: (name, local path or None, Fetched or error)
+        inputs = []
+        for spec in specs:
+            r = rspecs[spec]
+            if r is None:
+                inputs.append((spec, spec, None))
+                continue
+            got = fetched[r.text]
+            if isinstance(got, EaglelogError):
+                inputs.append((spec, None, got))
+                continue
+            for item in got:
+                if item.mode == "error":
+                    inputs.append((item.name, None, InputError(f"{item.name}: {item.notes[0]}")))
+                else:
+                    inputs.append((item.name, item.local_path, item))
+        for name, local, extra in inputs:
+            seen = sum(1 for i in infos if i.name == name or i.name.startswith(name + " ("))
+            info = SourceInfo(name if not seen else f"{name} ({seen + 1})")  # same input twice
+            infos.append(info)
+            try:
+                if isinstance(extra, EaglelogError):
+                    raise extra
+                frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags)
+                if extra is not None:
+                    _remote_info(info, extra, diags)
+            except EaglelogError as e:
+                if not keep_going:
+                    raise
+                info.error = str(e)
+                diags.append(Diagnostic(info.name, None, "input_error",
+                                        str(e).split(": ", 1)[-1], "error"))
+                continue
+            for t, f in frames.items():
+                parts[t].append(f)
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
     tables = {name: concat_frames(TABLES[name], parts[name]) for name in TABLES}
     return ParsedLog(tables, infos, diags)
+
+
+def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:
+    """What crossing the network cost, for the overview and a note on stderr."""
+    from .report import fmt_bytes
+
+    info.remote = {"mode": item.mode, "size": item.size, "transferred": item.transferred,
+                   "seconds": round(item.seconds, 3), "filtered_lines": item.filtered_lines}
+    info.size = item.size
+    info.skipped += item.filtered_lines
+    if item.mode == "reduce":
+        share = f" ({item.transferred / item.size:.1%})" if item.size else ""
+        msg = (f"reduced on the remote host: {fmt_bytes(item.transferred)} of "
+               f"{fmt_bytes(item.size)} transferred{share} in {item.seconds:.1f} s")
+    elif item.mode == "cache":
+        msg = f"unchanged since the last --fetch: read from the cache, nothing transferred"
+    else:
+        msg = f"fetched whole: {fmt_bytes(item.transferred)} in {item.seconds:.1f} s (cached)"
+    diags.append(Diagnostic(info.name, None, "transfer", msg, "note"))
+    for n in item.notes:
+        if isinstance(n, str):
+            diags.append(Diagnostic(info.name, None, "transfer", n, "warning"))

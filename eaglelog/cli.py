@@ -72,18 +72,33 @@ def input_options(f):
     @click.option("--date", "base_date", type=click.DateTime(formats=["%Y-%m-%d"]), default=None,
                   help="Date of the first line, for old logs whose prefixes have only a time "
                        "of day (default: from the file's modification time).")
+    @click.option("--ssh-option", "ssh_options", multiple=True, metavar="OPT",
+                  help="Extra ssh option for remote logs, as -o OPT (repeatable), e.g. "
+                       "'ProxyJump=bastion'.")
+    @click.option("--connect-timeout", type=click.IntRange(1, 600), default=10,
+                  show_default=True, help="Seconds to wait for a remote host to answer.")
+    @click.option("--fetch", is_flag=True,
+                  help="Copy whole remote files into the cache ($XDG_CACHE_HOME/eaglelog) "
+                       "instead of filtering them on the remote host; an unchanged file is not "
+                       "transferred again.")
     @click.option("-q", "--quiet", "cmd_quiet", is_flag=True,
                   help="No warnings or notes on stderr (errors only).")
     @click.option("-v", "--verbose", "cmd_verbose", is_flag=True,
                   help="Show tracebacks and every warning.")
     @functools.wraps(f)
-    def wrapper(*args, cmd_quiet=False, cmd_verbose=False, **kwargs):
+    def wrapper(*args, cmd_quiet=False, cmd_verbose=False, ssh_options=(), connect_timeout=10,
+                fetch=False, **kwargs):
+        from .remote import RemoteOptions
+
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
         if cmd_quiet:
             ctx.obj["quiet"] = True
         if cmd_verbose:
             ctx.obj["verbose"] = True
+        ctx.obj["remote"] = RemoteOptions(tuple(ssh_options), connect_timeout, fetch,
+                                          progress=sys.stderr.isatty() and not ctx.obj["quiet"]
+                                          and not os.environ.get("NO_COLOR"))
         return f(*args, **kwargs)
     return wrapper
 
@@ -122,9 +137,9 @@ def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool,
     for (source, kind), ds in groups.items():
         if quiet and ds[0].severity != "error":
             continue
-        shown = ds if verbose else ds[:1]
+        shown = ds if verbose or kind == "transfer" else ds[:1]
         for d in shown:
-            label = "error" if d.severity == "error" else "warning"
+            label = d.severity
             click.echo(f"eaglelog: {label}: {d}", err=True)
         if len(ds) > len(shown):
             more = len(ds) - len(shown)
@@ -146,7 +161,7 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
             if spec != "-" and os.path.exists(spec) and os.path.samefile(out, spec):
                 raise click.UsageError(f"-o {out} is also an input: refusing to overwrite it")
     log = parse(list(logs), engine=engine, keep_going=keep_going,
-                base_date=base_date.date() if base_date else None)
+                base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"))
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     return log
 

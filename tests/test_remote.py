@@ -1,0 +1,187 @@
+"""Remote logs through a real OpenSSH server on 127.0.0.1 (tests/sshd.py)."""
+import gzip
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+import eaglelog
+from eaglelog.remote import RemoteOptions, parse_remote
+from conftest import SAMPLES
+from sshd import Sshd
+
+FIVE = SAMPLES / "eagle3_5step.log"
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    import shutil
+    import tempfile
+    # not under pytest's 0700 temp root: sshd reads authorized_keys as the test user
+    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
+    server = Sshd(root)
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def remote_env(sshd, monkeypatch, tmp_path):
+    monkeypatch.setenv("EAGLELOG_SSH", sshd.ssh)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return sshd
+
+
+def same_tables(a, b):
+    for name in eaglelog.TABLES:
+        pd.testing.assert_frame_equal(a.table(name).drop(columns="source"),
+                                      b.table(name).drop(columns="source"),
+                                      check_categorical=False)
+
+
+def test_spec_parsing(tmp_path):
+    r = parse_remote("alice@gpu7:/data/server.log")
+    assert (r.user, r.host, r.port, r.path) == ("alice", "gpu7", None, "/data/server.log")
+    r = parse_remote("ssh://bob@[::1]:2222/var/log/s.log")
+    assert (r.user, r.host, r.port, r.path) == ("bob", "[::1]", 2222, "/var/log/s.log")
+    assert parse_remote("/var/log/s.log") is None and parse_remote("-") is None
+    local = tmp_path / "host:odd.log"     # rsync-style: a local path of that name wins
+    local.write_text("x")
+    assert parse_remote(str(local)) is None
+
+
+def test_remote_parse_equals_local_parse(remote_env):
+    path = remote_env.put("five.log", FIVE.read_bytes())
+    remote = eaglelog.parse(f"testhost:{path}")
+    same_tables(eaglelog.parse(FIVE), remote)
+    info = remote.sources[0]
+    assert info.name == f"testhost:{path}" and info.remote["mode"] == "reduce"
+    assert info.remote["size"] == FIVE.stat().st_size
+    assert remote.decode["source"].iloc[0] == f"testhost:{path}"
+
+
+def test_reduction_moves_a_small_fraction_of_a_noisy_log(remote_env, run):
+    noise = "".join(f'[2026-03-02 14:00:{i % 60:02d}] INFO:     10.0.0.{i % 250}:5{i % 9999:04d} '
+                    f'- "POST /v1/chat/completions HTTP/1.1" 200 OK\n' for i in range(40000))
+    text = FIVE.read_text() + noise
+    path = remote_env.put("noisy.log", text.encode())
+    log = eaglelog.parse(f"testhost:{path}")
+    moved = log.sources[0].remote["transferred"]
+    assert moved < 0.05 * len(text.encode())
+    assert len(log.decode) == 106 and len(log.prof) == 42
+    r = run("parse", f"testhost:{path}")
+    assert r.exit_code == 0
+    assert "reduced on the remote host:" in r.stderr and "transferred (" in r.stderr
+
+
+@pytest.mark.parametrize("ext", ["gz", "zst"])
+def test_compressed_remote_logs(remote_env, ext):
+    data = FIVE.read_bytes()
+    packed = gzip.compress(data) if ext == "gz" else subprocess.run(
+        ["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout
+    path = remote_env.put(f"five.log.{ext}", packed)
+    same_tables(eaglelog.parse(FIVE), eaglelog.parse(f"testhost:{path}"))
+
+
+def test_remote_glob_and_ssh_url(remote_env):
+    a = remote_env.put("glob/a.log", FIVE.read_bytes())
+    b = remote_env.put("glob/b.log", (SAMPLES / "eagle3_2step.log").read_bytes())
+    log = eaglelog.parse(f"testhost:{os.path.dirname(a)}/*.log")
+    assert [i.name for i in log.sources] == [f"testhost:{a}", f"testhost:{b}"]
+    assert len(log.decode) == 106 + 120
+    url = f"ssh://{remote_env.user.pw_name}@127.0.0.1:{remote_env.port}{a}"
+    os.environ["EAGLELOG_SSH"] = f"ssh -F {remote_env.client_config} -i " \
+                                 f"{remote_env.root}/client_key"
+    log = eaglelog.parse(url)
+    assert log.sources[0].name == url and len(log.decode) == 106
+
+
+def test_fetch_caches_and_a_second_run_transfers_nothing(remote_env, run):
+    path = remote_env.put("fetch.log.gz", gzip.compress(FIVE.read_bytes()))
+    opts = RemoteOptions(fetch=True)
+    first = eaglelog.parse(f"testhost:{path}", remote=opts)
+    assert first.sources[0].remote["mode"] == "fetch"
+    assert first.sources[0].remote["transferred"] > 0
+    second = eaglelog.parse(f"testhost:{path}", remote=opts)
+    assert second.sources[0].remote == {**second.sources[0].remote, "mode": "cache",
+                                        "transferred": 0}
+    same_tables(first, second)
+    same_tables(eaglelog.parse(FIVE), second)
+    r = run("parse", "--fetch", f"testhost:{path}")
+    assert "read from the cache, nothing transferred" in r.stderr
+    # a changed file is fetched again
+    remote_env.put("fetch.log.gz", gzip.compress(FIVE.read_bytes() * 2))
+    third = eaglelog.parse(f"testhost:{path}", remote=opts)
+    assert third.sources[0].remote["mode"] == "fetch" and len(third.decode) == 212
+
+
+def err(r):
+    assert "Traceback" not in r.stderr + r.stdout
+    lines = [x for x in r.stderr.splitlines() if x.startswith("eaglelog: error:")]
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+def test_missing_file_and_permission_denied(remote_env, run):
+    r = run("parse", "testhost:/nonexistent/server.log")
+    assert r.exit_code == 1
+    assert err(r) == "eaglelog: error: testhost:/nonexistent/server.log: no such file"
+    secret = remote_env.put("secret.log", FIVE.read_bytes(), mode=0o000)
+    r = run("parse", f"testhost:{secret}")
+    assert r.exit_code == 1
+    assert err(r) == f"eaglelog: error: testhost:{secret}: permission denied"
+
+
+def test_wrong_port_dns_and_auth(remote_env, run, monkeypatch):
+    from sshd import free_port
+    port = free_port()
+    r = run("parse", f"ssh://127.0.0.1:{port}/x.log")
+    assert r.exit_code == 1
+    assert err(r) == f"eaglelog: error: ssh://127.0.0.1:{port}/x.log: connection refused by " \
+                     f"127.0.0.1:{port}"
+    r = run("parse", "no-such-host.invalid:/x.log")
+    assert r.exit_code == 1
+    assert "cannot resolve host 'no-such-host.invalid' (DNS)" in err(r)
+    monkeypatch.setenv("EAGLELOG_SSH", f"ssh -F {remote_env.client_config} -o "
+                                       f"IdentityFile={remote_env.root}/other_key")
+    r = run("parse", "--ssh-option", f"IdentityFile={remote_env.root}/other_key",
+            f"ssh://{remote_env.user.pw_name}@127.0.0.1:{remote_env.port}/x.log")
+    assert r.exit_code == 1
+    assert "authentication failed for eaglelogtest@127.0.0.1" in err(r)
+
+
+def test_a_host_that_never_answers_is_bounded_by_the_timeout(remote_env, run):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    held = []
+    threading.Thread(target=lambda: held.append(srv.accept()), daemon=True).start()
+    t0 = time.monotonic()
+    r = run("parse", "--connect-timeout", "2", f"ssh://127.0.0.1:{port}/x.log")
+    took = time.monotonic() - t0
+    srv.close()
+    assert r.exit_code == 1 and took < 15
+    assert f"no answer from 127.0.0.1 within 2 s" in err(r)
+
+
+def test_many_hosts_keep_going(remote_env, run):
+    good = remote_env.put("good.log", FIVE.read_bytes())
+    r = run("parse", "--keep-going", "-f", "json", f"testhost:{good}",
+            "testhost:/nope.log", "no-such-host.invalid:/x.log")
+    assert r.exit_code == 1
+    items = json.loads(r.stdout)
+    assert items[0]["tables"]["decode"] == 106
+    assert "no such file" in items[1]["error"] and "(DNS)" in items[2]["error"]
+
+
+def test_breakeven_on_a_remote_log(remote_env, run):
+    path = remote_env.put("be.log", FIVE.read_bytes())
+    d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
+                       f"testhost:{path}").stdout)
+    assert round(d["breakeven_accept_len"]["estimate"], 2) == 2.46
