@@ -103,6 +103,49 @@ def input_options(f):
     return wrapper
 
 
+def follow_options(f):
+    @click.option("--follow", is_flag=True,
+                  help="Keep reading the (one) log as it grows, like tail -F (survives "
+                       "rotation), and refresh the view; Ctrl-C prints it once more and exits 0.")
+    @click.option("--interval", type=click.FloatRange(0.1, 3600), default=5.0, show_default=True,
+                  help="Seconds between refreshes with --follow.")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
+    """Follow one log; refreshes go to stdout (the screen is cleared on a terminal)."""
+    from .follow import follow
+
+    if len(logs) != 1:
+        raise click.UsageError("--follow reads one log")
+    tty = sys.stdout.isatty() and not output
+
+    def emit_view(text: str, final: bool) -> None:
+        if final:
+            if final_render is not None:
+                return
+            emit(text, output)
+            return
+        if tty:
+            click.echo("\x1b[H\x1b[2J", nl=False)
+        else:
+            import datetime as _dt
+            click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (following; Ctrl-C to stop) ---")
+        click.echo(text, nl=False)
+
+    log = follow(logs[0], render, emit_view, base_date=base_date.date() if base_date else None,
+                 remote=ctx.obj.get("remote"), interval=ctx.params.get("interval", 5.0),
+                 stop_after=float(os.environ["EAGLELOG_FOLLOW_STOP_AFTER"])
+                 if os.environ.get("EAGLELOG_FOLLOW_STOP_AFTER") else None)
+    if log is not None:
+        report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)
+        if final_render is not None:
+            final_render(log)
+
+
 def output_options(f):
     """-f/--format and -o/--output, the same on every command."""
     @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table",
@@ -174,6 +217,7 @@ def finish(ctx: click.Context, log: ParsedLog) -> None:
 
 @main.command("parse")
 @input_options
+@follow_options
 @click.option("--table", "table",
               type=click.Choice([cli_name(t) for t in TABLES] +
                                 [t for t in TABLES if cli_name(t) != t]),
@@ -181,7 +225,7 @@ def finish(ctx: click.Context, log: ParsedLog) -> None:
                                  "prof_phases are the same).")
 @output_options
 @click.pass_context
-def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
+def parse_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, table, fmt, output):
     """Parse logs into tables; without --table, an overview of each input.
 
     LOG is a path, '-' for stdin, or a .gz/.xz/.bz2/.zst file. Tables: prof (one row per
@@ -194,10 +238,24 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
       eaglelog parse --table prof server.log
       eaglelog parse --table decode -f csv -o decode.csv server-*.log.gz
       grep -h 'Decode batch' *.log | eaglelog parse --table decode -f jsonl -
+      eaglelog parse --follow gpu7:/data/logs/server.log
     """
     if fmt == "parquet" and not output:
         raise click.UsageError("-f parquet writes a binary file: give it with -o FILE.parquet")
+    if follow:
+        from .overview import overview, render_overview
+
+        def final(log):
+            show_parsed(log, table, fmt, output)
+        run_follow(ctx, logs, base_date, lambda log: render_overview(overview(log)), final,
+                   output)
+        return
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=table is not None)
+    show_parsed(log, table, fmt, output)
+    finish(ctx, log)
+
+
+def show_parsed(log: ParsedLog, table, fmt, output) -> None:
     if table is None:
         from .overview import overview, overview_rows, render_overview
 
@@ -213,7 +271,6 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, table, fmt, output):
             emit(render_frame(pd.DataFrame(overview_rows(items)), fmt, output), output)
     else:
         emit(render_frame(log.table(table_from_cli(table)), fmt, output), output)
-    finish(ctx, log)
 
 
 def baseline_option(f):
@@ -334,13 +391,14 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
 
 @main.command("summary")
 @input_options
+@follow_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @output_options
 @click.pass_context
-def summary_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
-                confidence, fmt, output):
+def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, baseline_toks,
+                baseline_log, confidence, fmt, output):
     """One screen per log: config, cycle breakdown, accept length, throughput, verdict.
 
     The cycle breakdown comes from no-sync EAGLE3_PROF blocks (cycle-weighted), the accept
@@ -352,11 +410,23 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
       eaglelog summary server.log
       eaglelog summary --baseline-toks 90 server.log
       eaglelog summary --baseline-log base.log -f json spec.log
+      eaglelog summary --follow --baseline-toks 90 gpu7:/data/logs/server.log
     """
     from .analysis.summary import summarize
     from .report.blocks import summary_block
 
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    if follow:
+        def view(log):
+            return "\n".join(summary_block(r) for r in per_unit(
+                log, lambda sub: summarize(sub, baseline=baseline, confidence=confidence)))
+
+        def final(log):
+            results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
+                                                          confidence=confidence))
+            results_output(results, fmt, output, summary_block, summary_rows)
+        run_follow(ctx, logs, base_date, view, final, output)
+        return
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
                                                   confidence=confidence))

@@ -1,0 +1,213 @@
+"""``--follow``: keep reading a growing log (like ``tail -F``) and refresh a view of it.
+
+Local files are polled: new bytes are read as they are appended; when the path is replaced
+(rotation: a new inode) or the file shrinks (truncation), the new file is read from its start.
+Remote files are followed with ``tail -n +1 -F`` on the host, through the same awk reduction as
+a normal remote read.  Line numbers count from the start of following, across rotations.
+Ctrl-C (SIGINT) or SIGTERM ends following; the view is printed once more, and the exit code
+is 0.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from typing import Callable
+
+from .api import ParsedLog, SourceInfo
+from .errors import InputError
+from .parsers.scan import Scanner
+from .remote import AWK_MARKERS, BLOCK_CONTEXT, RemoteOptions, parse_remote, _quote_path
+
+
+class LocalTail:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.f = None
+        self.ino = None
+        self.pos = 0
+        self.rotations = 0
+        self._open()
+
+    def _open(self) -> None:
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            self.f = None
+            return
+        except PermissionError:
+            raise InputError(f"{self.path}: permission denied") from None
+        if self.f:
+            self.f.close()
+        self.f = f
+        self.ino = os.fstat(f.fileno()).st_ino
+        self.pos = 0
+
+    def read(self) -> bytes:
+        if self.f is None:
+            self._open()
+            if self.f is None:
+                return b""
+        data = self.f.read()
+        self.pos += len(data)
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return data        # rotated away; the new file will appear
+        if st.st_ino != self.ino or st.st_size < self.pos:
+            rest = self.f.read()           # what the old file got before it was rotated
+            self.rotations += 1
+            self._open()
+            return data + rest + (b"" if not (data + rest) or (data + rest).endswith(b"\n")
+                                  else b"\n")
+        return data
+
+    def close(self) -> None:
+        if self.f:
+            self.f.close()
+
+
+class RemoteTail:
+    """tail -F on the host, reduced by the same awk filter; lines put back at their numbers."""
+
+    def __init__(self, spec, opts: RemoteOptions) -> None:
+        # mawk reads its input in blocks unless told -W interactive: a live stream would stall
+        awk = ("$A -v ctx=%d 'BEGIN{a=0} /%s/ {print NR \":\" $0; fflush(); a=0; "
+               "if (index($0, \"EAGLE3_PROF\")) a=ctx; next} a>0 {print NR \"-\" $0; "
+               "fflush(); a--}'" % (BLOCK_CONTEXT, AWK_MARKERS.replace("/", "\\/")))
+        script = ("LC_ALL=C; export LC_ALL; A=awk; "
+                  "if awk -W version 2>&1 | grep -qi mawk; then A='awk -W interactive'; fi; "
+                  f"tail -n +1 -F {_quote_path(spec.path)} | {awk}")
+        cmd = opts.ssh_command(spec) + ["sh -c " + shlex.quote(script)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.buf = b""
+        self.expect = 1
+        self.spec = spec
+        self.rotations = 0
+
+    def read(self) -> bytes:
+        chunks = []
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                block = os.read(fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not block:
+                break
+            chunks.append(block)
+        data = b"".join(chunks) or None
+        if data is None:
+            if self.proc.poll() is not None and self.proc.returncode != 0:
+                from .remote import ssh_error
+                raise ssh_error(self.spec, self.proc.returncode,
+                                self.proc.stderr.read().decode("utf-8", "replace"), 10)
+            return b""
+        self.buf += data
+        out = []
+        *lines, self.buf = self.buf.split(b"\n")
+        for line in lines:
+            i = 0
+            while i < len(line) and 48 <= line[i] <= 57:
+                i += 1
+            if i == 0 or i >= len(line) or line[i] not in (58, 45):
+                continue
+            n = int(line[:i])
+            if n > self.expect:
+                out.append(b"\n" * (n - self.expect))
+            out.append(line[i + 1:] + b"\n")
+            self.expect = n + 1
+        return b"".join(out)
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+
+def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, bool], None], *,
+           base_date=None, remote: RemoteOptions | None = None, interval: float = 5.0,
+           stop_after: float | None = None) -> ParsedLog:
+    """Follow ``spec`` until SIGINT/SIGTERM (or ``stop_after`` seconds); call ``emit`` with a
+    fresh rendering every ``interval`` seconds and a final one (``final=True``)."""
+    r = parse_remote(spec)
+    tail = RemoteTail(r, remote or RemoteOptions()) if r else LocalTail(spec)
+    if not r and tail.f is None:
+        raise InputError(f"{spec}: no such file")
+    scanner = Scanner(spec, base_date)
+    carry = b""
+    stop = {"now": False}
+
+    def on_term(*_):
+        stop["now"] = True
+    old = signal.signal(signal.SIGTERM, on_term)
+    t0 = last = time.monotonic()
+    shown = False
+    try:
+        while not stop["now"]:
+            data = tail.read()
+            if data:
+                data = carry + data
+                cut = data.rfind(b"\n")
+                carry = data[cut + 1:]
+                if cut >= 0:
+                    scanner.feed(data[:cut + 1])
+            now = time.monotonic()
+            if now - last >= interval:
+                last = now
+                snap = snapshot(scanner)
+                if snap is not None:
+                    emit(render(snap), False)
+                    shown = True
+            if stop_after is not None and now - t0 >= stop_after:
+                break
+            if not data:
+                time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        tail.close()
+    if carry:
+        scanner.feed(carry + b"\n")
+    frames = scanner.finish()
+    log = _as_log(spec, scanner, frames)
+    if log is None:
+        if not shown:
+            raise InputError(f"{spec}: no speculative-decoding records while following")
+        return None
+    emit(render(log), True)
+    return log
+
+
+def _as_log(spec: str, scanner: Scanner, frames) -> ParsedLog | None:
+    from .schema import TABLES
+    from .tables import concat_frames
+
+    counts = {t: len(f) for t, f in frames.items()}
+    if not any(counts.values()):
+        return None
+    st = scanner.stats
+    info = SourceInfo(spec, "sglang", None, None, st.bytes, st.lines, st.skipped,
+                      st.first_skipped, counts)
+    tables = {t: concat_frames(TABLES[t], [frames[t]]) for t in TABLES}
+    return ParsedLog(tables, [info], list(scanner.diags))
+
+
+def snapshot(scanner: Scanner) -> ParsedLog | None:
+    """The tables so far, without closing the blocks still open."""
+    from .schema import TABLES
+    from .tables import concat_frames
+
+    scanner.flush()
+    frames = {t: concat_frames(TABLES[t], parts) for t, parts in scanner.parts.items()}
+    for t, f in frames.items():
+        if "_time_only" in f.columns:
+            frames[t] = f.drop(columns="_time_only")
+    return _as_log(scanner.source, scanner, frames)

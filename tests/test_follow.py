@@ -1,0 +1,103 @@
+"""--follow on a growing, rotating local log and on a remote log (real processes, real SIGINT)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SAMPLES
+
+FIVE = (SAMPLES / "eagle3_5step.log").read_bytes()
+TWO = (SAMPLES / "eagle3_2step.log").read_bytes()
+
+
+def start(*args, env=None):
+    p = subprocess.Popen([sys.executable, "-m", "eaglelog", *map(str, args)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={**os.environ, **(env or {})})
+    p.seen = ""
+    return p
+
+
+def wait_for(proc, text, timeout=20):
+    """Read stdout until ``text`` appears (the refreshes are printed as they come)."""
+    import select
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            proc.seen += chunk.decode()
+            if text in proc.seen:
+                return proc.seen
+    raise AssertionError(f"{text!r} did not appear; got {proc.seen[-500:]!r}")
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    return proc.returncode, proc.seen + out.decode(), err.decode()
+
+
+def test_follow_a_growing_and_rotated_local_log(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(FIVE[:len(FIVE) // 2])
+    p = start("parse", "--follow", "--interval", "0.3", "-f", "json", log)
+    wait_for(p, "following; Ctrl-C to stop")
+    with open(log, "ab") as f:
+        f.write(FIVE[len(FIVE) // 2:])            # the rest of the first run
+    time.sleep(1.0)
+    os.rename(log, tmp_path / "server.log.1")     # rotation: a new file under the old name
+    log.write_bytes(TWO)
+    wait_for(p, "server-args 2")
+    code, out, err = stop(p)
+    assert code == 0, err
+    final = json.loads(out[out.index("[\n"):])
+    assert final[0]["tables"] == {"prof": 90, "prof_phases": 360, "decode": 226,
+                                  "prefill": 80, "server_args": 2, "requests": 80}
+    assert "Traceback" not in err
+
+
+def test_follow_summary_stops_cleanly_on_sigint(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(FIVE)
+    p = start("summary", "--follow", "--interval", "0.3", "--baseline-toks", "90", log)
+    wait_for(p, "BELOW break-even")
+    code, out, err = stop(p)
+    assert code == 0 and "Traceback" not in err
+    final = out[out.rindex("(following; Ctrl-C to stop) ---"):]
+    assert final.count("cycle           27.28 ms") == 2   # the last refresh, then the final view
+
+
+def test_follow_needs_one_log(run, tmp_path):
+    r = run("parse", "--follow", SAMPLES / "eagle3_5step.log", SAMPLES / "baseline.log")
+    assert r.exit_code == 2 and "--follow reads one log" in r.stderr
+
+
+def test_follow_a_remote_log():
+    from sshd import Sshd
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
+    server = Sshd(root)
+    try:
+        path = server.put("live.log", FIVE)
+        p = start("parse", "--follow", "--interval", "0.3", "-f", "json", f"testhost:{path}",
+                  env={"EAGLELOG_SSH": server.ssh})
+        wait_for(p, "decode 106")
+        with open(path, "ab") as f:
+            f.write(TWO)
+        wait_for(p, "decode 226")
+        code, out, err = stop(p)
+        assert code == 0, err
+        final = json.loads(out[out.index("[\n"):])
+        assert final[0]["tables"]["decode"] == 226 and final[0]["tables"]["prof"] == 90
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
