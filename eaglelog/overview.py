@@ -19,6 +19,8 @@ def overview(log: ParsedLog) -> list[dict]:
     for info in log.sources:
         item: dict = {"source": info.name, "engine": info.engine, "compression": info.compression,
                       "bytes": info.bytes, "lines": info.lines, "tables": dict(info.counts)}
+        if info.remote:
+            item["remote"] = dict(info.remote)
         if info.error and not info.counts:
             item["error"] = info.error
             out.append(item)
@@ -93,8 +95,9 @@ def render_overview(items: list[dict]) -> str:
             lines += [head, f"  error       {it['error']}", ""]
             continue
         comp = f" · {it['compression']}" if it.get("compression") else ""
+        size = it["remote"]["size"] if it.get("remote") else it["bytes"]
         lines.append(f"{head}  ({it['engine']}{comp} · {it['lines']:,} lines · "
-                     f"{fmt_bytes(it['bytes'])})")
+                     f"{fmt_bytes(size)})")
         found = [f"{cli_name(t)} {n:,}" for t, n in it["tables"].items() if n]
         lines.append(f"  tables      {' · '.join(found) if found else 'none'}")
         span = it.get("time_span")
