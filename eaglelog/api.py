@@ -13,7 +13,7 @@ from .parsers import ENGINES, choose_engine
 from .parsers.scan import Diagnostic, Scanner
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
-from .tables import concat_frames
+from .tables import concat_frames, conform
 
 
 @dataclass
@@ -31,6 +31,7 @@ class SourceInfo:
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None     # set when the input failed (with keep_going)
     remote: dict | None = None   # for remote inputs: mode, size, transferred bytes, seconds
+    cached: bool = False         # the tables came from the table cache
 
 
 @dataclass
@@ -137,13 +138,45 @@ def _families() -> str:
 
 
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
-              info: SourceInfo, diags: list[Diagnostic]) -> dict[str, pd.DataFrame]:
+              info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
+              local_path: str | None = None) -> dict[str, pd.DataFrame]:
+    """Scan one input (``spec`` is its local path; ``info.name`` its label).  With use_cache, a
+    local file's tables come from the table cache when the file is unchanged, and a file that
+    grew is scanned only from the cache's last safe point."""
+    from . import cache
+
+    state = cache.file_state(spec) if use_cache and spec != "-" else None
+    cdir = cache.table_dir(spec, engine, base_date) if state else None
+    meta = cache.load_tables_meta(cdir) if cdir else None
+    resume = None
+    if meta and meta["state"]["head"] == state["head"] and meta["state"]["ino"] == state["ino"]:
+        old = meta["state"]
+        if (old["size"], old["mtime_ns"], old["tail"]) == (state["size"], state["mtime_ns"],
+                                                            state["tail"]):
+            return _from_cache(cdir, meta, info, diags)
+        safe = meta.get("safe")
+        if safe and meta.get("compression") is None and state["size"] > old["size"] and \
+                cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES) == safe["fp"]:
+            resume = safe
     with open_source(spec) as src:
         src.name = info.name
-        spec = info.name
+        name = info.name
         info.compression, info.size = src.compression, src.size
         scanner: Scanner | None = None
         nul = -1
+        offset = 0
+        safe = None
+        old_frames = None
+        if resume:
+            src.raw.seek(resume["offset"])
+            offset = resume["offset"]
+            eng = choose_engine(engine, b"")
+            info.engine = eng.name if engine == "auto" else engine
+            info.engine = meta.get("engine", info.engine)
+            scanner = ENGINES[info.engine].scanner(info.name, base_date)
+            scanner.restore(resume["state"])
+            old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"])
+            scanner.diags.extend(old_diags)
         try:
             for chunk in iter_chunks(src, chunk_size):
                 if scanner is None:
@@ -153,6 +186,11 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     info.engine = eng.name
                     scanner = eng.scanner(info.name, base_date)
                 scanner.feed(chunk)
+                offset += len(chunk)
+                if chunk.endswith(b"\n") and src.compression is None:
+                    cp = scanner.checkpoint()
+                    if cp is not None:
+                        safe = {"offset": offset, "state": cp}
         except InputError as e:
             if scanner is None or not keep_going:
                 raise
@@ -160,29 +198,71 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             scanner.diag(int(line) if line.isdigit() else None, "input_error",
                          str(e).split(": ", 1)[-1] + "; the records before it are kept", "error")
             info.error = str(e)
+            state = None                      # never cache a damaged read
         if scanner is None:
-            raise InputError(f"{spec}: empty file" if spec != "-" else "-: empty input")
+            raise InputError(f"{name}: empty file" if name != "-" else "-: empty input")
         frames = scanner.finish(src.mtime)
         for line, message in src.notes:
             scanner.diag(line, "long_line", message)
+    if old_frames is not None:
+        frames = {t: concat_frames(TABLES[t], [old_frames[t], frames[t]]) for t in TABLES}
     st = scanner.stats
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
                                                                  st.first_skipped)
     info.counts = {t: len(f) for t, f in frames.items()}
     if not any(info.counts.values()):
         if nul >= 0:
-            raise InputError(f"{spec}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
+            raise InputError(f"{name}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
-        raise NoRecordsError(f"{spec}: no speculative-decoding records in {st.lines:,} "
+        raise NoRecordsError(f"{name}: no speculative-decoding records in {st.lines:,} "
                              f"line{'s' if st.lines != 1 else ''}; "
                              f"families tried: {_families()}")
     diags.extend(scanner.diags)
+    if state is not None and not scanner.time_only:
+        if safe is not None:
+            safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
+        cache.store_tables(cdir, {
+            "state": state, "safe": safe, "compression": info.compression,
+            "engine": info.engine,
+            "info": [info.bytes, info.lines, info.skipped, info.first_skipped],
+            "diags": [[d.line_no, d.kind, d.message, d.severity] for d in scanner.diags]},
+            frames)
     return frames
 
 
+def _cached_frames(cdir: str, meta: dict, upto: int | None = None):
+    frames = {}
+    for t in TABLES:
+        df = conform(TABLES[t], pd.read_parquet(os.path.join(cdir, f"{t}.parquet")))
+        if upto is not None:
+            df = df[df["line_no"] <= upto].reset_index(drop=True)
+        frames[t] = df
+    diags = [Diagnostic("", ln, kind, msg, sev) for ln, kind, msg, sev in meta["diags"]
+             if upto is None or (ln is not None and ln <= upto)]
+    return frames, diags
+
+
+def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic]):
+    frames, old = _cached_frames(cdir, meta)
+    name = info.name
+    for t, df in frames.items():
+        if len(df):
+            df["source"] = pd.Categorical([name] * len(df))
+    for d in old:
+        d.source = name
+    diags.extend(old)
+    info.engine = meta.get("engine")
+    info.compression = meta.get("compression")
+    info.size = meta["state"]["size"]
+    info.bytes, info.lines, info.skipped, info.first_skipped = meta["info"]
+    info.counts = {t: len(f) for t, f in frames.items()}
+    info.cached = True
+    return frames
+
 def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
           keep_going: bool = False, base_date: _dt.date | str | None = None,
-          chunk_size: int = CHUNK_SIZE, remote: "RemoteOptions | None" = None) -> ParsedLog:
+          chunk_size: int = CHUNK_SIZE, remote: "RemoteOptions | None" = None,
+          cache: bool = False) -> ParsedLog:
     """Parse one or many logs (paths, '-' for stdin, .gz/.xz/.bz2/.zst, and remote
     ``[user@]host:/path`` or ``ssh://[user@]host[:port]/path``, globs expanded remotely).
 
@@ -192,6 +272,8 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 kept.
     base_date:  the date of the first line for logs whose prefixes carry only a time of day.
     remote:     how to reach remote logs (eaglelog.remote.RemoteOptions); defaults apply.
+    cache:      use the table cache in $XDG_CACHE_HOME/eaglelog (eaglelog/cache.py) for local
+                files; the CLI turns it on unless --no-cache.
     """
     import tempfile
 
@@ -237,7 +319,8 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
             try:
                 if isinstance(extra, EaglelogError):
                     raise extra
-                frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags)
+                frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags,
+                                   use_cache=cache and extra is None)
                 if extra is not None:
                     _remote_info(info, extra, diags)
             except EaglelogError as e:

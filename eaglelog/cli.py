@@ -13,13 +13,22 @@ from collections import OrderedDict
 import click
 
 from . import __version__
-from .api import ParsedLog, parse
 from .errors import EaglelogError
-from .parsers import ENGINES
-from .report import FORMATS, render_frame, render_object
-from .schema import TABLES, cli_name, table_from_cli
+from .schema import FORMATS, TABLES, cli_name, table_from_cli
 
-ENGINE_CHOICES = ("auto",) + tuple(ENGINES)
+# the engines of eaglelog.parsers.ENGINES (a test keeps them in step; importing the parsers here
+# would import pandas before any command runs)
+ENGINE_CHOICES = ("auto", "sglang")
+
+
+def render_frame(*args, **kwargs):
+    from .report import render_frame as _render
+    return _render(*args, **kwargs)
+
+
+def render_object(*args, **kwargs):
+    from .report import render_object as _render
+    return _render(*args, **kwargs)
 
 
 class EaglelogGroup(click.Group):
@@ -81,17 +90,20 @@ def input_options(f):
                   help="Copy whole remote files into the cache ($XDG_CACHE_HOME/eaglelog) "
                        "instead of filtering them on the remote host; an unchanged file is not "
                        "transferred again.")
+    @click.option("--no-cache", is_flag=True,
+                  help="Neither read nor write the caches in $XDG_CACHE_HOME/eaglelog.")
     @click.option("-q", "--quiet", "cmd_quiet", is_flag=True,
                   help="No warnings or notes on stderr (errors only).")
     @click.option("-v", "--verbose", "cmd_verbose", is_flag=True,
                   help="Show tracebacks and every warning.")
     @functools.wraps(f)
     def wrapper(*args, cmd_quiet=False, cmd_verbose=False, ssh_options=(), connect_timeout=10,
-                fetch=False, **kwargs):
+                fetch=False, no_cache=False, **kwargs):
         from .remote import RemoteOptions
 
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
+        ctx.obj["no_cache"] = no_cache or bool(os.environ.get("EAGLELOG_NO_CACHE"))
         if cmd_quiet:
             ctx.obj["quiet"] = True
         if cmd_verbose:
@@ -99,8 +111,49 @@ def input_options(f):
         ctx.obj["remote"] = RemoteOptions(tuple(ssh_options), connect_timeout, fetch,
                                           progress=sys.stderr.isatty() and not ctx.obj["quiet"]
                                           and not os.environ.get("NO_COLOR"))
-        return f(*args, **kwargs)
+        return cached_result(ctx, lambda: f(*args, **kwargs))
     return wrapper
+
+
+def cached_result(ctx: click.Context, body):
+    """Run a command, or print its output from the result cache when the command, its options
+    and every input file are unchanged (eaglelog/cache.py)."""
+    import contextlib
+    import io
+
+    p = ctx.params
+    logs = list(p.get("logs") or ()) + ([p["baseline_log"]] if p.get("baseline_log") else [])
+    if ctx.obj.get("no_cache") or p.get("output") or p.get("follow") or \
+            ctx.command.name == "export" or not logs:
+        return body()
+    from .cache import load_result, result_key, store_result
+
+    params = {k: v for k, v in p.items()}
+    params.update(quiet=ctx.obj.get("quiet"), verbose=ctx.obj.get("verbose"))
+    key = result_key(ctx.command.name, params, logs)
+    if key is None:
+        return body()
+    hit = load_result(key)
+    if hit is not None:
+        sys.stdout.write(hit["stdout"])
+        sys.stderr.write(hit["stderr"])
+        sys.stdout.flush()
+        ctx.exit(hit["code"])
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            body()
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    finally:
+        sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
+        sys.stdout.flush()
+    if code in (0, 3):
+        store_result(key, out.getvalue(), err.getvalue(), code)
+    if code:
+        ctx.exit(code)
 
 
 def follow_options(f):
@@ -171,7 +224,7 @@ def emit(text: str | None, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
-def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool,
+def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
                        skipped_note: bool = True) -> None:
     """Warnings and errors on stderr: one line per (input, kind), with a count of the rest."""
     groups: "OrderedDict[tuple[str, str], list]" = OrderedDict()
@@ -197,19 +250,22 @@ def report_diagnostics(log: ParsedLog, verbose: bool, quiet: bool,
 
 
 def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
-              skipped_note: bool = True) -> ParsedLog:
+              skipped_note: bool = True) -> "ParsedLog":
     out = ctx.params.get("output")
     if out and out != "-" and os.path.exists(out):
         for spec in logs:
             if spec != "-" and os.path.exists(spec) and os.path.samefile(out, spec):
                 raise click.UsageError(f"-o {out} is also an input: refusing to overwrite it")
+    from .api import parse
+
     log = parse(list(logs), engine=engine, keep_going=keep_going,
-                base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"))
+                base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"),
+                cache=not ctx.obj.get("no_cache"))
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     return log
 
 
-def finish(ctx: click.Context, log: ParsedLog) -> None:
+def finish(ctx: click.Context, log: "ParsedLog") -> None:
     """Exit 1 after the output when an input failed under --keep-going."""
     if log.errors:
         ctx.exit(1)
@@ -255,7 +311,7 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, table,
     finish(ctx, log)
 
 
-def show_parsed(log: ParsedLog, table, fmt, output) -> None:
+def show_parsed(log: "ParsedLog", table, fmt, output) -> None:
     if table is None:
         from .overview import overview, overview_rows, render_overview
 
@@ -311,7 +367,7 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
     return None
 
 
-def per_unit(log: ParsedLog, analyse) -> list:
+def per_unit(log: "ParsedLog", analyse) -> list:
     """Run an analysis on each input, or on each server start-up of an input holding several
     (a restarted server is a new run: its config and numbers must not be pooled)."""
     import dataclasses

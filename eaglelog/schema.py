@@ -43,6 +43,9 @@ class Table:
 
 C = Column
 
+# output formats of every command (-f/--format)
+FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
+
 # Rank tags of SGLang's logger prefix, in SGLang's current print order (sglang.md §1.1).
 RANK_TAGS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 

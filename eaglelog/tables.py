@@ -86,6 +86,14 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = ()) -> p
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
 
 
+def conform(table: Table, df: pd.DataFrame) -> pd.DataFrame:
+    """Give every schema column its schema dtype (after a parquet round trip, say)."""
+    for c in table.columns:
+        if c.name in df.columns and str(df[c.name].dtype) != c.dtype:
+            df[c.name] = _convert(df[c.name], c.dtype)
+    return df
+
+
 def concat_frames(table: Table, frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate partial frames of one table, keeping the schema dtypes (categories are
     unioned, not degraded to object)."""

@@ -50,3 +50,10 @@ def grep_count(path, marker: str) -> int:
 
 
 os.environ.setdefault("NO_COLOR", "1")
+# the tests exercise the real code path; tests/test_cache.py turns the caches on explicitly
+os.environ["EAGLELOG_NO_CACHE"] = "1"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_home(tmp_path_factory):
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))

@@ -296,6 +296,23 @@ class Scanner:
                 return e, text
         return end, line
 
+    # the state that lets a later run resume after the last chunk (eaglelog/cache.py)
+    _STATE = ("_line", "startup", "_day_offset", "_last_tod", "time_only")
+
+    def checkpoint(self) -> dict | None:
+        """The state after the last fed chunk, or None while a block is open there."""
+        if self.blocks.open:
+            return None
+        st = self.stats
+        return {**{k: getattr(self, k) for k in self._STATE},
+                "stats": [st.lines, st.blank, st.consumed, st.first_skipped, st.bytes]}
+
+    def restore(self, state: dict) -> None:
+        for k in self._STATE:
+            setattr(self, k, state[k])
+        st = self.stats
+        st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
+
     def flush(self) -> None:
         """Turn the rows collected so far into typed partial frames (bounded memory)."""
         for name, rows in self.rows.items():

@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from ..errors import EaglelogError
 
-FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
+from ..schema import FORMATS  # noqa: E402  (re-exported)
 
 
 def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
