@@ -26,7 +26,7 @@ def measure(cmd: str) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one shell command and its children."""
     t0 = time.perf_counter()
     # stdout is a pipe, not /dev/null: GNU grep stops at the first match when it sees /dev/null
-    proc = subprocess.Popen(["/bin/sh", "-c", f"exec {cmd}" if "|" not in cmd else cmd],
+    proc = subprocess.Popen(["/bin/sh", "-c", cmd],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
@@ -52,8 +52,18 @@ def main() -> None:
         subprocess.run([sys.executable, args.genlog, log, str(args.size_mb)], check=True)
     size_mb = os.path.getsize(log) / 1e6
     eaglelog = shutil.which("eaglelog") or f"{sys.executable} -m eaglelog"
+    import tempfile
+    cache_home = tempfile.mkdtemp(prefix="eaglelog-bench-cache-")
+    nc = f"EAGLELOG_NO_CACHE=1 {eaglelog}"
+    ca = f"XDG_CACHE_HOME={cache_home} {eaglelog}"
+    subprocess.run(f"{ca} -q summary --baseline-toks 90 {log} > /dev/null", shell=True,
+                   check=True)   # fills both caches
     cmds = [
-        ("eaglelog parse (all tables)", f"{eaglelog} -q parse {log}"),
+        ("eaglelog parse (all tables)", f"{nc} -q parse {log}"),
+        ("eaglelog summary (no cache)", f"{nc} -q summary --baseline-toks 90 {log}"),
+        ("summary again (result cache)", f"{ca} -q summary --baseline-toks 90 {log}"),
+        ("summary, new args (table cache)",
+         f"EAGLELOG_NO_RESULT_CACHE=1 {ca} -q summary --baseline-toks 91 {log}"),
         ("grep -c 'Decode batch'", f"grep -c 'Decode batch' {log}"),
         ("grep|awk mean accept len",
          f"grep -oP 'accept len: \\K[\\d.]+' {log} | awk '{{s+=$1}} END {{print s/NR}}'"),

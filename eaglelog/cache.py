@@ -2,7 +2,8 @@
 
 * **results**: the exact output (stdout, stderr, exit code) of an analysis command, keyed by the
   command, its options and the state of every input file.  A repeated ``eaglelog summary`` of an
-  unchanged log prints from here without importing pandas.
+  unchanged log prints from here without importing pandas.  (EAGLELOG_NO_RESULT_CACHE=1 skips
+  this layer alone, for benchmarks.)
 * **tables**: the parsed tables of a local log (parquet) with the scanner's state at the last
   safe point, keyed by the file's path; valid while the file's size, modification time and
   content fingerprints match.  A log that grew is parsed only from where the cache stopped.

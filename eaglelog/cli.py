@@ -124,7 +124,7 @@ def cached_result(ctx: click.Context, body):
     p = ctx.params
     logs = list(p.get("logs") or ()) + ([p["baseline_log"]] if p.get("baseline_log") else [])
     if ctx.obj.get("no_cache") or p.get("output") or p.get("follow") or \
-            ctx.command.name == "export" or not logs:
+            ctx.command.name == "export" or not logs or os.environ.get("EAGLELOG_NO_RESULT_CACHE"):
         return body()
     from .cache import load_result, result_key, store_result
 
