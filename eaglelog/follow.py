@@ -19,7 +19,8 @@ from typing import Callable
 from .api import ParsedLog, SourceInfo
 from .errors import InputError
 from .parsers.scan import Scanner
-from .remote import AWK_MARKERS, BLOCK_CONTEXT, RemoteOptions, parse_remote, _quote_path
+from .remote import (AWK_MARKERS, BLOCK_CONTEXT, RemoteOptions, _quote_path, parse_remote,
+                     split_numbered)
 
 
 class LocalTail:
@@ -111,15 +112,13 @@ class RemoteTail:
         out = []
         *lines, self.buf = self.buf.split(b"\n")
         for line in lines:
-            i = 0
-            while i < len(line) and 48 <= line[i] <= 57:
-                i += 1
-            if i == 0 or i >= len(line) or line[i] not in (58, 45):
+            got = split_numbered(line)
+            if got is None:
                 continue
-            n = int(line[:i])
+            n, text = got
             if n > self.expect:
                 out.append(b"\n" * (n - self.expect))
-            out.append(line[i + 1:] + b"\n")
+            out.append(text + b"\n")
             self.expect = n + 1
         return b"".join(out)
 

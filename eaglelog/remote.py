@@ -293,22 +293,29 @@ def _demux(spec: RemoteSpec, stream_path: str, workdir: str, mode: str) -> list[
                 continue
             item, fh = cur
             item.transferred += len(line)
-            # 'N:text' (a marker line) or 'N-text' (context after a block header)
-            i = 0
-            while i < len(line) and 48 <= line[i] <= 57:
-                i += 1
-            if i == 0 or i >= len(line) or line[i] not in (58, 45):
+            got = split_numbered(line)
+            if got is None:
                 continue
-            n = int(line[:i])
+            n, text = got
             if n > expect:
                 fh.write(b"\n" * (n - expect))
                 item.filtered_lines += n - expect
-            fh.write(line[i + 1:])
+            fh.write(text)
             expect = n + 1
         if cur:
             cur[1].close()
             cur[0].notes.append("the transfer ended early (connection lost?)")
     return out
+
+
+def split_numbered(line: bytes) -> tuple[int, bytes] | None:
+    """'N:text' (a marker line) or 'N-text' (context after a block header) -> (N, text)."""
+    i = 0
+    while i < len(line) and 48 <= line[i] <= 57:
+        i += 1
+    if i == 0 or i >= len(line) or line[i] not in (58, 45):
+        return None
+    return int(line[:i]), line[i + 1:]
 
 
 def _cache_dir(opts: RemoteOptions) -> str:
