@@ -170,9 +170,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         if resume:
             src.raw.seek(resume["offset"])
             offset = resume["offset"]
-            eng = choose_engine(engine, b"")
-            info.engine = eng.name if engine == "auto" else engine
-            info.engine = meta.get("engine", info.engine)
+            info.engine = meta["engine"]
             scanner = ENGINES[info.engine].scanner(info.name, base_date)
             scanner.restore(resume["state"])
             old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"])

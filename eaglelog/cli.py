@@ -491,7 +491,6 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
 
 
 def summary_rows(s):
-    d = s.to_dict()
     row = {"source": s.source, **{f"config_{k}": v for k, v in s.config.items()}}
     for name, e in (("cycle_ms", s.cycle_ms), ("accept_len_sglang", s.accept_sglang),
                     ("accept_len_profiler", s.accept_profiler),
@@ -505,7 +504,6 @@ def summary_rows(s):
     if s.breakeven:
         row.update({"breakeven_accept_len": s.breakeven.breakeven_accept_len.estimate,
                     "speedup": s.breakeven.speedup.estimate, "verdict": s.breakeven.verdict})
-    del d
     return [row]
 
 

@@ -161,13 +161,14 @@ def diluted(dec: pd.DataFrame) -> bool:
 
 
 def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
-    """Returns (overall Estimate or None, per-bucket Estimates or None, baseline windows)."""
+    """(step Estimate, None) for a stated rate, or (None, the baseline log's windows with their
+    batch-size bucket) for a baseline log."""
     if baseline.log is None:
         step = 1000.0 / baseline.tok_s
         sd = 1000.0 * baseline.sd / baseline.tok_s ** 2 if baseline.sd else None
         src = f"--baseline-toks {baseline.label}" + (" (σ of the rate)" if baseline.sd else
                                                       " (taken as exact)")
-        return stats.constant(step, sd, confidence, src), None, None
+        return stats.constant(step, sd, confidence, src), None
     log = baseline.log
     src = log.sources[0].name
     cfg, w = one_source(log, src)
@@ -180,7 +181,7 @@ def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
     if w["accept_len"].notna().any():
         notes.append(f"the baseline log {src} prints accept len: it looks speculative")
     w = w.assign(bucket=bucket_labels(w["running_req"]))
-    return None, None, w
+    return None, w
 
 
 # ----------------------------------------------------------------------------- main
@@ -256,7 +257,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     cyc, acc, spec_w = part.cycle_ms, part.accept_len, part.spec_windows
 
     # --- baseline step time
-    step, _, base_w = baseline_steps(baseline, confidence, notes)
+    step, base_w = baseline_steps(baseline, confidence, notes)
     buckets = None
     if base_w is not None:
         step, share_note = matched_step(spec_w, base_w, confidence)
