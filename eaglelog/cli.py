@@ -608,11 +608,17 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
     from .analysis.compare import compare
     from .report.blocks import compare_block
 
-    if len(logs) < 2:
-        raise click.UsageError("compare needs at least two logs: a reference and a changed run")
+    if fail_on and fail_on != "any" and os.path.exists(fail_on):
+        raise click.BadParameter(f"took the log {fail_on!r} as its METRIC: name a metric "
+                                 "(or 'any'), or put the option after the logs",
+                                 param_hint="--fail-on-regression")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     runs, log = read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence)
-    result = compare(runs, confidence=confidence, test=test, min_effect=min_effect / 100)
+    if len(runs) < 2:
+        raise click.UsageError("compare needs at least two runs: two logs (or one log that "
+                               "holds two server start-ups)")
+    result = compare(runs, confidence=confidence, test=test, min_effect=min_effect / 100,
+                     baseline=baseline)
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
@@ -628,10 +634,6 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
             click.echo(f"eaglelog: warning: {w}", err=True)
     if fail_on:
         known = {m.metric for m in result.metrics}
-        if fail_on != "any" and fail_on not in known and os.path.exists(fail_on):
-            raise click.BadParameter(f"took the log {fail_on!r} as its METRIC: name a metric "
-                                     "(or 'any'), or put the option after the logs",
-                                     param_hint="--fail-on-regression")
         if fail_on != "any" and fail_on not in known:
             raise click.BadParameter(f"{fail_on!r} is not a compared metric; these are: "
                                      f"{', '.join(sorted(known))}",

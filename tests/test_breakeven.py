@@ -257,3 +257,23 @@ def test_cli_by_batch_table(run):
     assert table[0].split()[:3] == ["running_req", "windows", "cycle"]
     assert table[2].split()[0] == "1" and table[2].split()[-1] == "above"
     assert table[7].split()[0] == "32" and table[7].split()[-1] == "below"
+
+
+def test_a_speculative_log_is_not_a_baseline(run):
+    r = run("-q", "breakeven", "--check", "--baseline-log", SAMPLES / "eagle3_2step.log", FIVE)
+    assert r.exit_code == 1
+    assert "not a baseline: it is a speculative run (speculative_algorithm='EAGLE3')" in r.stderr
+
+
+def test_a_partial_baseline_matches_the_same_windows_on_both_sides(write, tmp_path):
+    """Batch sizes the baseline lacks are left out of the run too, not only of the baseline."""
+    text = (SAMPLES / "batch_baseline.log").read_text()
+    kept = "".join(ln for ln in text.splitlines(keepends=True)
+                   if "#running-req: 16," not in ln and "#running-req: 32," not in ln)
+    base = eaglelog.parse(write("base.log", kept))
+    r = breakeven(eaglelog.parse(SAMPLES / "batch_eagle3.log"), Baseline(log=base),
+                  by_batch=True)
+    assert [b.batch for b in r.by_batch] == ["1", "2", "4", "8"]
+    assert all(b.verdict == "above" for b in r.by_batch)
+    assert r.verdict == "above"
+    assert any("running_req 16, 32" in n and "left out" in n for n in r.notes)

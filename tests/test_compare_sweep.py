@@ -74,7 +74,8 @@ def test_human_output_and_config_diff(run):
     out = run("-q", "compare", FIVE, TWO).stdout
     assert out.startswith(f"reference: {FIVE}   (95% intervals; Welch's t-test on the log scale)")
     assert f"{TWO} vs reference" in out
-    assert "cycle time              27.28 ± 0.032 ms" in out and "1.05x faster" in out
+    assert "cycle time (cycle_ms)                         27.28 ± 0.032 ms" in out
+    assert "1.05x faster" in out
     assert "accept length 1.15x lower" in out
     assert "config: speculative_num_draft_tokens 6 → 3; speculative_num_steps 5 → 2" in out
 
@@ -109,6 +110,8 @@ def test_fail_on_regression(run):
     assert run("-q", "compare", FIVE, FIVE, "--fail-on-regression").exit_code == 0
     r = run("-q", "compare", "--fail-on-regression", FIVE, TWO, FIVE)
     assert r.exit_code == 2 and "put the option after the logs" in r.stderr
+    r = run("-q", "compare", "--fail-on-regression", FIVE, TWO)
+    assert r.exit_code == 2 and "put the option after the logs" in r.stderr
     r = run("-q", "compare", "--fail-on-regression", "nope", FIVE, TWO)
     assert r.exit_code == 2 and "'nope' is not a compared metric" in r.stderr
 
@@ -122,7 +125,7 @@ def test_with_a_baseline_breakeven_and_speedup_are_compared(run):
 
 def test_errors(run, write):
     r = run("compare", FIVE)
-    assert r.exit_code == 2 and "compare needs at least two logs" in r.stderr
+    assert r.exit_code == 2 and "compare needs at least two runs" in r.stderr
     base = run("compare", FIVE, SAMPLES / "baseline.log")
     assert base.exit_code == 0  # common metrics: decode throughput and nothing else…
     m = json.loads(run("-q", "compare", "-f", "json", FIVE, SAMPLES / "baseline.log").stdout)
@@ -162,7 +165,7 @@ def test_an_export_is_as_good_as_the_log(run, write):
     from_export = metrics_of(run, saved, TWO)
     assert [m["ratio"] for m in from_export["metrics"]] == \
         [m["ratio"] for m in from_log["metrics"]]
-    assert from_export["reference"] == str(FIVE)
+    assert from_export["reference"] == f"{saved} (export of {FIVE})"
 
 
 def test_sweep_sample(run):
@@ -204,3 +207,43 @@ def test_not_comparable_runs_are_warned_about(run):
     assert "different batch sizes (#running-req 1–32 vs 1)" in r.stderr
     d = json.loads(run("-q", "compare", "-f", "json", FIVE, SAMPLES / "batch_eagle3.log").stdout)
     assert any("different batch sizes" in w for w in d["warnings"])
+
+
+def test_the_shared_baseline_uncertainty_cancels(run):
+    sweep = SAMPLES / "sweep"
+    a = metrics_of(run, "--baseline-toks", "90", sweep / "steps7.log", sweep / "steps3.log")
+    b = metrics_of(run, "--baseline-toks", "90±20", sweep / "steps7.log", sweep / "steps3.log")
+    for name in ("speedup", "breakeven_accept_len"):
+        ma = {m["metric"]: m for m in a["metrics"]}[name]
+        mb = {m["metric"]: m for m in b["metrics"]}[name]
+        assert (mb["ratio_ci_low"], mb["ratio_ci_high"]) == pytest.approx(
+            (ma["ratio_ci_low"], ma["ratio_ci_high"]), rel=1e-9)
+        assert mb["significant"]
+    assert any("cancels" in n for n in b["notes"])
+
+
+def test_one_log_with_two_startups_can_be_compared(run, tmp_path):
+    two = tmp_path / "two.log"
+    two.write_bytes(FIVE.read_bytes() + TWO.read_bytes())
+    d = metrics_of(run, two)
+    assert d["reference"] == f"{two} [start-up 1 at line 3]"
+    assert d["runs"] == [f"{two} [start-up 2 at line 615]"]
+
+
+def test_exports_get_breakeven_and_speedup_and_bad_exports_fail_cleanly(run, write):
+    text = run_export(run, FIVE, write)
+    saved = write("five.json", text)
+    d = metrics_of(run, "--baseline-toks", "90", saved, TWO)
+    names = {m["metric"] for m in d["metrics"]}
+    assert {"speedup", "breakeven_accept_len"} <= names
+    assert d["reference"] == f"{saved} (export of {FIVE})"
+    bad = write("bad.json", '{"eaglelog_export": 1, "source": "x"}')
+    r = run("compare", bad, FIVE)
+    assert r.exit_code == 1 and "not a valid eaglelog export" in r.stderr
+
+
+def test_mann_whitney_is_not_fooled_by_float_noise(run):
+    sweep = SAMPLES / "sweep"
+    d = metrics_of(run, "--test", "mannwhitney", sweep / "steps3.log", sweep / "steps5.log")
+    m = {x["metric"]: x for x in d["metrics"]}["phase:Draft re-extend"]
+    assert m["p_value"] == 1.0 and m["verdict"] == "not significant"

@@ -70,6 +70,7 @@ class BreakevenResult:
     verdict: str
     notes: tuple[str, ...] = ()
     by_batch: tuple[BucketResult, ...] | None = None
+    rate: Estimate | None = None     # accept_len / cycle_ms: the run's own part of the speedup
 
     def to_dict(self) -> dict:
         d = {"source": self.source, "baseline": self.baseline,
@@ -171,15 +172,19 @@ def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
         return stats.constant(step, sd, confidence, src), None
     log = baseline.log
     src = log.sources[0].name
+    ups = log.startups(src)
+    if len(ups) > 1:
+        raise EaglelogError(f"{src}: the baseline log holds {len(ups)} server start-ups: give a "
+                            "log of one run")
     cfg, w = one_source(log, src)
-    if cfg.get("speculative_algorithm"):
-        notes.append(f"the baseline log {src} has speculative_algorithm="
-                     f"{cfg['speculative_algorithm']!r}: it is not a run without speculation")
+    if cfg.get("speculative_algorithm") or (len(w) and w["accept_len"].notna().any()):
+        why = (f"speculative_algorithm={cfg['speculative_algorithm']!r}"
+               if cfg.get("speculative_algorithm") else "its decode lines print accept len")
+        raise EaglelogError(f"{src}: not a baseline: it is a speculative run ({why}); give a "
+                            "log of the same model without speculation")
     if w.empty:
         raise EaglelogError(f"{src}: the baseline log has no 'Decode batch' lines to derive a "
                             "step time from")
-    if w["accept_len"].notna().any():
-        notes.append(f"the baseline log {src} prints accept len: it looks speculative")
     w = w.assign(bucket=bucket_labels(w["running_req"]))
     return None, w
 
@@ -196,10 +201,13 @@ class RunPart:
     rate: Estimate          # accept_len / cycle_ms, tokens per ms per request
     spec_windows: pd.DataFrame
     notes: tuple[str, ...]
+    cycle_windows: pd.DataFrame | None = None   # the windows of a derived cycle time
 
 
 def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95,
-             cycle_from: str = "auto") -> RunPart:
+             cycle_from: str = "auto", buckets: set | None = None) -> RunPart:
+    """Cycle time, accept length and their ratio for one run; with ``buckets``, only the
+    decode windows of those batch-size buckets (the ones a baseline log can match)."""
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
@@ -207,6 +215,18 @@ def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95
     cfg, w = one_source(log, source)
     dec = log.decode[log.decode["source"] == source]
     spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+    if buckets is not None and len(spec_w):
+        lab = bucket_labels(spec_w["running_req"])
+        keep = lab.isin(buckets).to_numpy()
+        if not keep.all():
+            lost = sorted(set(lab[~keep].dropna()), key=lambda b: int(str(b).split("–")[0]))
+            notes.append(f"the baseline log has too few windows at running_req "
+                         f"{', '.join(map(str, lost))}: the run's {int((~keep).sum())} windows "
+                         f"({(~keep).mean():.0%}) at those batch sizes are left out")
+            spec_w = spec_w[keep]
+            if spec_w.empty:
+                raise EaglelogError(f"{source}: the baseline log matches none of the run's batch "
+                                    "sizes (#running-req)")
 
     # --- cycle time
     cyc = None
@@ -244,7 +264,10 @@ def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95
         rate = joint_ratio(spec_w, confidence)
     else:
         rate = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
-    return RunPart(cyc, acc, rate, spec_w, tuple(notes))
+        if buckets is not None and any("left out" in n for n in notes):
+            notes.append("the EAGLE3_PROF cycle time covers every batch size of the run: "
+                         "--cycle-from decode matches the baseline exactly")
+    return RunPart(cyc, acc, rate, spec_w, tuple(notes), cyc_windows)
 
 
 def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
@@ -252,15 +275,20 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
               cycle_from: str = "auto") -> BreakevenResult:
     """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``."""
     source = source or log.sources[0].name
-    part = run_part(log, source, confidence, cycle_from)
-    notes = list(part.notes)
-    cyc, acc, spec_w = part.cycle_ms, part.accept_len, part.spec_windows
-
-    # --- baseline step time
+    notes: list[str] = []
     step, base_w = baseline_steps(baseline, confidence, notes)
+    matchable = None
+    if base_w is not None:
+        matchable = {b for b, g in base_w.groupby("bucket", observed=True)
+                     if _bucket_step(g, confidence).sufficient}
+    part = run_part(log, source, confidence, cycle_from, buckets=matchable)
+    notes = list(part.notes) + notes
+    cyc, acc, spec_w = part.cycle_ms, part.accept_len, part.spec_windows
     buckets = None
     if base_w is not None:
-        step, share_note = matched_step(spec_w, base_w, confidence)
+        # the same windows weigh both sides: those of the derived cycle, else all spec windows
+        step, share_note = matched_step(part.cycle_windows if part.cycle_windows is not None
+                                        else spec_w, base_w, confidence)
         if share_note:
             notes.append(share_note)
 
@@ -285,7 +313,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         notes.append(f"consecutive windows are strongly autocorrelated (lag-1 r = {rho:.2f}): "
                      "intervals may be too narrow; a longer run gives more independent batches")
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp,
-                           verdict_of(sp), tuple(notes), buckets)
+                           verdict_of(sp), tuple(notes), buckets, part.rate)
 
 
 def lag1(x: np.ndarray) -> float:

@@ -62,10 +62,46 @@ def runs_from_log(log: ParsedLog, engine: str, baseline: Baseline | None,
                   sorted(float(x) for x in sub.decode["running_req"].dropna().unique()),
                   sorted(str(m) for m in sub.prof["mode"].dropna().unique()))
         if baseline is not None and ("accept_len" in run.series):
-            r = breakeven(sub, baseline, confidence=confidence)
-            run.extra = {"breakeven_accept_len": r.breakeven_accept_len, "speedup": r.speedup}
+            run.extra = _shared_baseline(breakeven(sub, baseline, confidence=confidence),
+                                         confidence)
         out.append(run)
     return out
+
+
+def _shared_baseline(r, confidence: float) -> dict:
+    """Break-even and speedup of one run with the baseline step taken as exact: every compared
+    run divides by the same baseline, so its own uncertainty cancels in their ratio."""
+    step = r.baseline_step_ms.estimate
+    cyc, rate = r.cycle_ms, r.rate
+
+    def scaled(e: Estimate, factor: float) -> Estimate:
+        if not e.sufficient:
+            return stats.insufficient(e.estimate * factor, e.n, confidence)
+        return stats.from_log_se(e.estimate * factor, e.se_log, e.df, e.n, confidence)
+    return {"breakeven_accept_len": scaled(cyc, 1 / step), "speedup": scaled(rate, step)}
+
+
+def extra_from_series(run: Run, baseline: Baseline, confidence: float) -> dict:
+    """Break-even and speedup of an exported run (its metric windows) against a baseline rate;
+    the baseline step counts as exact, as in _shared_baseline."""
+    cyc_s = run.series.get("cycle_ms") or run.series.get("cycle_ms_derived")
+    acc_s = run.series.get("accept_len")
+    if cyc_s is None or acc_s is None:
+        return {}
+    if baseline.log is not None:
+        from .breakeven import baseline_steps, matched_step
+        _, base_w = baseline_steps(baseline, confidence, [])
+        step = float(base_w.loc[base_w["clean"], "derived_ms"].mean())
+    else:
+        step = 1000.0 / baseline.tok_s
+    cyc, acc = cyc_s.estimate(confidence), acc_s.estimate(confidence)
+    if not (cyc.sufficient and acc.sufficient):
+        return {}
+    rate = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
+    return {"breakeven_accept_len": stats.from_log_se(cyc.estimate / step, cyc.se_log, cyc.df,
+                                                      cyc.n, confidence),
+            "speedup": stats.from_log_se(rate.estimate * step, rate.se_log, rate.df, rate.n,
+                                         confidence)}
 
 
 def load_export(path: str) -> Run | None:
@@ -83,7 +119,13 @@ def load_export(path: str) -> Run | None:
         return None
     if d[EXPORT_KEY] != 1:
         raise EaglelogError(f"{path}: export format {d[EXPORT_KEY]!r} is newer than this eaglelog")
-    return Run.from_export(d, path)
+    try:
+        run = Run.from_export(d, path)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise EaglelogError(f"{path}: not a valid eaglelog export (bad or missing {e}); make "
+                            "one with `eaglelog export LOG -o FILE.json`") from None
+    run.label = f"{path} (export of {run.label})"
+    return run
 
 
 @dataclass(frozen=True)
@@ -135,12 +177,14 @@ class CompareResult:
     metrics: tuple[MetricComparison, ...]
     config_diff: dict
     warnings: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"reference": self.reference, "runs": list(self.runs),
                 "confidence": self.confidence, "test": self.test,
                 "min_effect": self.min_effect, "metrics": [m.to_dict() for m in self.metrics],
-                "config_diff": self.config_diff, "warnings": list(self.warnings)}
+                "config_diff": self.config_diff, "warnings": list(self.warnings),
+                "notes": list(self.notes)}
 
 
 def _words(label: str, better: str, unit: str, r: float) -> str:
@@ -185,7 +229,9 @@ def compare_metric(name: str, ref: Run, run: Run, confidence: float, test: str,
     ratio, p = compare_estimates(ea, eb, confidence)
     used = "welch"
     if test == "mannwhitney" and a is not None and ratio.sufficient:
-        ba, bb = a.batch_means(), b.batch_means()
+        # 12 significant digits: float noise in a batch mean is no difference
+        ba = np.array([float(f"{x:.12g}") for x in a.batch_means()])
+        bb = np.array([float(f"{x:.12g}") for x in b.batch_means()])
         p = float(_st.mannwhitneyu(ba, bb, alternative="two-sided").pvalue) \
             if not np.array_equal(np.sort(ba), np.sort(bb)) else 1.0
         used = "mannwhitney"
@@ -216,12 +262,14 @@ def _warnings(ref: Run, run: Run) -> list[str]:
     if ma and mb and ma != mb:
         out.append(f"{run.label}: different model ({mb} vs {ma}): the runs are not comparable")
     if ref.batch_sizes and run.batch_sizes:
-        a, b = np.mean(ref.batch_sizes), np.mean(run.batch_sizes)
         if set(ref.batch_sizes) != set(run.batch_sizes):
             out.append(f"{run.label}: different batch sizes (#running-req "
                        f"{_sizes(run.batch_sizes)} vs {_sizes(ref.batch_sizes)}): cycle and step "
                        "time grow with the batch")
-        del a, b
+        elif len(run.batch_sizes) > 1:
+            out.append(f"{run.label}: both runs span batch sizes {_sizes(run.batch_sizes)}: "
+                       "throughput and cycle time pool them by time; compare one batch size "
+                       "at a time (eaglelog breakeven --by batch) before concluding")
     if ref.modes and run.modes and ref.modes != run.modes:
         out.append(f"{run.label}: EAGLE3_PROF modes differ ({', '.join(run.modes)} vs "
                    f"{', '.join(ref.modes)}): sync-mode cycle times are distorted")
@@ -234,10 +282,18 @@ def _sizes(v: list[float]) -> str:
 
 
 def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
-            min_effect: float = 0.0) -> CompareResult:
+            min_effect: float = 0.0, baseline: Baseline | None = None) -> CompareResult:
     if len(runs) < 2:
         raise EaglelogError("compare needs at least two runs (a reference and a changed run)")
     ref = runs[0]
+    notes = []
+    if baseline is not None:
+        for r in runs:
+            if not r.extra:
+                r.extra = extra_from_series(r, baseline, confidence)
+                if r.extra:
+                    notes.append(f"{r.label}: break-even and speedup from its exported windows "
+                                 "(cycle and accept length taken as independent)")
     for r in runs[1:]:
         if r.engine != ref.engine:
             raise EaglelogError(f"cannot compare runs of different engines: {ref.label} is "
@@ -253,5 +309,9 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
         metrics += [compare_metric(k, ref, run, confidence, test, min_effect) for k in common]
         diff[run.label] = _config_diff(ref, run)
         warns += _warnings(ref, run)
+    if baseline is not None and any(m.metric in ("speedup", "breakeven_accept_len")
+                                    for m in metrics):
+        notes.append("the baseline is common to every run: its own uncertainty cancels in the "
+                     "break-even and speedup ratios")
     return CompareResult(ref.label, tuple(r.label for r in runs[1:]), confidence, test,
-                         min_effect, tuple(metrics), diff, tuple(warns))
+                         min_effect, tuple(metrics), diff, tuple(warns), tuple(notes))

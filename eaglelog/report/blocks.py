@@ -197,7 +197,8 @@ def compare_block(r) -> str:
         for m in r.metrics:
             if m.run != run:
                 continue
-            rows.append([m.label, _msd(m.reference_mean, m.reference_sd, m.unit),
+            rows.append([f"{m.label} ({m.metric})" if m.metric != m.label else m.label,
+                         _msd(m.reference_mean, m.reference_sd, m.unit),
                          _msd(m.mean, m.sd, m.unit),
                          f"{m.ratio.estimate:.3f} [{m.ratio.ci_low:.3f} … {m.ratio.ci_high:.3f}]"
                          if m.ratio.sufficient else "insufficient data",
@@ -214,6 +215,8 @@ def compare_block(r) -> str:
             out.append("  config: no difference in server_args")
     for w in r.warnings:
         out.append(f"  warning: {w}")
+    for n in r.notes:
+        out.append(f"  note: {n}")
     return "\n".join(out) + "\n"
 
 
