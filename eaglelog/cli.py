@@ -674,7 +674,8 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
 
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
-    result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence)
+    result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
+                   keep_going=keep_going)
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":

@@ -247,3 +247,13 @@ def test_mann_whitney_is_not_fooled_by_float_noise(run):
     d = metrics_of(run, "--test", "mannwhitney", sweep / "steps3.log", sweep / "steps5.log")
     m = {x["metric"]: x for x in d["metrics"]}["phase:Draft re-extend"]
     assert m["p_value"] == 1.0 and m["verdict"] == "not significant"
+
+
+def test_sweep_keep_going_and_batch_size_note(run):
+    d = json.loads(run("-q", "sweep", "--keep-going", "-f", "json", SWEEP[0],
+                       SAMPLES / "batch_eagle3.log", SAMPLES / "baseline.log").stdout)
+    assert len(d["rows"]) == 2
+    assert any(n.startswith("left out: ") and "baseline.log" in n for n in d["notes"])
+    assert any("different batch sizes" in n for n in d["notes"])
+    r = run("-q", "sweep", SWEEP[0], SAMPLES / "baseline.log")
+    assert r.exit_code == 1 and "nothing to take a cycle time from" in r.stderr

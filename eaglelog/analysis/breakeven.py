@@ -51,7 +51,8 @@ class BucketResult:
     verdict: str
 
     def to_dict(self) -> dict:
-        return {"running_req": self.batch, "windows": self.windows,
+        batch = int(self.batch) if self.batch.isdigit() else self.batch
+        return {"running_req": batch, "windows": self.windows,
                 **{k: getattr(self, k).to_dict() for k in
                    ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len",
                     "speedup")}, "verdict": self.verdict}

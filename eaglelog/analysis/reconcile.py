@@ -106,12 +106,14 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 f"profiler + 1 = {plus1:.3f} lies in SGLang's interval: consistent "
                                 "with a profiler that counts accepted draft tokens without the "
                                 "bonus token SGLang includes"))
-    else:
+    elif sg.sufficient:
         findings.append(Finding("bonus token", "no",
                                 f"profiler + 1 = {plus1:.3f} is outside SGLang's interval "
                                 f"[{sg.ci_low:.3f} … {sg.ci_high:.3f}]: a missing bonus token "
-                                "alone does not explain the gap" if sg.sufficient else
-                                f"profiler + 1 = {plus1:.3f}; too few windows to test"))
+                                "alone does not explain the gap"))
+    else:
+        findings.append(Finding("bonus token", "n/a", f"profiler + 1 = {plus1:.3f}; too few "
+                                "decode windows for an interval to test it against"))
     # 2. batch size
     rr = aligned["running_req"].astype(float)
     if rr.max() <= 1:

@@ -119,12 +119,23 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         clean = w[w["clean"]]
         n_clean = len(clean)
         if n_clean:
-            t_clean = stats.weighted_mean(clean["gen_throughput"].to_numpy(float),
-                                          np.ones(n_clean), confidence,
+            # pooled like the all-windows figure: tokens over wall time (each window's weight is
+            # its wall time, tokens / throughput)
+            tok = clean["tokens_per_iter"].to_numpy(float)
+            wall = tok / clean["gen_throughput"].to_numpy(float)
+            t_clean = stats.weighted_mean(clean["gen_throughput"].to_numpy(float), wall,
+                                          confidence,
                                           f"{n_clean} windows without prefill or idle time")
+    sizes = sorted(int(x) for x in w["running_req"].dropna().unique()) if len(w) else []
+    if len(sizes) > 1:
+        notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: throughput and cycle "
+                     "figures mix them (windows free of prefill are rarer at large batches)")
     be = None
     if baseline is not None and (len(use) or len(spec_w)):
         be = breakeven(log, baseline, source=source, confidence=confidence)
+    elif baseline is not None:
+        notes.append("not a speculative run (no EAGLE3_PROF blocks, no accept len): there is no "
+                     "break-even to compute")
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes))

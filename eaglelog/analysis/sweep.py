@@ -59,30 +59,46 @@ def _overlap(a: Estimate, b: Estimate) -> bool:
 
 
 def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline | None = None,
-          confidence: float = 0.95) -> SweepResult:
-    units = log.units()
+          confidence: float = 0.95, keep_going: bool = False) -> SweepResult:
+    notes: list[str] = []
+    units, parts = [], []
+    for label, sub in log.units():
+        try:
+            parts.append(run_part(sub, confidence=confidence))
+            units.append((label, sub))
+        except EaglelogError as e:
+            if not keep_going:
+                raise
+            notes.append(f"left out: {e}")
     if len(units) < 2:
         raise EaglelogError("sweep needs at least two runs (logs, or server start-ups in a log)")
-    notes: list[str] = []
     configs = []
     for label, sub in units:
         su = sub.decode["startup"].dropna()
         configs.append(sub.config(sub.sources[0].name, int(su.iloc[0]) if len(su) else None))
+    no_args = [label for (label, _), c in zip(units, configs) if not c]
+    if no_args:
+        notes.append(f"no server_args line in {', '.join(no_args)}: its config keys are unknown")
+    sizes = {label: sorted(set(int(x) for x in sub.decode["running_req"].dropna()))
+             for label, sub in units}
+    if len({tuple(v) for v in sizes.values()}) > 1:
+        notes.append("the runs ran at different batch sizes (#running-req): cycle time and "
+                     "throughput depend on it, so the rows are not comparable as they stand")
     if keys:
         missing = [k for k in keys if all(k not in c for c in configs)]
         if missing:
             raise EaglelogError(f"--key {', '.join(missing)}: not in any server_args line")
         chosen = list(keys)
     else:
-        every = dict.fromkeys(k for c in configs for k in c)
+        known = [c for c in configs if c]
+        every = dict.fromkeys(k for c in known for k in c)
         chosen = [k for k in every if k not in NOT_CONFIG and
-                  len({repr(c.get(k)) for c in configs}) > 1]
+                  len({repr(c.get(k)) for c in known}) > 1]
         if not chosen:
             notes.append("the runs' server_args do not differ (or are missing): rows are named "
                          "by their log")
     rows = []
-    for (label, sub), cfg in zip(units, configs):
-        part = run_part(sub, confidence=confidence)
+    for (label, sub), cfg, part in zip(units, configs, parts):
         eff = stats.from_log_se(1000 * part.rate.estimate, part.rate.se_log, part.rate.df,
                                 part.rate.n, confidence, "1000 × accept len / cycle") \
             if part.rate.sufficient else stats.insufficient(1000 * part.rate.estimate,
@@ -94,11 +110,13 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
                              verify.estimate(confidence) if verify else None, part.accept_len,
                              eff, be.breakeven_accept_len if be else None,
                              be.speedup if be else None, be.verdict if be else None, ""))
-    rows.sort(key=lambda r: -r.eff_tok_s.estimate)
-    best = rows[0]
+    # rows with an interval first, by effective throughput; 'best' only among them
+    rows.sort(key=lambda r: (not r.eff_tok_s.sufficient, -r.eff_tok_s.estimate))
+    best = rows[0] if rows[0].eff_tok_s.sufficient else None
     marked = []
     for r in rows:
-        mark = "best" if r is best else ("tied" if _overlap(r.eff_tok_s, best.eff_tok_s) else "")
+        mark = "best" if r is best else (
+            "tied" if best is not None and _overlap(r.eff_tok_s, best.eff_tok_s) else "")
         marked.append(SweepRow(**{**r.__dict__, "mark": mark}))
     return SweepResult(tuple(chosen), tuple(marked), confidence,
                        baseline.label if baseline else None, tuple(notes))

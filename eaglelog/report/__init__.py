@@ -18,14 +18,17 @@ from ..errors import EaglelogError
 from ..schema import FORMATS  # noqa: E402  (re-exported)
 
 
-def _iso_strings(df: pd.DataFrame) -> pd.DataFrame:
-    """Datetime columns as ISO 8601 text with the precision each value has: whole seconds,
-    milliseconds (SGLANG_LOG_MS=1) or microseconds."""
+def _iso_strings(df: pd.DataFrame, uniform: bool = False) -> pd.DataFrame:
+    """Datetime columns as ISO 8601 text with the precision each value has (whole seconds,
+    milliseconds with SGLANG_LOG_MS=1, or microseconds); ``uniform``: one precision per column,
+    the finest any value needs (CSV readers parse a column with one format)."""
     out = df.copy()
     for c in out.columns:
         if pd.api.types.is_datetime64_any_dtype(out[c]):
             s = out[c]
             us = s.dt.microsecond.fillna(0).astype("int64").to_numpy()
+            if uniform:
+                us = np.full_like(us, 1 if (us % 1000).any() else (1000 if us.any() else 0))
             full = s.dt.strftime("%Y-%m-%dT%H:%M:%S.%f").to_numpy(dtype=object)
             text = np.where(us == 0, [t[:-7] if isinstance(t, str) else t for t in full],
                             np.where(us % 1000 == 0,
@@ -98,7 +101,7 @@ def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str |
         text = human_table(df, "github") + "\n"
     elif fmt == "csv":
         buf = io.StringIO()
-        _iso_strings(df).to_csv(buf, index=False)
+        _iso_strings(df, uniform=True).to_csv(buf, index=False)
         text = buf.getvalue()
     elif fmt == "json":
         text = json.dumps(records(df), indent=1, ensure_ascii=False) + "\n"

@@ -43,7 +43,7 @@ def breakeven_block(r) -> str:
     lines.append(row("accept length", r.accept_len))
     lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
     lines.append(f"  {'verdict':<20}{verdict_sentence(r)}")
-    if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 1 and \
+    if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 0.9995 and \
             r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient:
         need_cycle = r.accept_len.estimate * r.baseline_step_ms.estimate
         lines.append(f"  {'to break even':<20}accept length {num(r.accept_len.estimate)} → "
@@ -114,8 +114,9 @@ def summary_block(s) -> str:
                         "insufficient data")
             out.append(f"    {p.phase:<18}{e.estimate:>7.2f} ms  {p.pct:5.1f}%  {interval}{mark}")
     else:
-        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks (see `eaglelog breakeven` for the cycle "
-                   "time derived from the decode lines)")
+        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks" +
+                   (" (`eaglelog breakeven` derives the cycle time from the decode lines)"
+                    if s.accept_sglang is not None else ""))
     if s.accept_sglang is not None:
         out.append(f"  {'accept length':<16}{num(s.accept_sglang.estimate)}  "
                    f"{ci(s.accept_sglang)}   SGLang accept len: {s.accept_sglang.source}")
@@ -135,13 +136,16 @@ def summary_block(s) -> str:
                    f"decode windows{clean}")
     if s.breakeven is not None:
         b = s.breakeven
+        cyc = ""
+        if s.cycle_ms is None or abs(b.cycle_ms.estimate - s.cycle_ms.estimate) > 1e-9:
+            cyc = f" (cycle {b.cycle_ms.estimate:.2f} ms from {b.cycle_ms.source})"
         out.append(f"  {'break-even':<16}accept length {num(b.breakeven_accept_len.estimate)} "
                    f"{ci(b.breakeven_accept_len)} vs {s.breakeven.baseline}; measured "
-                   f"{num(b.accept_len.estimate)}")
+                   f"{num(b.accept_len.estimate)}{cyc}")
         out.append(f"  {'verdict':<16}{verdict_sentence(b)}")
         for n in b.notes:
             out.append(f"  note: {n}")
-    else:
+    elif s.accept_sglang is not None or s.cycle_ms is not None:
         out.append(f"  {'break-even':<16}give --baseline-toks TOK_S or --baseline-log BASE.log")
     for n in s.notes:
         out.append(f"  note: {n}")
