@@ -128,8 +128,12 @@ def _quote_path(path: str) -> str:
     return shlex.quote(path)
 
 
-def _script(pattern: str, mode: str) -> str:
-    """The remote sh script: per file, a header, then the reduced lines (or the raw bytes)."""
+def _script(pattern: str, mode: str, zipped: bool = False) -> str:
+    """The remote sh script: per file, a header, then the reduced lines (or the raw bytes).
+
+    A compressed file is announced as ZFILE and read by a second call (``zipped``), whose output
+    is the reduced lines compressed again with gzip -1: what was small on disk stays small on
+    the wire."""
     awk = ("awk -v ctx=%d 'BEGIN{a=0} /%s/ {print NR \":\" $0; a=0; "
            "if (index($0, \"EAGLE3_PROF\")) a=ctx; next} a>0 {print NR \"-\" $0; a--} "
            "END {printf \"\\036EAGLELOG END %%d\\n\", NR}'" % (BLOCK_CONTEXT,
@@ -140,7 +144,9 @@ def _script(pattern: str, mode: str) -> str:
     28b52ffd*) d="zstd -dc";; *) d="cat";;
   esac
   t=${{d%% *}}
-  if command -v "$t" >/dev/null 2>&1; then
+  if [ "$d" != cat ] && [ -z "$Z" ] && command -v "$t" >/dev/null 2>&1 && command -v gzip >/dev/null 2>&1; then
+    printf '\036EAGLELOG ZFILE %s %s %s\n' "$s" "$t0" "$f"
+  elif command -v "$t" >/dev/null 2>&1; then
     printf '\\036EAGLELOG FILE %s %s %s\\n' "$s" "$t0" "$f"
     $d < "$f" | {awk}
   else
@@ -152,7 +158,16 @@ def _script(pattern: str, mode: str) -> str:
             "stat": "\n  printf '\\036EAGLELOG STAT %s %s %s\\n' \"$s\" \"$t0\" \"$f\"",
             "cat": "\n  printf '\\036EAGLELOG RAW %s %s %s\\n' \"$s\" \"$t0\" \"$f\"\n"
                    "  cat \"$f\"\n  printf '\\036EAGLELOG RAWEND\\n'"}[mode]
-    return f"""LC_ALL=C; export LC_ALL
+    if zipped:
+        return f"""LC_ALL=C; export LC_ALL; f={_quote_path(pattern)}
+m=$(head -c 4 "$f" | od -An -tx1 | tr -d ' \\n')
+case "$m" in
+  1f8b*) d="gzip -dc";; fd377a58*) d="xz -dc";; 425a68*) d="bzip2 -dc";; 28b52ffd*) d="zstd -dc";;
+  *) d="cat";;
+esac
+$d < "$f" | {awk} | gzip -1 -c
+"""
+    return f"""LC_ALL=C; export LC_ALL; Z={'1' if mode != 'reduce' else ''}
 for f in {_quote_path(pattern)}; do
   if [ ! -e "$f" ]; then printf '\\036EAGLELOG ERR nofile %s\\n' "$f"; continue; fi
   if [ -d "$f" ]; then printf '\\036EAGLELOG ERR dir %s\\n' "$f"; continue; fi
@@ -250,6 +265,13 @@ def _demux(spec: RemoteSpec, stream_path: str, workdir: str, mode: str) -> list[
                     out.append(Fetched(spec.name(path), "", None, 0, 0.0, "error",
                                        notes=[why]))
                     continue
+                if kind == "ZFILE":
+                    size, mtime = int(parts[1]), int(parts[2])
+                    path = parts[3].decode("utf-8", "replace")
+                    item = Fetched(spec.name(path), "", size, 0, 0.0, "zreduce")
+                    item.notes += [("mtime", mtime), ("path", path)]
+                    out.append(item)
+                    continue
                 if kind in ("FILE", "RAW", "STAT"):
                     size, mtime = int(parts[1]), int(parts[2])
                     path = parts[3].decode("utf-8", "replace") if len(parts) > 3 else ""
@@ -343,6 +365,8 @@ def fetch_one(spec: RemoteSpec, opts: RemoteOptions, workdir: str) -> list[Fetch
     if opts.fetch:
         items = [_fetch_cached(spec, opts, it, workdir) if it.mode != "error" else it
                  for it in items]
+    items = [_reduce_zipped(spec, opts, it, workdir) if it.mode == "zreduce" else it
+             for it in items]
     dt = time.monotonic() - t0
     for it in items:
         if not it.seconds:
@@ -374,6 +398,40 @@ def _fetch_cached(spec: RemoteSpec, opts: RemoteOptions, item: Fetched, workdir:
     os.replace(got[0].local_path, cached)
     return Fetched(item.name, cached, item.size, got[0].transferred, time.monotonic() - t0,
                    "fetch")
+
+
+def _reduce_zipped(spec: RemoteSpec, opts: RemoteOptions, item: Fetched,
+                   workdir: str) -> Fetched:
+    """A compressed remote file: decompress and reduce there, gzip the result for the wire."""
+    import gzip as _gzip
+
+    meta = dict(n for n in item.notes if isinstance(n, tuple))
+    one = RemoteSpec(spec.text, spec.user, spec.host, spec.port, meta["path"])
+    t0 = time.monotonic()
+    zpath = os.path.join(workdir, hashlib.sha1(item.name.encode()).hexdigest() + ".gz")
+    with open(zpath, "wb") as out:
+        code, err, n = _run_ssh(one, opts, _script(meta["path"], "reduce", zipped=True), out,
+                                _Progress(opts.progress, item.name))
+    if code != 0 and n == 0:
+        raise ssh_error(spec, code, err, opts.connect_timeout)
+    stream = zpath + ".stream"
+    with open(stream, "wb") as dst:
+        dst.write(SEP + f"FILE {item.size} {meta['mtime']} {meta['path']}\n".encode())
+        try:
+            with _gzip.open(zpath, "rb") as src:
+                while True:
+                    block = src.read(1 << 20)
+                    if not block:
+                        break
+                    dst.write(block)
+        except (OSError, EOFError) as e:
+            raise InputError(f"{item.name}: the reduced stream arrived damaged ({e})") from None
+    os.unlink(zpath)
+    got = _demux(one, stream, workdir, "reduce")
+    os.unlink(stream)
+    got[0].transferred = n
+    got[0].seconds = time.monotonic() - t0
+    return got[0]
 
 
 def fetch_all(specs: list[RemoteSpec], opts: RemoteOptions, workdir: str):

@@ -85,7 +85,22 @@ def test_compressed_remote_logs(remote_env, ext):
     packed = gzip.compress(data) if ext == "gz" else subprocess.run(
         ["zstd", "-q", "-c"], input=data, capture_output=True, check=True).stdout
     path = remote_env.put(f"five.log.{ext}", packed)
-    same_tables(eaglelog.parse(FIVE), eaglelog.parse(f"testhost:{path}"))
+    log = eaglelog.parse(f"testhost:{path}")
+    same_tables(eaglelog.parse(FIVE), log)
+    # decompressed and reduced on the host, gzip'ed again for the wire: no more than the file
+    assert log.sources[0].remote["mode"] == "reduce"
+    assert 0 < log.sources[0].remote["transferred"] <= 2 * len(packed)   # gzip -1 + numbers
+
+
+def test_a_compressed_noisy_log_moves_less_than_the_file(remote_env):
+    noise = "".join(f'[2026-03-02 14:00:{i % 60:02d}] INFO:     10.0.{i % 250}.{i % 199}:5{i % 9999:04d}'
+                    f' - "GET /health?x={i * 7919 % 100003} HTTP/1.1" 200 OK\n'
+                    for i in range(60000))
+    packed = gzip.compress((FIVE.read_text() + noise).encode())
+    path = remote_env.put("noisy.log.gz", packed)
+    log = eaglelog.parse(f"testhost:{path}")
+    assert len(log.decode) == 106
+    assert log.sources[0].remote["transferred"] < 0.5 * len(packed)
 
 
 def test_remote_glob_and_ssh_url(remote_env):
