@@ -13,6 +13,7 @@ from .parsers import ENGINES, choose_engine
 from .parsers.scan import Diagnostic, Scanner
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
+from . import parallel
 from .tables import concat_frames, conform
 
 
@@ -162,8 +163,20 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         src.name = info.name
         name = info.name
         info.compression, info.size = src.compression, src.size
+        workers = _workers()
+        if resume is None and src.compression is None and workers > 1 and src.size and \
+                src.size >= parallel.MIN_PARALLEL:
+            head = src.raw.peek(1 << 20)[:1 << 20]
+            eng = choose_engine(engine, head)
+            got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers)
+            if got is not None:
+                frames, pdiags, st = got
+                info.engine = eng.name
+                return _finish_scan(info, frames, st, pdiags, diags, head.find(b"\x00"), head,
+                                    cdir if state else None, state, None, False)
         scanner: Scanner | None = None
         nul = -1
+        chunk_head = b""
         offset = 0
         safe = None
         old_frames = None
@@ -179,7 +192,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             for chunk in iter_chunks(src, chunk_size):
                 if scanner is None:
                     nul = chunk.find(b"\x00", 0, 65536)
-                    nul_line = chunk.count(b"\n", 0, nul) + 1 if nul >= 0 else 0
+                    chunk_head = chunk[:65536]
                     eng = choose_engine(engine, chunk[:1 << 20])
                     info.engine = eng.name
                     scanner = eng.scanner(info.name, base_date)
@@ -204,26 +217,44 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             scanner.diag(line, "long_line", message)
     if old_frames is not None:
         frames = {t: concat_frames(TABLES[t], [old_frames[t], frames[t]]) for t in TABLES}
-    st = scanner.stats
+    if safe is not None and state is not None:
+        safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
+    return _finish_scan(info, frames, scanner.stats, scanner.diags, diags, nul,
+                        chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only)
+
+
+def _workers() -> int:
+    env = os.environ.get("EAGLELOG_WORKERS")
+    if env and env.isdigit():
+        return max(1, int(env))
+    return min(os.cpu_count() or 1, 8)
+
+
+def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnostic], nul: int,
+                 head: bytes, cdir, state, safe, time_only: bool):
+    """Counts, the no-record errors, and the table cache, for both scan paths."""
+    from . import cache
+
+    name = info.name
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
                                                                  st.first_skipped)
     info.counts = {t: len(f) for t, f in frames.items()}
     if not any(info.counts.values()):
         if nul >= 0:
+            nul_line = head.count(b"\n", 0, nul) + 1
             raise InputError(f"{name}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
         raise NoRecordsError(f"{name}: no speculative-decoding records in {st.lines:,} "
                              f"line{'s' if st.lines != 1 else ''}; "
                              f"families tried: {_families()}")
-    diags.extend(scanner.diags)
-    if state is not None and not scanner.time_only:
-        if safe is not None:
-            safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
+    scan_diags = sorted(scan_diags, key=lambda d: (d.line_no is None, d.line_no or 0))
+    diags.extend(scan_diags)
+    if state is not None and cdir is not None and not time_only:
         cache.store_tables(cdir, {
             "state": state, "safe": safe, "compression": info.compression,
             "engine": info.engine,
             "info": [info.bytes, info.lines, info.skipped, info.first_skipped],
-            "diags": [[d.line_no, d.kind, d.message, d.severity] for d in scanner.diags]},
+            "diags": [[d.line_no, d.kind, d.message, d.severity] for d in scan_diags]},
             frames)
     return frames
 

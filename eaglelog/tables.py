@@ -108,4 +108,10 @@ def concat_frames(table: Table, frames: list[pd.DataFrame]) -> pd.DataFrame:
         if str(out[c.name].dtype) != c.dtype:
             out[c.name] = _convert(out[c.name], c.dtype)
     names = {c.name for c in known}
+    for k in out.columns:       # server_args keys typed differently in different parts
+        if k not in names and out[k].dtype == object:
+            vals = [None if (v is None or v is pd.NA or (isinstance(v, float) and v != v))
+                    else (v.item() if hasattr(v, "item") else v) for v in out[k].tolist()]
+            vals, dtype = _config_column(vals)
+            out[k] = _typed(vals, dtype)
     return out[[c.name for c in known] + [k for k in out.columns if k not in names]]

@@ -95,7 +95,7 @@ def test_block_cut_by_traceback_and_by_eof(write):
     assert log.prof.total_ms.isna().tolist() == [True, False, True]
     inc = [d for d in log.diagnostics if d.kind == "incomplete_block"]
     assert [d.line_no for d in inc] == [1, 15]
-    assert "cut short at line 3" in inc[0].message
+    assert "cut short after 3 lines" in inc[0].message
     # the traceback's indented line is not taken into the block
     assert log.prof_phases[log.prof_phases.block == 1].line_no.tolist() == [2, 3]
 

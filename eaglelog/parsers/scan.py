@@ -85,6 +85,7 @@ class Scanner:
         self._last_tod: float | None = None
         self.time_only = False    # some prefix had a time but no date
         self.startup = 0          # server_args lines seen so far
+        self.overrun = False      # past the end of a byte range: only finish open blocks
 
     # ------------------------------------------------------------------ helpers
     def diag(self, line_no, kind, message, severity="warning") -> None:
@@ -145,7 +146,8 @@ class Scanner:
                 missing = [n for n, v in (("TOTAL", b.total), ("Accept len", b.accept),
                                           ("Eff tok/s", b.eff)) if v is None]
                 self.diag(b.line_no, "incomplete_block",
-                          f"EAGLE3_PROF block cut short at line {b.end_line} "
+                          f"EAGLE3_PROF block cut short after {b.end_line - b.line_no + 1} "
+                          f"line{'s' if b.end_line > b.line_no else ''} "
                           f"(no {', '.join(missing)} line); kept with complete=False")
             else:
                 for p in b.identity_problems():
@@ -216,6 +218,8 @@ class Scanner:
         line_no = self._line + 1  # line number of the line starting at counted_to
         search = MARKERS.search
         while pos < n:
+            if self.overrun and not self.blocks.open:
+                break
             if self.blocks.open:
                 # walk line by line until every open block is closed
                 le = chunk.find(b"\n", pos)
@@ -244,7 +248,7 @@ class Scanner:
                     line_no += extra
                     counted_to = chunk.rfind(b"\n", 0, end) + 1
             pos = end + 1
-        if self.stats.first_skipped is None and self._acct_pos < n:
+        if self.stats.first_skipped is None and self._acct_pos < n and not self.overrun:
             self._first_skipped_in(chunk, self._acct_pos, n)
         self._line += nl
         self.flush()
@@ -263,6 +267,12 @@ class Scanner:
             self.stats.consumed += 1
             return
         m = MARKERS.search(raw)
+        if self.overrun and m is not None and m.lastgroup == "prof":
+            # past the range: a header belongs to the next range; it only ends blocks here
+            prefix, _ = split_bracketed(line[:line.find("EAGLE3_PROF")] + "x")
+            self.blocks.feed(line_no, prefix, "x")
+            self._close_blocks()
+            return
         if m is None or m.lastgroup != "prof":
             prefix, body = split_bracketed(line.rsplit("\r", 1)[-1])
             verdict = self.blocks.feed(line_no, prefix, body)
@@ -274,6 +284,8 @@ class Scanner:
                 self.stats.consumed += 1
                 return
         self._close_blocks()
+        if self.overrun:
+            return        # a record past the range is the next range's
         if m is not None and self._dispatch(m.lastgroup, line, line_no, unterminated):
             self._account(chunk, pos, line_no, end)
             self.stats.consumed += 1
