@@ -96,7 +96,8 @@ Host *
   IdentitiesOnly yes
 """)
         self.ssh = f"ssh -F {self.client_config}"
-        self.data = os.path.join(self.user.pw_dir, "logs")
+        # one folder per server: concurrent runs (tests, a benchmark) never share files
+        self.data = os.path.join(self.user.pw_dir, "logs-" + os.path.basename(root))
         os.makedirs(self.data, exist_ok=True)
         os.chown(self.data, self.user.pw_uid, self.user.pw_gid)
 

@@ -178,3 +178,25 @@ def test_request_json_line(event, expect):
         return
     assert r.record["rid"] == "a0c4" and r.record["verify_ct"] == 17
     assert r.record["_date"] == "2026-01-12" and r.record["_time"] == "08:41:09.207114"
+
+
+def test_the_fast_decode_path_equals_key_value_segmentation():
+    """Every decode line of the samples and fixtures: the anchored fast match, when it applies,
+    gives the same columns as the general key/value segmentation."""
+    from conftest import FIXTURES, SAMPLES
+    from eaglelog.parsers.sglang import DECODE_KEYS, _fast_decode, _segments
+    seen = 0
+    files = list(SAMPLES.glob("*.log")) + list(FIXTURES.glob("*/*.log"))
+    for path in files:
+        for line in path.read_text(errors="replace").splitlines():
+            i = line.find("Decode batch")
+            if i < 0:
+                continue
+            j = line.find("#running-req", i)
+            rest = line[j:]
+            fast, slow = {}, {}
+            if _fast_decode(rest, fast):
+                _segments(rest, DECODE_KEYS, slow, [])
+                assert fast == slow, line
+                seen += 1
+    assert seen > 500

@@ -41,7 +41,26 @@ def strip_ansi(text: str) -> str:
     return ANSI_RX.sub("", text) if "\x1b" in text else text
 
 
+_ONLY_BRACKET = re.compile(BRACKET_RX.pattern + r" ?")
+_PREFIX_CACHE: dict[str, Prefix] = {}
+
+
 def read_prefix(text: str) -> Prefix:
+    # the common case, a lone SGLang bracket: one anchored match; its result is memoised
+    # (many lines share the same second and tags)
+    hit = _PREFIX_CACHE.get(text)
+    if hit is not None:
+        return hit
+    m = _ONLY_BRACKET.fullmatch(text)
+    if m is not None:
+        t = m.group("time")
+        if m.group("ms"):
+            t += "." + m.group("ms")
+        p = Prefix(m.group("date"), t, m.group("tags").strip() or None, True)
+        if len(_PREFIX_CACHE) > 4096:
+            _PREFIX_CACHE.clear()
+        _PREFIX_CACHE[text] = p
+        return p
     last = None
     if "[" in text:
         for last in BRACKET_RX.finditer(text):

@@ -196,6 +196,38 @@ def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
     return before
 
 
+# The layouts most logs print (v0.4.1.post7 → main, plain KV pool): one anchored match instead
+# of key/value segmentation.  Anything else (extra fields, other pools, odd values) falls back to
+# _segments, which gives the same record for these lines (tests/test_properties.py).
+_FAST_DECODE = re.compile(
+    r"#running-req: (\d+), #token: (\d+), token usage: (\d+\.\d+), "
+    r"(?:accept len: (\d+\.\d+), (?:accept rate: (\d+\.\d+), )?)?"
+    r"(?:(cuda|cpu|npu|musa) graph: (True|False), )?"
+    r"gen throughput \(token/s\): (\d+\.\d+), #queue-req: (\d+)(,)?")
+
+
+def _fast_decode(rest: str, rec: dict) -> bool:
+    m = _FAST_DECODE.fullmatch(rest.rstrip())
+    if m is None:
+        return False
+    rr, tok, usage, al, ar, gb, g, tput, q, trail = m.groups()
+    rec["running_req"] = int(rr)
+    rec["num_tokens"] = int(tok)
+    rec["token_usage"] = float(usage)
+    if al is not None:
+        rec["accept_len"] = float(al)
+        if ar is not None:
+            rec["accept_rate"] = float(ar)
+    if gb is not None:
+        rec["graph_backend"] = gb + " graph"
+        rec["graph"] = g == "True"
+    rec["gen_throughput"] = float(tput)
+    rec["queue_req"] = int(q)
+    rec["trailing_comma"] = trail is not None
+    rec["extra"] = None
+    return True
+
+
 def parse_decode_line(line: str) -> LineResult:
     """A 'Decode batch' line of any release, or a legacy header-less '#running-req:' line."""
     idx = line.find("Decode batch")
@@ -218,7 +250,8 @@ def parse_decode_line(line: str) -> LineResult:
         rec["header"] = "none"
         rest = line[idx:]
     rec.update(prefix_columns(before))
-    _segments(rest, DECODE_KEYS, rec, problems)
+    if not _fast_decode(rest, rec):
+        _segments(rest, DECODE_KEYS, rec, problems)
     if "queue_req" not in rec:
         return LineResult(None, ["decode line has no '#queue-req' field: cut short?"])
     return LineResult(rec, problems)
