@@ -84,9 +84,12 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     if any(r[4] for r in results):
         return None
     line_base, startup_base = 0, 0
+    results = list(results)
     tables: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     diags, stats = [], ScanStats()
-    for frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _ in results:
+    while results:
+        frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _ = \
+            results.pop(0)             # let each worker's frames go once they are merged
         for t, df in frames.items():
             if len(df):
                 df = df.copy()

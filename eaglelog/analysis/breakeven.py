@@ -97,11 +97,16 @@ def verdict_of(speedup: Estimate) -> str:
 # ----------------------------------------------------------------------------- pieces
 
 def one_source(log: ParsedLog, source: str) -> tuple[dict, pd.DataFrame]:
-    """(config, windows of the source's decode lines)."""
-    cfg = log.config(source)
-    dec = log.decode[log.decode["source"] == source]
-    pre = log.prefill[log.prefill["source"] == source]
-    return cfg, windows(dec, pre, decode_interval(cfg))
+    """(config, windows of the source's decode lines), computed once per ParsedLog."""
+    memo = log.__dict__.setdefault("_windows", {})
+    if source not in memo:
+        cfg = log.config(source)
+        dec = log.decode
+        if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
+            dec = dec[dec["source"] == source]
+        pre = log.prefill[log.prefill["source"] == source]
+        memo[source] = (cfg, windows(dec, pre, decode_interval(cfg)))
+    return memo[source]
 
 
 def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str]) -> Estimate | None:

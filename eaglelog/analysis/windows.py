@@ -54,7 +54,13 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     """Decode lines of ONE source as windows, in line order, with columns
     series, running_req, accept_len, gen_throughput, req_steps, tokens_per_iter, derived_ms,
     clean, reason (why not clean: 'first', 'prefill', 'idle', 'no throughput')."""
-    d = decode.sort_values("line_no").reset_index(drop=True)
+    cols = [c for c in ("source", "line_no", "startup", "timestamp", "running_req", "accept_len",
+                        "accept_rate", "gen_throughput", "header", "tp") + SERIES_TAGS
+            if c in decode.columns]
+    d = decode[cols]
+    if not d["line_no"].is_monotonic_increasing:
+        d = d.sort_values("line_no")
+    d = d.reset_index(drop=True)
     if d.empty:
         return d.assign(series=[], req_steps=[], derived_ms=[], clean=[], reason=[])
     key = _series_key(d)
