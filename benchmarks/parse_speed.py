@@ -42,7 +42,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--log", help="use this log instead of generating one")
     ap.add_argument("--genlog", default=GENLOG, help="path of shared/bench/genlog.py")
+    ap.add_argument("--scaling", metavar="MB,MB,…",
+                    help="instead: one uncached `summary` per size (e.g. 10,100,1000,2000) and a "
+                         "table of time, MB/s, peak RSS and the grep|awk reference per size")
     args = ap.parse_args()
+    if args.scaling:
+        return scaling([float(x) for x in args.scaling.split(",")], args.genlog)
     log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
     if not os.path.exists(log):
         if not os.path.exists(args.genlog):
@@ -80,6 +85,25 @@ def main() -> None:
             rss.append(r)
         med = statistics.median(walls)
         print(f"{label:<30} {med:>8.3f} {size_mb / med:>8.1f} {max(rss):>12.0f}")
+
+
+def scaling(sizes: list[float], genlog: str) -> None:
+    eaglelog = shutil.which("eaglelog") or f"{sys.executable} -m eaglelog"
+    print(f"{'size MB':>8} {'summary s':>10} {'MB/s':>7} {'peak RSS MB':>12} "
+          f"{'grep|awk s':>11} {'ratio':>6} {'s per 100 MB':>13}")
+    for mb in sizes:
+        log = f"/tmp/eaglelog-bench-{mb:g}MB.log"
+        if not os.path.exists(log):
+            if not os.path.exists(genlog):
+                sys.exit(f"parse_speed.py: {genlog} is not here; give --genlog PATH")
+            subprocess.run([sys.executable, genlog, log, str(mb)], check=True)
+        subprocess.run(f"cat {log} > /dev/null", shell=True, check=True)
+        t, rss = measure(f"EAGLELOG_NO_CACHE=1 {eaglelog} -q summary --baseline-toks 90 {log}")
+        g, _ = measure(f"grep -oP 'accept len: \\K[\\d.]+' {log} | awk '{{s+=$1}} END "
+                       f"{{print s/NR}}'")
+        size = os.path.getsize(log) / 1e6
+        print(f"{size:>8.0f} {t:>10.2f} {size / t:>7.1f} {rss:>12.0f} {g:>11.3f} "
+              f"{t / g:>6.0f} {100 * t / size:>13.2f}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import pandas as pd
 
@@ -15,6 +15,9 @@ from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
 from . import parallel
 from .tables import concat_frames, conform
+
+if TYPE_CHECKING:
+    from .remote import RemoteOptions
 
 
 @dataclass
@@ -380,7 +383,7 @@ def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:
         msg = (f"reduced on the remote host: {fmt_bytes(item.transferred)} of "
                f"{fmt_bytes(item.size)} transferred{share} in {item.seconds:.1f} s")
     elif item.mode == "cache":
-        msg = f"unchanged since the last --fetch: read from the cache, nothing transferred"
+        msg = "unchanged since the last --fetch: read from the cache, nothing transferred"
     else:
         msg = f"fetched whole: {fmt_bytes(item.transferred)} in {item.seconds:.1f} s (cached)"
     diags.append(Diagnostic(info.name, None, "transfer", msg, "note"))

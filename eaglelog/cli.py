@@ -9,12 +9,16 @@ import functools
 import os
 import sys
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
 from .errors import EaglelogError
 from .schema import FORMATS, TABLES, cli_name, table_from_cli
+
+if TYPE_CHECKING:
+    from .api import ParsedLog
 
 # the engines of eaglelog.parsers.ENGINES (a test keeps them in step; importing the parsers here
 # would import pandas before any command runs)

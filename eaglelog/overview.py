@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pandas as pd
-
 from .api import ParsedLog
 from .schema import cli_name
 

@@ -1,6 +1,5 @@
 """The result and table caches: hits, invalidation, incremental parse of a grown log."""
 import os
-import time
 
 import pandas as pd
 import pytest

@@ -3,7 +3,6 @@ expected rows were written by hand from the documents (tests/fixtures/README.md)
 import json
 import math
 
-import pandas as pd
 import pytest
 
 import eaglelog

@@ -10,7 +10,7 @@ when it straddles 1, ``insufficient data`` when an interval cannot be had.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd

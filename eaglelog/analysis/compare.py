@@ -89,7 +89,7 @@ def extra_from_series(run: Run, baseline: Baseline, confidence: float) -> dict:
     if cyc_s is None or acc_s is None:
         return {}
     if baseline.log is not None:
-        from .breakeven import baseline_steps, matched_step
+        from .breakeven import baseline_steps
         _, base_w = baseline_steps(baseline, confidence, [])
         step = float(base_w.loc[base_w["clean"], "derived_ms"].mean())
     else:

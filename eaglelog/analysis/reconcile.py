@@ -9,7 +9,6 @@ token a baseline step yields per request, at the same batch size.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
