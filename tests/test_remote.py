@@ -200,3 +200,37 @@ def test_breakeven_on_a_remote_log(remote_env, run):
     d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
                        f"testhost:{path}").stdout)
     assert round(d["breakeven_accept_len"]["estimate"], 2) == 2.46
+
+
+def test_progress_shows_on_a_terminal_only(remote_env):
+    import pty
+    import select
+    import subprocess
+    import sys
+    path = remote_env.put("progress.log", FIVE.read_bytes() * 60)      # 4.4 MB
+    env = {**os.environ, "EAGLELOG_SSH": remote_env.ssh}
+    env.pop("NO_COLOR", None)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "eaglelog", "parse", "--fetch",
+                          f"testhost:{path}"], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif p.poll() is not None:
+            break
+    p.communicate(timeout=60)
+    os.close(master)
+    assert p.returncode == 0
+    assert b" MB, " in seen and b"MB/s" in seen          # bytes and rate, on the terminal
+    quiet = subprocess.run([sys.executable, "-m", "eaglelog", "parse", "--fetch", "--no-cache",
+                            f"testhost:{path}"], capture_output=True, env=env)
+    assert b"MB/s" not in quiet.stderr                    # not a terminal: silent
