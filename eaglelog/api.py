@@ -143,7 +143,7 @@ def _families() -> str:
 
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
-              local_path: str | None = None) -> dict[str, pd.DataFrame]:
+              mtime: float | None = None) -> dict[str, pd.DataFrame]:
     """Scan one input (``spec`` is its local path; ``info.name`` its label).  With use_cache, a
     local file's tables come from the table cache when the file is unchanged, and a file that
     grew is scanned only from the cache's last safe point."""
@@ -160,7 +160,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             return _from_cache(cdir, meta, info, diags)
         safe = meta.get("safe")
         if safe and meta.get("compression") is None and state["size"] > old["size"] and \
-                cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES) == safe["fp"]:
+                cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES) == safe["fp"] and \
+                cache.prefix_crc(spec, safe["offset"]) == safe.get("crc"):
             resume = safe
     with open_source(spec) as src:
         src.name = info.name
@@ -173,10 +174,13 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             eng = choose_engine(engine, head)
             got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers)
             if got is not None:
-                frames, pdiags, st = got
+                frames, pdiags, st, safe = got
                 info.engine = eng.name
+                if safe is not None and state is not None:
+                    safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
+                    safe["crc"] = cache.prefix_crc(spec, safe["offset"])
                 return _finish_scan(info, frames, st, pdiags, diags, head.find(b"\x00"), head,
-                                    cdir if state else None, state, None, False)
+                                    cdir if state else None, state, safe, False)
         scanner: Scanner | None = None
         nul = -1
         chunk_head = b""
@@ -190,6 +194,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             scanner = ENGINES[info.engine].scanner(info.name, base_date)
             scanner.restore(resume["state"])
             old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"])
+            for d in old_diags:
+                d.source = info.name
             scanner.diags.extend(old_diags)
         try:
             for chunk in iter_chunks(src, chunk_size):
@@ -215,13 +221,14 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             state = None                      # never cache a damaged read
         if scanner is None:
             raise InputError(f"{name}: empty file" if name != "-" else "-: empty input")
-        frames = scanner.finish(src.mtime)
+        frames = scanner.finish(mtime if mtime is not None else src.mtime)
         for line, message in src.notes:
             scanner.diag(line, "long_line", message)
     if old_frames is not None:
         frames = {t: concat_frames(TABLES[t], [old_frames[t], frames[t]]) for t in TABLES}
     if safe is not None and state is not None:
         safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
+        safe["crc"] = cache.prefix_crc(spec, safe["offset"])
     return _finish_scan(info, frames, scanner.stats, scanner.diags, diags, nul,
                         chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only)
 
@@ -351,8 +358,11 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
             try:
                 if isinstance(extra, EaglelogError):
                     raise extra
+                # the table cache serves local files and whole fetched copies (stable paths)
                 frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags,
-                                   use_cache=cache and extra is None)
+                                   use_cache=cache and (extra is None or
+                                                        extra.mode in ("fetch", "cache")),
+                                   mtime=extra.mtime if extra is not None else None)
                 if extra is not None:
                     _remote_info(info, extra, diags)
             except EaglelogError as e:

@@ -53,6 +53,22 @@ def fingerprint(path: str, offset: int, length: int = FP_BYTES) -> str:
         return hashlib.sha1(f.read(length)).hexdigest()
 
 
+def prefix_crc(path: str, n: int) -> int:
+    """CRC-32 of the first n bytes (zlib's, a few GB/s): a resumed parse needs the whole part
+    it does not read again to be unchanged, not only its ends."""
+    import zlib
+    crc = 0
+    with open(path, "rb") as f:
+        left = n
+        while left > 0:
+            block = f.read(min(left, 8 << 20))
+            if not block:
+                break
+            crc = zlib.crc32(block, crc)
+            left -= len(block)
+    return crc
+
+
 def file_state(path: str) -> dict | None:
     """The state of a local regular file, or None (stdin, remote, missing, not a file)."""
     try:

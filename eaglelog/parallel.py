@@ -63,16 +63,18 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
                 chunk += f.readline()
                 sc.feed(chunk)
             sc.stats.lines, sc.stats.blank, sc.stats.bytes = lines, blank, nbytes
+    # where a later run may resume: the end of the range, unless a block is open there
+    resumable = not sc.blocks.open and not sc.overrun
     frames = sc.finish(None)
     st = sc.stats
     return (frames, [(d.line_no, d.kind, d.message, d.severity) for d in sc.diags],
             (st.lines, st.blank, st.consumed, st.first_skipped, st.bytes), sc.startup,
-            sc.time_only)
+            sc.time_only, resumable)
 
 
 def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int):
-    """(frames, diagnostics, stats) of a local uncompressed file, or None when the file holds
-    time-only prefixes (their dates need one sequential pass)."""
+    """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
+    when the file holds time-only prefixes (their dates need one sequential pass)."""
     from .parsers.scan import Diagnostic, ScanStats
 
     parts = ranges(path, workers)
@@ -85,10 +87,11 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         return None
     line_base, startup_base = 0, 0
     results = list(results)
+    resumable = results[-1][5]
     tables: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     diags, stats = [], ScanStats()
     while results:
-        frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _ = \
+        frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _ = \
             results.pop(0)             # let each worker's frames go once they are merged
         for t, df in frames.items():
             if len(df):
@@ -115,4 +118,14 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         if len(df) and not df["line_no"].is_monotonic_increasing:   # blocks read past a range
             df = df.sort_values("line_no", kind="stable", ignore_index=True)
         frames[t] = df
-    return frames, diags, stats
+    safe = None
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        f.seek(max(size - 1, 0))
+        ends_with_newline = f.read(1) == b"\n"
+    if resumable and ends_with_newline:
+        safe = {"offset": size, "state": {
+            "_line": stats.lines, "startup": startup_base, "_day_offset": 0, "_last_tod": None,
+            "time_only": False, "stats": [stats.lines, stats.blank, stats.consumed,
+                                          stats.first_skipped, stats.bytes]}}
+    return frames, diags, stats, safe

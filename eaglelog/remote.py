@@ -114,6 +114,7 @@ class Fetched:
     filtered_lines: int = 0     # lines the remote filter did not send
     total_lines: int | None = None
     notes: list = field(default_factory=list)
+    mtime: float | None = None  # the remote file's modification time (dates of time-only logs)
 
 
 def _quote_path(path: str) -> str:
@@ -268,7 +269,7 @@ def _demux(spec: RemoteSpec, stream_path: str, workdir: str, mode: str) -> list[
                 if kind == "ZFILE":
                     size, mtime = int(parts[1]), int(parts[2])
                     path = parts[3].decode("utf-8", "replace")
-                    item = Fetched(spec.name(path), "", size, 0, 0.0, "zreduce")
+                    item = Fetched(spec.name(path), "", size, 0, 0.0, "zreduce", mtime=mtime)
                     item.notes += [("mtime", mtime), ("path", path)]
                     out.append(item)
                     continue
@@ -278,7 +279,7 @@ def _demux(spec: RemoteSpec, stream_path: str, workdir: str, mode: str) -> list[
                     fd, local = tempfile.mkstemp(dir=workdir, suffix=".log")
                     fh = os.fdopen(fd, "wb")
                     item = Fetched(spec.name(path), local, size, 0, 0.0,
-                                   "reduce" if kind == "FILE" else "fetch")
+                                   "reduce" if kind == "FILE" else "fetch", mtime=mtime)
                     item.notes.append(("mtime", mtime))
                     item.notes.append(("path", path))
                     cur = (item, fh)
@@ -381,7 +382,7 @@ def _fetch_cached(spec: RemoteSpec, opts: RemoteOptions, item: Fetched, workdir:
                          .encode()).hexdigest()[:32]
     cached = os.path.join(_cache_dir(opts), key)
     if os.path.exists(cached) and os.path.getsize(cached) == item.size:
-        return Fetched(item.name, cached, item.size, 0, 0.0, "cache")
+        return Fetched(item.name, cached, item.size, 0, 0.0, "cache", mtime=mtime)
     one = RemoteSpec(spec.text, spec.user, spec.host, spec.port, path)
     stream = cached + ".part"
     t0 = time.monotonic()
@@ -397,7 +398,7 @@ def _fetch_cached(spec: RemoteSpec, opts: RemoteOptions, item: Fetched, workdir:
         raise InputError(f"{item.name}: {why}")
     os.replace(got[0].local_path, cached)
     return Fetched(item.name, cached, item.size, got[0].transferred, time.monotonic() - t0,
-                   "fetch")
+                   "fetch", mtime=mtime)
 
 
 def _reduce_zipped(spec: RemoteSpec, opts: RemoteOptions, item: Fetched,
@@ -431,6 +432,7 @@ def _reduce_zipped(spec: RemoteSpec, opts: RemoteOptions, item: Fetched,
     os.unlink(stream)
     got[0].transferred = n
     got[0].seconds = time.monotonic() - t0
+    got[0].mtime = meta["mtime"]
     return got[0]
 
 

@@ -98,3 +98,34 @@ def test_engine_choices_match_the_registry():
     from eaglelog.cli import ENGINE_CHOICES
     from eaglelog.parsers import ENGINES
     assert ENGINE_CHOICES == ("auto",) + tuple(ENGINES)
+
+
+def test_a_large_grown_log_resumes_after_a_parallel_scan(cache_on, tmp_path, monkeypatch):
+    from eaglelog import parallel
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "3")
+    log = tmp_path / "big.log"
+    log.write_bytes(FIVE.read_bytes() * 3)
+    eaglelog.parse(log, cache=True)
+    with open(log, "ab") as f:
+        f.write(TWO.read_bytes())
+    grown = eaglelog.parse(log, cache=True)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    fresh = eaglelog.parse(log)
+    frames_equal(fresh, grown)
+    assert all(d.source == str(log) for d in grown.diagnostics)
+
+
+def test_an_edit_in_the_middle_plus_an_append_is_not_resumed(cache_on, tmp_path):
+    log = tmp_path / "e.log"
+    data = FIVE.read_bytes() * 4
+    log.write_bytes(data)
+    eaglelog.parse(log, cache=True, chunk_size=4096)
+    mid = len(data) // 2
+    i = data.index(b"accept len: 2.", mid)
+    edited = data[:i] + b"accept len: 7." + data[i + 14:] + TWO.read_bytes()
+    log.write_bytes(edited)
+    again = eaglelog.parse(log, cache=True, chunk_size=4096)
+    fresh = eaglelog.parse(log, chunk_size=4096)
+    frames_equal(fresh, again)
+    assert (again.decode.accept_len >= 7).sum() == 1

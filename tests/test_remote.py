@@ -234,3 +234,18 @@ def test_progress_shows_on_a_terminal_only(remote_env):
     quiet = subprocess.run([sys.executable, "-m", "eaglelog", "parse", "--fetch", "--no-cache",
                             f"testhost:{path}"], capture_output=True, env=env)
     assert b"MB/s" not in quiet.stderr                    # not a terminal: silent
+
+
+def test_time_only_dates_come_from_the_remote_files_mtime(remote_env, tmp_path):
+    from conftest import FIXTURES
+    src = FIXTURES / "sglang" / "decode_time_only.log"
+    path = remote_env.put("to.log", src.read_bytes())
+    when = 1735732800  # 2025-01-01 12:00 UTC
+    os.utime(path, (when, when))
+    local = tmp_path / "to.log"
+    local.write_bytes(src.read_bytes())
+    os.utime(local, (when, when))
+    want = eaglelog.parse(local).decode.timestamp.tolist()
+    assert eaglelog.parse(f"testhost:{path}").decode.timestamp.tolist() == want
+    fetched = eaglelog.parse(f"testhost:{path}", remote=RemoteOptions(fetch=True))
+    assert fetched.decode.timestamp.tolist() == want
