@@ -45,25 +45,43 @@ class LocalTail:
         self.f = f
         self.ino = os.fstat(f.fileno()).st_ino
         self.pos = 0
+        self.head = b""
 
     def read(self) -> bytes:
         if self.f is None:
             self._open()
             if self.f is None:
                 return b""
-        data = self.f.read()
-        self.pos += len(data)
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            return data        # rotated away; the new file will appear
-        if st.st_ino != self.ino or st.st_size < self.pos:
-            rest = self.f.read()           # what the old file got before it was rotated
+            st = None                   # rotated away; the new file will appear
+        if st is not None and st.st_ino != self.ino:
+            # rotation: what the old file got before it was renamed, then the new file
+            rest = self.f.read()
             self.rotations += 1
             self._open()
-            return data + rest + (b"" if not (data + rest) or (data + rest).endswith(b"\n")
-                                  else b"\n")
+            return rest + (b"" if not rest or rest.endswith(b"\n") else b"\n")
+        if st is not None and self._truncated(st.st_size):
+            # truncated in place (copytruncate), perhaps already written again: start over,
+            # before reading anything of the new content from the old position
+            self.rotations += 1
+            self.f.seek(0)
+            self.pos = 0
+            self.head = b""
+        data = self.f.read()
+        self.pos += len(data)
+        if len(self.head) < 4096 and data:
+            self.head = (self.head + data)[:4096]
         return data
+
+    def _truncated(self, size: int) -> bool:
+        if size < self.pos:
+            return True
+        if not self.head:
+            return False
+        with open(self.path, "rb") as g:
+            return g.read(len(self.head)) != self.head
 
     def close(self) -> None:
         if self.f:
@@ -78,11 +96,17 @@ class RemoteTail:
         awk = ("$A -v ctx=%d 'BEGIN{a=0} /%s/ {print NR \":\" $0; fflush(); a=0; "
                "if (index($0, \"EAGLE3_PROF\")) a=ctx; next} a>0 {print NR \"-\" $0; "
                "fflush(); a--}'" % (BLOCK_CONTEXT, AWK_MARKERS.replace("/", "\\/")))
+        f = _quote_path(spec.path)
+        # the pipeline runs in the background; `cat` waits for our stdin to close (when eaglelog
+        # stops, however it stops) and then `kill 0` ends tail and awk on the host too
         script = ("LC_ALL=C; export LC_ALL; A=awk; "
+                  f"if [ ! -e {f} ]; then echo 'eaglelog: no such file' >&2; exit 3; fi; "
+                  f"if [ ! -r {f} ]; then echo 'eaglelog: permission denied' >&2; exit 3; fi; "
                   "if awk -W version 2>&1 | grep -qi mawk; then A='awk -W interactive'; fi; "
-                  f"tail -n +1 -F {_quote_path(spec.path)} | {awk}")
+                  f"( tail -n +1 -F {f} | {awk} ) & cat >/dev/null; kill 0")
         cmd = opts.ssh_command(spec) + ["sh -c " + shlex.quote(script)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self.timeout = opts.connect_timeout
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
         os.set_blocking(self.proc.stdout.fileno(), False)
         self.buf = b""
@@ -105,8 +129,11 @@ class RemoteTail:
         if data is None:
             if self.proc.poll() is not None and self.proc.returncode != 0:
                 from .remote import ssh_error
-                raise ssh_error(self.spec, self.proc.returncode,
-                                self.proc.stderr.read().decode("utf-8", "replace"), 10)
+                err = self.proc.stderr.read().decode("utf-8", "replace")
+                if self.proc.returncode == 3 and "eaglelog: " in err:
+                    raise InputError(f"{self.spec.text}: "
+                                     f"{err.split('eaglelog: ', 1)[1].strip()}")
+                raise ssh_error(self.spec, self.proc.returncode, err, self.timeout)
             return b""
         self.buf += data
         out = []
@@ -124,10 +151,17 @@ class RemoteTail:
 
     def close(self) -> None:
         try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
+            self.proc.stdin.close()        # the remote `cat` ends: tail and awk are killed there
+        except OSError:
             pass
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
 
 
 def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, bool], None], *,
@@ -179,7 +213,7 @@ def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, b
     log = _as_log(spec, scanner, frames)
     if log is None:
         if not shown:
-            raise InputError(f"{spec}: no speculative-decoding records while following")
+            raise InputError(f"{spec}: stopped before any speculative-decoding record was read")
         return None
     emit(render(log), True)
     return log

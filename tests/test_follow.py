@@ -100,3 +100,53 @@ def test_follow_a_remote_log():
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_copytruncate_between_two_polls_is_noticed(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(FIVE[:len(FIVE) // 2])
+    p = start("parse", "--follow", "--interval", "0.3", "-f", "json", log)
+    wait_for(p, "following; Ctrl-C to stop")
+    (tmp_path / "server.log.1").write_bytes(log.read_bytes())
+    with open(log, "r+b") as f:                  # truncate and refill before the next poll
+        f.truncate(0)
+        f.write(TWO)
+    wait_for(p, "2 server start-ups")
+    code, out, err = stop(p)
+    assert code == 0, err
+    final = json.loads(out[out.index("[\n"):])
+    want = FIVE[:len(FIVE) // 2].count(b"Decode batch") + TWO.count(b"Decode batch")
+    assert final[0]["tables"]["decode"] == want
+
+
+def test_remote_follow_errors_and_cleanup():
+    from sshd import Sshd
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
+    server = Sshd(root)
+    env = {"EAGLELOG_SSH": server.ssh}
+    try:
+        p = start("parse", "--follow", "testhost:/nonexistent.log", env=env)
+        code, out, err = stop_after(p, 10)
+        assert code == 1 and "testhost:/nonexistent.log: no such file" in err
+        path = server.put("live.log", FIVE)
+        p = start("parse", "--follow", "--interval", "0.3", f"testhost:{path}", env=env)
+        wait_for(p, "decode 106")
+        stop(p)
+        time.sleep(1)
+        left = subprocess.run(["pgrep", "-u", "eaglelogtest", "-f", "tail -n"],
+                              capture_output=True, text=True).stdout
+        assert left == "", f"tail still running on the host: {left}"
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def stop_after(proc, seconds):
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    return proc.returncode, out.decode(), err.decode()
