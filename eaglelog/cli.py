@@ -114,7 +114,8 @@ def input_options(f):
             ctx.obj["verbose"] = True
         ctx.obj["remote"] = RemoteOptions(tuple(ssh_options), connect_timeout, fetch,
                                           progress=sys.stderr.isatty() and not ctx.obj["quiet"]
-                                          and not os.environ.get("NO_COLOR"))
+                                          and not os.environ.get("NO_COLOR"),
+                                          use_cache=not ctx.obj["no_cache"])
         return cached_result(ctx, lambda: f(*args, **kwargs))
     return wrapper
 

@@ -90,6 +90,7 @@ class RemoteOptions:
     fetch: bool = False
     cache_dir: str | None = None
     progress: bool = False
+    use_cache: bool = True      # --no-cache: fetched copies go to a temporary folder
 
     def ssh_command(self, spec: RemoteSpec) -> list[str]:
         cmd = shlex.split(os.environ.get("EAGLELOG_SSH", "ssh"))
@@ -341,11 +342,17 @@ def split_numbered(line: bytes) -> tuple[int, bytes] | None:
     return int(line[:i]), line[i + 1:]
 
 
-def _cache_dir(opts: RemoteOptions) -> str:
+def _cache_dir(opts: RemoteOptions, workdir: str) -> str:
+    if not opts.use_cache:
+        return workdir
     base = opts.cache_dir or os.environ.get("XDG_CACHE_HOME") or \
         os.path.join(os.path.expanduser("~"), ".cache")
     d = os.path.join(base, "eaglelog", "remote")
-    os.makedirs(d, exist_ok=True)
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"the cache folder {d} cannot be made ({e.strerror or e}); set "
+                         "XDG_CACHE_HOME to a folder or use --no-cache") from None
     return d
 
 
@@ -380,7 +387,7 @@ def _fetch_cached(spec: RemoteSpec, opts: RemoteOptions, item: Fetched, workdir:
     path = dict(n for n in item.notes if isinstance(n, tuple))["path"]
     key = hashlib.sha256(f"{spec.user}@{spec.host}:{spec.port}:{path}:{item.size}:{mtime}"
                          .encode()).hexdigest()[:32]
-    cached = os.path.join(_cache_dir(opts), key)
+    cached = os.path.join(_cache_dir(opts, workdir), key)
     if os.path.exists(cached) and os.path.getsize(cached) == item.size:
         return Fetched(item.name, cached, item.size, 0, 0.0, "cache", mtime=mtime)
     one = RemoteSpec(spec.text, spec.user, spec.host, spec.port, path)

@@ -116,7 +116,7 @@ def test_remote_glob_and_ssh_url(remote_env):
     assert log.sources[0].name == url and len(log.decode) == 106
 
 
-def test_fetch_caches_and_a_second_run_transfers_nothing(remote_env, run):
+def test_fetch_caches_and_a_second_run_transfers_nothing(remote_env, run, monkeypatch):
     path = remote_env.put("fetch.log.gz", gzip.compress(FIVE.read_bytes()))
     opts = RemoteOptions(fetch=True)
     first = eaglelog.parse(f"testhost:{path}", remote=opts)
@@ -127,8 +127,11 @@ def test_fetch_caches_and_a_second_run_transfers_nothing(remote_env, run):
                                         "transferred": 0}
     same_tables(first, second)
     same_tables(eaglelog.parse(FIVE), second)
+    monkeypatch.delenv("EAGLELOG_NO_CACHE", raising=False)
     r = run("parse", "--fetch", f"testhost:{path}")
     assert "read from the cache, nothing transferred" in r.stderr
+    r = run("parse", "--fetch", "--no-cache", f"testhost:{path}")   # --no-cache: fetch again
+    assert "fetched whole" in r.stderr
     # a changed file is fetched again
     remote_env.put("fetch.log.gz", gzip.compress(FIVE.read_bytes() * 2))
     third = eaglelog.parse(f"testhost:{path}", remote=opts)
