@@ -387,7 +387,14 @@ def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:
     info.remote = {"mode": item.mode, "size": item.size, "transferred": item.transferred,
                    "seconds": round(item.seconds, 3), "filtered_lines": item.filtered_lines}
     info.size = item.size
-    info.skipped += item.filtered_lines
+    if item.mode == "reduce":
+        # the lines the host did not send came back as empty lines: count them as skipped, but
+        # for those that were blank there too
+        info.skipped += item.filtered_lines - item.blank_filtered
+        if item.first_filtered and (info.first_skipped is None or
+                                    item.first_filtered < info.first_skipped):
+            info.first_skipped = item.first_filtered
+        info.bytes = item.size
     if item.mode == "reduce":
         share = f" ({item.transferred / item.size:.1%})" if item.size else ""
         msg = (f"reduced on the remote host: {fmt_bytes(item.transferred)} of "

@@ -116,6 +116,8 @@ class Fetched:
     total_lines: int | None = None
     notes: list = field(default_factory=list)
     mtime: float | None = None  # the remote file's modification time (dates of time-only logs)
+    blank_filtered: int = 0     # blank lines among those not sent
+    first_filtered: int | None = None   # the first non-blank line not sent
 
 
 def _quote_path(path: str) -> str:
@@ -136,10 +138,12 @@ def _script(pattern: str, mode: str, zipped: bool = False) -> str:
     A compressed file is announced as ZFILE and read by a second call (``zipped``), whose output
     is the reduced lines compressed again with gzip -1: what was small on disk stays small on
     the wire."""
-    awk = ("awk -v ctx=%d 'BEGIN{a=0} /%s/ {print NR \":\" $0; a=0; "
-           "if (index($0, \"EAGLE3_PROF\")) a=ctx; next} a>0 {print NR \"-\" $0; a--} "
-           "END {printf \"\\036EAGLELOG END %%d\\n\", NR}'" % (BLOCK_CONTEXT,
-                                                              AWK_MARKERS.replace("/", "\\/")))
+    # the lines not sent are counted: blank ones, and the first other one (skipped-line report)
+    awk = ("awk -v ctx=%d 'BEGIN{a=0;b=0;f=0} /%s/ {print NR \":\" $0; a=0; "
+           "if (index($0, \"EAGLE3_PROF\")) a=ctx; next} a>0 {print NR \"-\" $0; a--; next} "
+           "{ if ($0 ~ /^[ \\t\\r]*$/) b++; else if (!f) f=NR } "
+           "END {printf \"\\036EAGLELOG END %%d %%d %%d\\n\", NR, b, f}'"
+           % (BLOCK_CONTEXT, AWK_MARKERS.replace("/", "\\/")))
     body_reduce = f"""
   case "$m" in
     1f8b*) d="gzip -dc";; fd377a58*) d="xz -dc";; 425a68*) d="bzip2 -dc";;
@@ -308,6 +312,9 @@ def _demux(spec: RemoteSpec, stream_path: str, workdir: str, mode: str) -> list[
                         fh.write(b"\n" * (total - expect + 1))
                         item.filtered_lines += total - expect + 1
                     item.total_lines = total
+                    if len(parts) >= 4:
+                        item.blank_filtered = int(parts[2])
+                        item.first_filtered = int(parts[3]) or None
                     fh.close()
                     cur = None
                     continue

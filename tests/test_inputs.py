@@ -227,3 +227,12 @@ def test_time_only_prefix_dates(write):
     assert [str(t) for t in log.decode.timestamp] == ["2024-09-01 23:59:58",
                                                       "2024-09-02 00:00:38"]
     assert any(d.kind == "date" and "--date 2024-09-01" in d.message for d in log.diagnostics)
+
+
+def test_runs_of_blank_lines_are_all_blank(write):
+    from eaglelog.parsers.scan import count_blank
+    assert count_blank(b"a\n\n\n\nb\n") == 3
+    assert count_blank(b"\n\r\nx\r\n\r\n") == 3
+    assert count_blank(b"x\n") == 0
+    log = eaglelog.parse(write("b.log", "noise\n\n\n\n" + DECODE + "\n\n\nmore noise\n"))
+    assert log.sources[0].skipped == 2 and log.sources[0].first_skipped == 1

@@ -252,3 +252,11 @@ def test_time_only_dates_come_from_the_remote_files_mtime(remote_env, tmp_path):
     assert eaglelog.parse(f"testhost:{path}").decode.timestamp.tolist() == want
     fetched = eaglelog.parse(f"testhost:{path}", remote=RemoteOptions(fetch=True))
     assert fetched.decode.timestamp.tolist() == want
+
+
+def test_remote_counts_match_local_counts(remote_env):
+    path = remote_env.put("counts.log", FIVE.read_bytes())
+    r, l = eaglelog.parse(f"testhost:{path}"), eaglelog.parse(FIVE)
+    a, b = r.sources[0], l.sources[0]
+    assert (a.lines, a.skipped, a.first_skipped, a.bytes) == (b.lines, b.skipped,
+                                                              b.first_skipped, b.bytes)

@@ -209,8 +209,7 @@ class Scanner:
         unterminated_tail = n > 0 and not chunk.endswith(b"\n")
         self.stats.lines += nl + (1 if unterminated_tail else 0)
         self.stats.bytes += n
-        self.stats.blank += chunk.count(b"\n\n") + chunk.count(b"\n\r\n") + \
-            (1 if chunk[:1] == b"\n" else 0)
+        self.stats.blank += count_blank(chunk)
         self._acct_pos = 0
         self._next_expected = self._line + 1
         pos = 0
@@ -368,6 +367,22 @@ class Scanner:
         self.diag(None, "date", f"log prefixes carry no date; dates {how}; pass --date "
                   "YYYY-MM-DD (the first line's date) to set it")
         return pd.Timedelta(days=(first - EPOCH).days)
+
+def count_blank(chunk: bytes) -> int:
+    """Empty lines ('' or a lone CR) in a chunk that starts at a line start; runs count fully
+    (bytes.count(b"\\n\\n") would count a run of three blank lines as one)."""
+    if not chunk:
+        return 0
+    import numpy as np
+    a = np.frombuffer(chunk, dtype=np.uint8)
+    nl = a == 10
+    n = int(nl[0]) + int(np.count_nonzero(nl[1:] & nl[:-1]))
+    if len(a) > 1:
+        n += int(a[0] == 13 and nl[1])
+    if len(a) > 2:
+        n += int(np.count_nonzero(nl[2:] & (a[1:-1] == 13) & nl[:-2]))
+    return n
+
 
 def kind_of(text: str) -> str | None:
     m = MARKERS.search(text.encode("utf-8", "replace"))
