@@ -127,14 +127,8 @@ def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases
                                stamp(" TP0") if prof_prefix else "")
                     prof = {"n": 0, "tok": 0, "ms": 0.0}
             if it % 40 == 0:
-                wall = (t - last_line_t).total_seconds()
-                spec_txt = ""
-                if spec:
-                    al = win_tok / win_steps
-                    spec_txt = f"accept len: {al:.2f}, accept rate: {al / k:.2f}, "
-                log(f"Decode batch, #running-req: 1, #token: {kv}, token usage: "
-                    f"{kv / 180000:.2f}, {spec_txt}cuda graph: True, gen throughput (token/s): "
-                    f"{win_tok / wall:.2f}, #queue-req: 0")
+                log(decode_line(1, kv, kv / 180000, win_tok, win_steps,
+                                (t - last_line_t).total_seconds(), k if spec else None))
                 last_line_t = t
                 win_tok = win_steps = 0
         meta = {"id": rid, "finish_reason": {"type": "length", "length": want},
@@ -157,6 +151,18 @@ def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.writelines(lines)
+
+
+def decode_line(running: int, tokens: int, usage: float, win_tok: int, win_steps: int,
+                wall: float, k: int | None) -> str:
+    """A v0.5.10 'Decode batch' line closing a window (k = K for speculative runs)."""
+    spec_txt = ""
+    if k is not None:
+        al = win_tok / win_steps
+        spec_txt = f"accept len: {al:.2f}, accept rate: {al / k:.2f}, "
+    return (f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+            f"{spec_txt}cuda graph: True, gen throughput (token/s): {win_tok / wall:.2f}, "
+            "#queue-req: 0")
 
 
 def write_prof(lines, rng, prof, phases, prof_accept, prefix):
@@ -223,14 +229,8 @@ def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, po
                         f"token usage: 0.01, #running-req: {b - 1}, #queue-req: 0, cuda graph: "
                         "False, input throughput (token/s): 12800.00")
             if it % 40 == 0:
-                wall = (t - last_line_t).total_seconds()
-                spec_txt = ""
-                if spec:
-                    al = win_tok / win_steps
-                    spec_txt = f"accept len: {al:.2f}, accept rate: {al / k:.2f}, "
-                log(f"Decode batch, #running-req: {b}, #token: {b * 2000}, token usage: 0.02, "
-                    f"{spec_txt}cuda graph: True, gen throughput (token/s): {win_tok / wall:.2f}, "
-                    "#queue-req: 0")
+                log(decode_line(b, b * 2000, 0.02, win_tok, win_steps,
+                                (t - last_line_t).total_seconds(), k if spec else None))
                 last_line_t = t
                 win_tok = win_steps = 0
     with open(os.path.join(HERE, name), "w") as f:
