@@ -171,7 +171,8 @@ case "$m" in
   1f8b*) d="gzip -dc";; fd377a58*) d="xz -dc";; 425a68*) d="bzip2 -dc";; 28b52ffd*) d="zstd -dc";;
   *) d="cat";;
 esac
-$d < "$f" | {awk} | gzip -1 -c
+if command -v zstd >/dev/null 2>&1; then z="zstd -q -3 -c"; else z="gzip -3 -c"; fi
+$d < "$f" | {awk} | $z
 """
     return f"""LC_ALL=C; export LC_ALL; Z={'1' if mode != 'reduce' else ''}
 for f in {_quote_path(pattern)}; do
@@ -417,8 +418,9 @@ def _fetch_cached(spec: RemoteSpec, opts: RemoteOptions, item: Fetched, workdir:
 
 def _reduce_zipped(spec: RemoteSpec, opts: RemoteOptions, item: Fetched,
                    workdir: str) -> Fetched:
-    """A compressed remote file: decompress and reduce there, gzip the result for the wire."""
-    import gzip as _gzip
+    """A compressed remote file: decompress and reduce there, compress the result again for the
+    wire (zstd -3 when the host has it, else gzip -3)."""
+    from .sources import iter_chunks, open_source
 
     meta = dict(n for n in item.notes if isinstance(n, tuple))
     one = RemoteSpec(spec.text, spec.user, spec.host, spec.port, meta["path"])
@@ -433,14 +435,12 @@ def _reduce_zipped(spec: RemoteSpec, opts: RemoteOptions, item: Fetched,
     with open(stream, "wb") as dst:
         dst.write(SEP + f"FILE {item.size} {meta['mtime']} {meta['path']}\n".encode())
         try:
-            with _gzip.open(zpath, "rb") as src:
-                while True:
-                    block = src.read(1 << 20)
-                    if not block:
-                        break
+            with open_source(zpath) as src:
+                for block in iter_chunks(src):
                     dst.write(block)
-        except (OSError, EOFError) as e:
-            raise InputError(f"{item.name}: the reduced stream arrived damaged ({e})") from None
+        except InputError as e:
+            raise InputError(f"{item.name}: the reduced stream arrived damaged "
+                             f"({str(e).split(': ', 1)[-1]})") from None
     os.unlink(zpath)
     got = _demux(one, stream, workdir, "reduce")
     os.unlink(stream)
