@@ -136,7 +136,7 @@ def _script(pattern: str, mode: str, zipped: bool = False) -> str:
     """The remote sh script: per file, a header, then the reduced lines (or the raw bytes).
 
     A compressed file is announced as ZFILE and read by a second call (``zipped``), whose output
-    is the reduced lines compressed again with gzip -1: what was small on disk stays small on
+    is the reduced lines compressed again (zstd -3 or gzip -3): what was small on disk stays small on
     the wire."""
     # the lines not sent are counted: blank ones, and the first other one (skipped-line report)
     awk = ("awk -v ctx=%d 'BEGIN{a=0;b=0;f=0} /%s/ {print NR \":\" $0; a=0; "
