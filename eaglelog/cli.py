@@ -329,7 +329,8 @@ def show_parsed(log: "ParsedLog", table, fmt, output) -> None:
             emit(render_overview(items), output)
         else:
             import pandas as pd
-            emit(render_frame(pd.DataFrame(overview_rows(items)), fmt, output), output)
+            emit(render_frame(pd.DataFrame(overview_rows(items)).convert_dtypes(), fmt, output),
+                 output)
     else:
         emit(render_frame(log.table(table_from_cli(table)), fmt, output), output)
 
