@@ -117,11 +117,20 @@ GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] $")
 LEGACY_FILL_RX = re.compile(r"(#?[A-Za-z_]+): (-?[\d.]+%?)")
 
 
+_PREFIX_COLS: dict[str, dict] = {}
+
+
 def prefix_columns(prefix_text: str) -> dict:
-    """Timestamp parts and rank columns of the text before a body."""
-    p = read_prefix(prefix_text)
-    out = {"_date": p.date, "_time": p.time, "ranks": p.tags}
-    out.update(split_tags(p.tags))
+    """Timestamp parts and rank columns of the text before a body (memoised: consecutive lines
+    share their second and tags; callers copy the dict with rec.update)."""
+    out = _PREFIX_COLS.get(prefix_text)
+    if out is None:
+        p = read_prefix(prefix_text)
+        out = {"_date": p.date, "_time": p.time, "ranks": p.tags}
+        out.update(split_tags(p.tags))
+        if len(_PREFIX_COLS) > 4096:
+            _PREFIX_COLS.clear()
+        _PREFIX_COLS[prefix_text] = out
     return out
 
 
@@ -381,7 +390,7 @@ def parse_server_args_line(line: str) -> LineResult:
     args, whole = parse_server_args(line[idx:])
     if not args:
         return LineResult(None, ["server_args line could not be read"])
-    rec = prefix_columns(line[:idx])
+    rec = dict(prefix_columns(line[:idx]))
     rec["parse_ok"] = whole
     rec["_args"] = args
     problems = [] if whole else [f"server_args line is not a complete ServerArgs(...) repr "
