@@ -736,7 +736,7 @@ def export_cmd(ctx, logs, engine, keep_going, base_date, output):
 
 def breakeven_rows(r):
     """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
-    keys = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
+    from .analysis.breakeven import ESTIMATES as keys
 
     def flat(batch, obj, verdict):
         row = {"source": r.source, "running_req": batch}

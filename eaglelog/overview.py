@@ -4,12 +4,9 @@ from __future__ import annotations
 from collections import Counter
 
 from .api import ParsedLog
-from .schema import cli_name
+from .schema import CONFIG_LABELS, cli_name
 
-SPEC_KEYS = (("speculative_algorithm", "algorithm"), ("speculative_draft_model_path", "draft"),
-             ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "topk"),
-             ("speculative_num_draft_tokens", "draft_tokens"), ("tp_size", "tp"),
-             ("dp_size", "dp"), ("decode_log_interval", "decode_log_interval"))
+SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
 
 
 def overview(log: ParsedLog) -> list[dict]:

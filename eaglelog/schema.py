@@ -43,6 +43,13 @@ class Table:
 
 C = Column
 
+# server_args keys shown as a run's config (key -> short label), in display order
+CONFIG_LABELS = (("speculative_algorithm", "algorithm"), ("speculative_draft_model_path", "draft"),
+                 ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "topk"),
+                 ("speculative_num_draft_tokens", "draft_tokens"), ("tp_size", "tp"),
+                 ("dp_size", "dp"), ("decode_log_interval", "decode_log_interval"),
+                 ("model_path", "model"))
+
 # output formats of every command (-f/--format)
 FORMATS = ("table", "markdown", "csv", "json", "jsonl", "parquet")
 

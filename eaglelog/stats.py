@@ -19,7 +19,7 @@ The model (docs/statistics.md explains it at length):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
@@ -58,8 +58,6 @@ class Estimate:
             d["source"] = self.source
         return d
 
-    def with_source(self, source: str) -> "Estimate":
-        return replace(self, source=source)
 
 
 def _clean(v):

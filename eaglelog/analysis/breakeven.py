@@ -22,6 +22,11 @@ from ..stats import Estimate
 from .windows import bucket_labels, decode_interval, windows
 
 VERDICTS = ("above", "below", "inconclusive", "insufficient data")
+ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
+
+
+def _estimates(obj) -> dict:
+    return {k: getattr(obj, k).to_dict() for k in ESTIMATES}
 
 
 @dataclass(frozen=True)
@@ -52,10 +57,8 @@ class BucketResult:
 
     def to_dict(self) -> dict:
         batch = int(self.batch) if self.batch.isdigit() else self.batch
-        return {"running_req": batch, "windows": self.windows,
-                **{k: getattr(self, k).to_dict() for k in
-                   ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len",
-                    "speedup")}, "verdict": self.verdict}
+        return {"running_req": batch, "windows": self.windows, **_estimates(self),
+                "verdict": self.verdict}
 
 
 @dataclass(frozen=True)
@@ -74,10 +77,7 @@ class BreakevenResult:
     rate: Estimate | None = None     # accept_len / cycle_ms: the run's own part of the speedup
 
     def to_dict(self) -> dict:
-        d = {"source": self.source, "baseline": self.baseline,
-             **{k: getattr(self, k).to_dict() for k in
-                ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len",
-                 "speedup")},
+        d = {"source": self.source, "baseline": self.baseline, **_estimates(self),
              "confidence": self.confidence, "verdict": self.verdict, "notes": list(self.notes)}
         if self.by_batch is not None:
             d["by_batch"] = [b.to_dict() for b in self.by_batch]

@@ -8,13 +8,11 @@ import numpy as np
 
 from .. import stats
 from ..api import ParsedLog
+from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from .breakeven import Baseline, BreakevenResult, accept_from_windows, breakeven, one_source
 
-CONFIG_KEYS = (("speculative_algorithm", "algorithm"), ("speculative_draft_model_path", "draft"),
-               ("speculative_num_steps", "steps"), ("speculative_eagle_topk", "topk"),
-               ("speculative_num_draft_tokens", "draft_tokens"), ("tp_size", "tp"),
-               ("dp_size", "dp"), ("model_path", "model"))
+CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
 
 
 @dataclass(frozen=True)
