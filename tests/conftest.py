@@ -49,6 +49,21 @@ def grep_count(path, marker: str) -> int:
         return sum(1 for line in f if marker.encode() in line)
 
 
+def mixed_log(tmp_path):
+    """Every sample and every (non-truncated) fixture variant, several times over, with the
+    interleaved-rank and cut-short blocks among them, so range boundaries fall everywhere."""
+    parts = [p.read_bytes() for p in sorted(SAMPLES.glob("*.log"))]
+    for p in sorted(FIXTURES.glob("*/*.log")):
+        data = p.read_bytes()
+        if "time_only" in p.name or "mixed" in p.name or "old" in p.name or \
+                not data.endswith(b"\n"):
+            continue          # time-only prefixes force a sequential scan; cut files end it
+        parts.append(data)
+    path = tmp_path / "mixed.log"
+    path.write_bytes(b"".join(parts * 3))
+    return path
+
+
 os.environ.setdefault("NO_COLOR", "1")
 # the tests exercise the real code path; tests/test_cache.py turns the caches on explicitly
 os.environ["EAGLELOG_NO_CACHE"] = "1"

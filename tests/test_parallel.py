@@ -4,7 +4,7 @@ import pytest
 
 import eaglelog
 from eaglelog import parallel
-from conftest import FIXTURES, SAMPLES
+from conftest import mixed_log
 
 
 def same(a, b):
@@ -13,21 +13,6 @@ def same(a, b):
                                       obj=t)
     assert [(d.line_no, d.kind, d.message) for d in a.diagnostics] == \
         [(d.line_no, d.kind, d.message) for d in b.diagnostics]
-
-
-def mixed_log(tmp_path):
-    """Every sample and every (non-truncated) fixture variant, several times over, with the
-    interleaved-rank and cut-short blocks among them, so range boundaries fall everywhere."""
-    parts = [p.read_bytes() for p in sorted(SAMPLES.glob("*.log"))]
-    for p in sorted(FIXTURES.glob("*/*.log")):
-        data = p.read_bytes()
-        if "time_only" in p.name or "mixed" in p.name or "old" in p.name or \
-                not data.endswith(b"\n"):
-            continue          # time-only prefixes force a sequential scan; cut files end it
-        parts.append(data)
-    path = tmp_path / "mixed.log"
-    path.write_bytes(b"".join(parts * 3))
-    return path
 
 
 @pytest.mark.parametrize("workers", [2, 3, 7])

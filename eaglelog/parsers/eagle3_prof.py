@@ -92,8 +92,9 @@ class Block:
             "accept_len": self.accept[0] if self.accept else None,
             "eff_tok_s": self.eff[0] if self.eff else None,
             "complete": self.complete, "n_phases": len(self.phases),
-            # rounded to 9 decimals: a sum of printed numbers, not a float-noise artefact
-            "phase_sum_ms": round(sum(p[2] for p in self.phases), 9) if self.phases else None,
+            # Scanner.finish rounds the column to 9 decimals (a sum of printed numbers, not a
+            # float-noise artefact), for the C accelerator's rows too
+            "phase_sum_ms": sum(p[2] for p in self.phases) if self.phases else None,
             "end_line": self.end_line,
         }
         rec.update(split_tags(self.prefix.tags))
@@ -109,6 +110,8 @@ def parse_header(body: str) -> tuple[int, int, str | None] | None:
     if not m:
         return None
     mode = m.group("mode")
+    if max(len(m.group("cycles")), len(m.group("tokens"))) > 18:   # beyond a 64-bit column
+        return None
     return int(m.group("cycles")), int(m.group("tokens")), (mode.strip() or None) if mode else None
 
 

@@ -12,6 +12,7 @@ time-only prefixes, counters), so chunks can be fed one by one as they are read.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 from dataclasses import dataclass
 
@@ -21,6 +22,11 @@ from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
 from .prefix import read_prefix, split_bracketed, strip_ansi
+
+try:   # the C accelerator (setup.py); without it every line takes the Python path
+    from . import _fastscan
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _fastscan = None
 
 MARKERS = re.compile(
     rb"(?P<prof>EAGLE3_PROF)|(?P<decode>Decode batch)|(?P<prefill>Prefil)|"
@@ -38,6 +44,7 @@ LINE_PARSERS = {
 }
 DOCKER_SPLIT = 16000
 EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer than 16 KiB
+_PURE = os.environ.get("EAGLELOG_PURE_PYTHON", "") not in ("", "0")
 
 
 @dataclass
@@ -69,9 +76,26 @@ class ScanStats:
         return max(self.lines - self.blank - self.consumed, 0)
 
 
+def _key_spec(keys: dict) -> list[tuple[str, str, str]]:
+    """sglang's key table as the C accelerator takes it: (key, column, kind); keys whose values
+    need Python (ISO timestamps) get kind 'python' and their lines go to the Python parser."""
+    kinds = {sglang._int: "int", sglang._float: "float", sglang._pct: "pct"}
+    spec = [(k, col, kinds.get(conv, "python")) for k, (col, conv) in keys.items()]
+    return spec + [(label, "graph_backend", "graph") for label in sglang.GRAPH_LABELS]
+
+
+def fast_available() -> bool:
+    return _fastscan is not None
+
+
 class Scanner:
-    def __init__(self, source: str, base_date: _dt.date | None = None) -> None:
+    def __init__(self, source: str, base_date: _dt.date | None = None,
+                 fast: bool = True) -> None:
         self.source = source
+        # the C accelerator reads the common layouts; EAGLELOG_PURE_PYTHON=1 turns it off
+        self.fast = (_fastscan.FastScanner(_key_spec(sglang.DECODE_KEYS),
+                                           _key_spec(sglang.PREFILL_KEYS))
+                     if fast and _fastscan is not None and not _PURE else None)
         self.base_date = base_date
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
@@ -205,11 +229,15 @@ class Scanner:
     def feed(self, chunk: bytes) -> None:
         """Scan one chunk (it ends after a newline unless it is the last one)."""
         n = len(chunk)
-        nl = chunk.count(b"\n")
+        if _fastscan is not None:
+            nl, blank = _fastscan.line_stats(chunk)
+        else:
+            nl, blank = chunk.count(b"\n"), count_blank(chunk)
         unterminated_tail = n > 0 and not chunk.endswith(b"\n")
         self.stats.lines += nl + (1 if unterminated_tail else 0)
         self.stats.bytes += n
-        self.stats.blank += count_blank(chunk)
+        self.stats.blank += blank
+        fast = self.fast if not self.overrun else None
         self._acct_pos = 0
         self._next_expected = self._line + 1
         pos = 0
@@ -228,6 +256,12 @@ class Scanner:
                 self._block_line(chunk, pos, end, line_no, le < 0)
                 pos = end + 1
                 continue
+            if fast is not None:
+                line_no += chunk.count(b"\n", counted_to, pos)
+                pos, line_no = self._fast_scan(chunk, pos, line_no)
+                counted_to = pos
+                if pos >= n:
+                    break
             m = search(chunk, pos)
             if m is None:
                 break
@@ -251,6 +285,23 @@ class Scanner:
             self._first_skipped_in(chunk, self._acct_pos, n)
         self._line += nl
         self.flush()
+
+    def _fast_scan(self, chunk: bytes, pos: int, line_no: int) -> tuple[int, int]:
+        """Let the C accelerator read from pos (line line_no) to the next line it leaves to the
+        Python parser; returns that line's offset and number."""
+        st = self.stats
+        if st.first_skipped is None and pos > self._acct_pos:
+            self._first_skipped_in(chunk, self._acct_pos, pos)
+        self._acct_pos, self._next_expected = pos, line_no   # all before pos is accounted for
+        pos, line_no, consumed, first_skipped, last_line, last_end = self.fast.scan(
+            chunk, pos, line_no, self.startup)
+        st.consumed += consumed
+        if first_skipped and st.first_skipped is None:
+            st.first_skipped = first_skipped
+        if last_end >= 0:
+            self._next_expected = last_line + 1
+            self._acct_pos = last_end
+        return pos, line_no
 
     def _block_line(self, chunk: bytes, pos: int, end: int, line_no: int,
                     unterminated: bool) -> None:
@@ -325,11 +376,21 @@ class Scanner:
         st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
 
     def flush(self) -> None:
-        """Turn the rows collected so far into typed partial frames (bounded memory)."""
+        """Turn the rows collected so far into typed partial frames (bounded memory); rows of
+        the C accelerator and of the Python parser are merged in line order."""
+        fast = fast_frames(self.fast, self.source) if self.fast is not None else {}
         for name, rows in self.rows.items():
+            part = fast.get(name)
             if rows:
-                self.parts[name].append(build_frame(TABLES[name], rows, keep=("_time_only",)))
+                py = build_frame(TABLES[name], rows, keep=("_time_only",))
                 rows.clear()
+                if part is not None:
+                    part = concat_frames(TABLES[name], [part, py]).sort_values(
+                        "line_no", kind="stable", ignore_index=True)
+                else:
+                    part = py
+            if part is not None:
+                self.parts[name].append(part)
 
     def finish(self, mtime: float | None = None) -> dict[str, pd.DataFrame]:
         """Close open blocks and return this input's tables, in line order."""
@@ -342,6 +403,8 @@ class Scanner:
             df = concat_frames(TABLES[name], parts)
             if len(df) and not df["line_no"].is_monotonic_increasing:
                 df = df.sort_values("line_no", kind="stable", ignore_index=True)
+            if name == "prof" and len(df):
+                df["phase_sum_ms"] = df["phase_sum_ms"].round(9)
             if "_time_only" in df.columns:
                 if shift is not None:
                     mask = df["_time_only"].fillna(False).astype(bool).to_numpy()
@@ -367,6 +430,62 @@ class Scanner:
         self.diag(None, "date", f"log prefixes carry no date; dates {how}; pass --date "
                   "YYYY-MM-DD (the first line's date) to set it")
         return pd.Timedelta(days=(first - EPOCH).days)
+
+_HEADER_LABELS = [".", ",", "[N],"]
+
+
+def fast_frames(fast, source: str) -> dict[str, pd.DataFrame]:
+    """The rows the C accelerator collected since the last call, as typed frames."""
+    import numpy as np
+    got = fast.take()
+    labels = got.pop("labels")
+    cats = {"ranks": labels["ranks"], "mode": labels["mode"], "phase": labels["phase"],
+            "header": _HEADER_LABELS, "graph_backend": list(sglang.GRAPH_LABELS)}
+    types = fast.types()
+    out = {}
+    for name, (rows, raw) in got.items():
+        if not rows:
+            continue
+        table = TABLES[name]
+        cols: dict[str, object] = {}
+        for c in table.columns:
+            if c.name == "source":
+                cols["source"] = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8),
+                                                           categories=[source])
+                continue
+            if c.name not in raw:
+                if c.name == "complete":
+                    cols[c.name] = pd.array(np.ones(rows, dtype=bool), dtype="boolean")
+                elif c.core:
+                    cols[c.name] = pd.array([None] * rows, dtype=c.dtype) \
+                        if c.dtype != "float64" else np.full(rows, np.nan)
+                continue
+            t = types[name][c.name]
+            a = np.frombuffer(raw[c.name], dtype={"q": np.int64, "d": np.float64,
+                                                   "i": np.int32, "b": np.int8}[t])
+            if c.dtype == "category":
+                if not c.core and (a < 0).all():
+                    continue
+                cols[c.name] = pd.Categorical.from_codes(a, categories=cats[c.name])
+            elif c.dtype.startswith("datetime64"):
+                cols[c.name] = a.view("datetime64[us]")
+            elif c.dtype == "float64":
+                if not c.core and np.isnan(a).all():
+                    continue
+                cols[c.name] = a
+            elif c.dtype == "boolean":
+                na = a < 0
+                if not c.core and na.all():
+                    continue
+                cols[c.name] = pd.arrays.BooleanArray(a > 0, na)
+            else:
+                na = a == np.iinfo(np.int64).min
+                if not c.core and na.all():
+                    continue
+                cols[c.name] = pd.arrays.IntegerArray(np.where(na, 0, a), na)
+        out[name] = pd.DataFrame(cols, index=pd.RangeIndex(rows))
+    return out
+
 
 def count_blank(chunk: bytes) -> int:
     """Empty lines ('' or a lone CR) in a chunk that starts at a line start; runs count fully

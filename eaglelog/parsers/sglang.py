@@ -24,8 +24,14 @@ class LineResult:
     problems: list[str] = field(default_factory=list)
 
 
+_I64 = 1 << 63
+
+
 def _int(v: str) -> int:
-    return int(v)
+    x = int(v)
+    if not -_I64 <= x < _I64:     # a typed column holds 64-bit integers
+        raise ValueError(v)
+    return x
 
 
 def _float(v: str) -> float:
@@ -110,10 +116,10 @@ LEGACY_PREFILL_KEYS = {
     "#running_req": ("running_req", _int), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
 }
 
-DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d+)\])?(?P<punct>[.,]) ")
-PREFILL_HEAD_RX = re.compile(r"Prefil{1,2} batch(?:\(mixed #running-req: (?P<mixed>\d+)\))?"
-                             r"(?: \[(?P<iter>\d+)\])?(?P<punct>[.,]) ")
-GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d+)\] $")
+DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ")
+PREFILL_HEAD_RX = re.compile(r"Prefil{1,2} batch(?:\(mixed #running-req: (?P<mixed>\d{1,18})\))?"
+                             r"(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ")
+GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d{1,18})\] $")
 LEGACY_FILL_RX = re.compile(r"(#?[A-Za-z_]+): (-?[\d.]+%?)")
 
 
@@ -209,10 +215,10 @@ def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
 # of key/value segmentation.  Anything else (extra fields, other pools, odd values) falls back to
 # _segments, which gives the same record for these lines (tests/test_properties.py).
 _FAST_DECODE = re.compile(
-    r"#running-req: (\d+), #token: (\d+), token usage: (\d+\.\d+), "
+    r"#running-req: (\d{1,18}), #token: (\d{1,18}), token usage: (\d+\.\d+), "
     r"(?:accept len: (\d+\.\d+), (?:accept rate: (\d+\.\d+), )?)?"
     r"(?:(cuda|cpu|npu|musa) graph: (True|False), )?"
-    r"gen throughput \(token/s\): (\d+\.\d+), #queue-req: (\d+)(,)?")
+    r"gen throughput \(token/s\): (\d+\.\d+), #queue-req: (\d{1,18})(,)?")
 
 
 def _fast_decode(rest: str, rec: dict) -> bool:
@@ -438,7 +444,7 @@ def _request_record(meta: dict) -> tuple[dict, list[str]]:
                 v = meta[k]
                 try:
                     if col in _INT_COLS:
-                        v = int(v)
+                        v = _int(v)
                     elif col in _FLOAT_COLS:
                         v = float(v)
                     elif col == "accept_histogram":

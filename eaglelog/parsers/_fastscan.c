@@ -1,0 +1,1106 @@
+/* The scanner's accelerator: the common record layouts, parsed in C with the GIL released.
+ *
+ * scan.py's Python parser is the reference and reads every layout of every release.  This module
+ * recognises, strictly, the layouts most logs print:
+ *   - 'Decode batch' / 'Prefill batch' lines whose prefix is nothing or one SGLang bracket with a
+ *     date, and whose body is 'key: value' segments with keys from the Python key tables
+ *     (sglang.DECODE_KEYS / PREFILL_KEYS, handed over at construction: one table, two readers);
+ *   - EAGLE3_PROF blocks printed with print() (no prefix) or with one rank's logger prefix, whose
+ *     lines all match the documented shapes and whose identities hold;
+ *   - lines that carry no record marker at all (skipped, as in Python).
+ * Anything else — another marker, an odd value, a block it cannot close, a line cut short — makes
+ * scan() stop at the start of that line (of the block's header for a block) and return, so that
+ * the Python parser reads it and the result is the same, row for row (tests/test_fastscan.py).
+ *
+ * Rows go into growable per-column arrays (int64 with INT64_MIN for NA, double with NaN for NA,
+ * int8 with -1 for NA, int32 category codes with -1 for NA); take() hands them over as bytes.
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+#include <math.h>
+
+#define NA_I64 INT64_MIN
+#define isdig(c) ((c) >= '0' && (c) <= '9')
+
+/* ------------------------------------------------------------------ growable columns */
+typedef struct {
+    char *data;
+    Py_ssize_t len;   /* bytes used */
+    Py_ssize_t cap;
+    char type;        /* 'q' int64, 'd' double, 'b' int8, 'i' int32 */
+} Col;
+
+static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' ? 4 : 1; }
+
+static int col_grow(Col *c, Py_ssize_t need) {
+    if (c->len + need <= c->cap) return 0;
+    Py_ssize_t cap = c->cap ? c->cap : 1 << 16;
+    while (cap < c->len + need) cap *= 2;
+    char *p = realloc(c->data, (size_t)cap);
+    if (!p) return -1;
+    c->data = p;
+    c->cap = cap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ interned labels */
+#define MAX_LABELS 256
+#define MAX_LABEL_LEN 96
+typedef struct {
+    int n;
+    int len[MAX_LABELS];
+    char text[MAX_LABELS][MAX_LABEL_LEN];
+} Labels;
+
+/* code of a label, adding it when new; -2 when the table is full or the label too long */
+static int intern(Labels *L, const char *s, int n) {
+    for (int i = 0; i < L->n; i++)
+        if (L->len[i] == n && memcmp(L->text[i], s, (size_t)n) == 0) return i;
+    if (L->n >= MAX_LABELS || n >= MAX_LABEL_LEN) return -2;
+    memcpy(L->text[L->n], s, (size_t)n);
+    L->len[L->n] = n;
+    return L->n++;
+}
+
+/* ------------------------------------------------------------------ tables */
+/* fixed leading columns of the decode and prefill tables */
+enum { LC_LINE, LC_STARTUP, LC_TS, LC_RANKS, LC_DP, LC_PP, LC_ATTN_CP, LC_MOE_DP, LC_TP, LC_EP,
+       LC_ITER, LC_HEADER, LC_GRAPH_BACKEND, LC_GRAPH, LC_TRAILING, LC_FIXED };
+static const char *LINE_FIXED_NAMES[LC_FIXED] = {
+    "line_no", "startup", "timestamp", "ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
+    "iter", "header", "graph_backend", "graph", "trailing_comma"};
+static const char LINE_FIXED_TYPES[LC_FIXED] = "qqqiqqqqqqqbbbb";
+#define N_TAGS 6
+static const char *TAG_NAMES[N_TAGS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
+
+enum { PC_LINE, PC_STARTUP, PC_TS, PC_RANKS, PC_DP, PC_PP, PC_ATTN_CP, PC_MOE_DP, PC_TP, PC_EP,
+       PC_MODE, PC_CYCLES, PC_TOKENS, PC_TOTAL, PC_ACCEPT, PC_EFF, PC_NPHASES, PC_PHASE_SUM,
+       PC_END_LINE, PC_N };
+static const char *PROF_NAMES[PC_N] = {
+    "line_no", "startup", "timestamp", "ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
+    "mode", "cycles", "tokens", "total_ms", "accept_len", "eff_tok_s", "n_phases",
+    "phase_sum_ms", "end_line"};
+static const char PROF_TYPES[PC_N] = "qqqiqqqqqqiqqdddqdq";
+
+enum { HC_LINE, HC_STARTUP, HC_BLOCK, HC_PHASE, HC_MS, HC_PCT, HC_N };
+static const char *PHASE_NAMES[HC_N] = {"line_no", "startup", "block", "phase", "ms_per_cycle",
+                                        "pct"};
+static const char PHASE_TYPES[HC_N] = "qqqidd";
+
+#define MAX_KEYS 64
+#define MAX_COLS (LC_FIXED + MAX_KEYS)
+#define MAX_SEGS 48
+enum { K_INT = 0, K_FLOAT = 1, K_PCT = 2, K_GRAPH = 3, K_NONE = 4 };
+
+typedef struct {
+    int nkeys;
+    const char *key[MAX_KEYS];  /* owned copies */
+    int klen[MAX_KEYS];
+    int kind[MAX_KEYS];
+    int col[MAX_KEYS];          /* column index (>= LC_FIXED) */
+    int ncols;                  /* LC_FIXED + value columns */
+    PyObject *colnames;         /* tuple of every column name, fixed ones first */
+    char coltype[MAX_COLS];
+    Col cols[MAX_COLS];
+    Py_ssize_t rows;
+    int guess[MAX_SEGS];        /* key index seen at segment i on the previous line */
+    int queue_col;              /* column of '#queue-req' (a record needs it) */
+} LineTable;
+
+typedef struct {
+    PyObject_HEAD
+    LineTable decode, prefill;
+    Col prof[PC_N];
+    Py_ssize_t prof_rows;
+    Col phase[HC_N];
+    Py_ssize_t phase_rows;
+    Labels ranks, phases, modes;
+} FastScanner;
+
+
+/* ------------------------------------------------------------------ numbers */
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21,
+                                 1e22};
+
+/* Python's float() of the text [s, e), which matched [-+]?(\d+(\.\d*)?|\.\d+): exact (Clinger's
+ * fast path, else strtod, both correctly rounded) */
+static double to_double(const char *s, const char *e) {
+    int neg = 0;
+    const char *p = s;
+    if (*p == '-' || *p == '+') { neg = *p == '-'; p++; }
+    uint64_t m = 0;
+    int digits = 0, frac = 0, seen_dot = 0;
+    for (; p < e; p++) {
+        if (*p == '.') { seen_dot = 1; continue; }
+        if (digits == 0 && *p == '0') { if (seen_dot) frac++; continue; }
+        if (digits >= 15) goto slow;
+        m = m * 10 + (uint64_t)(*p - '0');
+        digits++;
+        if (seen_dot) frac++;
+    }
+    if (frac <= 22) {
+        double v = (double)m / POW10[frac];
+        return neg ? -v : v;
+    }
+slow:;
+    char tmp[64];
+    size_t n = (size_t)(e - s);
+    if (n >= sizeof tmp) return NAN;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    return strtod(tmp, NULL);
+}
+
+/* a number per eagle3_prof.py's _NUM, at p; returns its end or NULL; *hu = half a unit in its
+ * last printed place (eagle3_prof.half_ulp) */
+static const char *scan_num(const char *p, const char *e, double *v, double *hu) {
+    const char *s = p;
+    if (p < e && (*p == '-' || *p == '+')) p++;
+    const char *d0 = p;
+    while (p < e && *p >= '0' && *p <= '9') p++;
+    int intd = (int)(p - d0);
+    const char *dot = NULL;
+    if (p < e && *p == '.') {
+        dot = p++;
+        const char *f0 = p;
+        while (p < e && *p >= '0' && *p <= '9') p++;
+        if (intd == 0 && p == f0) return NULL;
+    } else if (intd == 0) {
+        return NULL;
+    }
+    if (p - s > 40) return NULL;
+    *v = to_double(s, p);
+    if (hu) *hu = dot ? 0.5 * pow(10.0, -(double)(p - dot - 1)) : 0.5;
+    return p;
+}
+
+/* a key/value integer: -?\d{1,18} */
+static const char *scan_int(const char *p, const char *e, int64_t *v) {
+    int neg = 0;
+    if (p < e && *p == '-') { neg = 1; p++; }
+    const char *d0 = p;
+    int64_t x = 0;
+    while (p < e && *p >= '0' && *p <= '9') {
+        if (p - d0 >= 18) return NULL;
+        x = x * 10 + (*p - '0');
+        p++;
+    }
+    if (p == d0) return NULL;
+    *v = neg ? -x : x;
+    return p;
+}
+
+/* a key/value float: -?\d+(\.\d+)? */
+static const char *scan_dec(const char *p, const char *e, double *v) {
+    const char *s = p;
+    if (p < e && *p == '-') p++;
+    const char *d0 = p;
+    while (p < e && *p >= '0' && *p <= '9') p++;
+    if (p == d0) return NULL;
+    if (p < e && *p == '.') {
+        const char *f0 = ++p;
+        while (p < e && *p >= '0' && *p <= '9') p++;
+        if (p == f0) return NULL;
+    }
+    if (p - s > 40) return NULL;
+    *v = to_double(s, p);
+    return p;
+}
+
+/* ------------------------------------------------------------------ the SGLang bracket */
+typedef struct {
+    int64_t ts;        /* microseconds since 1970-01-01, NA_I64 when there is no bracket */
+    int ranks;         /* label code, -1 none */
+    int64_t tag[N_TAGS];
+    const char *tags;  /* tags text as printed ("DP1 TP0"), for rank keys */
+    int tags_len;
+    int bracket;
+} Prefix;
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int dig(const char *p, int n, int *out) {
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return 0;
+        x = x * 10 + (p[i] - '0');
+    }
+    *out = x;
+    return 1;
+}
+
+/* '[YYYY-MM-DD HH:MM:SS[.,mmm]( TAGn)*]' at p, optionally followed by one space; returns the
+ * body start or NULL.  Time-only brackets, unknown or repeated tags, impossible dates: NULL. */
+static const char *read_bracket(FastScanner *self, const char *p, const char *e, Prefix *pf) {
+    if (e - p < 21 || p[0] != '[') return NULL;
+    int y, mo, d, h, mi, s, ms = 0;
+    if (!dig(p + 1, 4, &y) || p[5] != '-' || !dig(p + 6, 2, &mo) || p[8] != '-' ||
+        !dig(p + 9, 2, &d) || p[11] != ' ' || !dig(p + 12, 2, &h) || p[14] != ':' ||
+        !dig(p + 15, 2, &mi) || p[17] != ':' || !dig(p + 18, 2, &s))
+        return NULL;
+    static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || h > 23 || mi > 59 || s > 59 || y < 1)
+        return NULL;
+    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return NULL;
+    const char *q = p + 20;
+    if (q < e && (*q == '.' || *q == ',')) {
+        if (e - q < 4 || !dig(q + 1, 3, &ms)) return NULL;
+        q += 4;
+    }
+    for (int i = 0; i < N_TAGS; i++) pf->tag[i] = NA_I64;
+    const char *t0 = q;
+    while (q < e && *q == ' ') {
+        const char *n0 = ++q;
+        while (q < e && ((*q >= 'A' && *q <= 'Z') || *q == '_')) q++;
+        int nlen = (int)(q - n0);
+        if (nlen == 0 || *n0 == '_') return NULL;
+        const char *v0 = q;
+        int64_t v = 0;
+        while (q < e && *q >= '0' && *q <= '9') {
+            if (q - v0 >= 9) return NULL;
+            v = v * 10 + (*q - '0');
+            q++;
+        }
+        if (q == v0) return NULL;
+        int which = -1;
+        for (int i = 0; i < N_TAGS; i++)
+            if ((int)strlen(TAG_NAMES[i]) == nlen && memcmp(TAG_NAMES[i], n0, (size_t)nlen) == 0)
+                which = i;
+        if (which < 0 || pf->tag[which] != NA_I64) return NULL;
+        pf->tag[which] = v;
+    }
+    if (q >= e || *q != ']') return NULL;
+    pf->tags = t0 + 1;
+    pf->tags_len = (int)(q - t0) - 1;
+    if (q == t0) {
+        pf->tags_len = 0;
+        pf->ranks = -1;
+    } else {
+        pf->ranks = intern(&self->ranks, pf->tags, pf->tags_len);
+        if (pf->ranks < 0) return NULL;
+    }
+    pf->ts = (days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s) *
+             (int64_t)1000000 + (int64_t)ms * 1000;
+    pf->bracket = 1;
+    q++;
+    if (q < e && *q == ' ') q++;
+    return q;
+}
+
+static void no_prefix(Prefix *pf) {
+    pf->ts = NA_I64;
+    pf->ranks = -1;
+    for (int i = 0; i < N_TAGS; i++) pf->tag[i] = NA_I64;
+    pf->tags = NULL;
+    pf->tags_len = 0;
+    pf->bracket = 0;
+}
+
+/* ------------------------------------------------------------------ markers */
+static const char *MARKERS[8] = {"EAGLE3_PROF", "Decode batch", "Prefil", "server_args=",
+                                 "Finish: obj=", "\"request.finished\"", "new fill batch. ",
+                                 "#running-req: "};
+static int MARKER_LEN[8];
+static unsigned char FIRST[256];  /* bit k: MARKERS[k] starts with this byte */
+
+static int has_marker(const char *p, const char *e) {
+    for (; p < e; p++) {
+        unsigned char f = FIRST[(unsigned char)*p];
+        if (!f) continue;
+        for (int k = 0; k < 8; k++)
+            if ((f >> k & 1) && e - p >= MARKER_LEN[k] &&
+                memcmp(p, MARKERS[k], (size_t)MARKER_LEN[k]) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* '[' followed by 'dd:' or 'dddd-': something prefix.BRACKET_RX may read as a bracket */
+static int has_time_bracket(const char *p, const char *e) {
+    for (; (p = memchr(p, '[', (size_t)(e - p))) != NULL; p++) {
+        if (e - p >= 4 && isdig(p[1]) && isdig(p[2]) && p[3] == ':') return 1;
+        if (e - p >= 6 && isdig(p[1]) && isdig(p[2]) && isdig(p[3]) && isdig(p[4]) && p[5] == '-')
+            return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ decode / prefill lines */
+static int key_lookup(LineTable *T, int seg, const char *k, int n) {
+    int g = seg < MAX_SEGS ? T->guess[seg] : -1;
+    if (g >= 0 && T->klen[g] == n && memcmp(T->key[g], k, (size_t)n) == 0) return g;
+    for (int i = 0; i < T->nkeys; i++)
+        if (T->klen[i] == n && memcmp(T->key[i], k, (size_t)n) == 0) {
+            if (seg < MAX_SEGS) T->guess[seg] = i;
+            return i;
+        }
+    return -1;
+}
+
+#define STAGE(T, c, type) (((type *)(T)->cols[c].data)[(T)->rows])
+
+/* Parse the segments of a decode/prefill body into the row at T->rows (columns already grown
+ * and pre-filled with NA).  Returns 1 when the row is complete, 0 to decline the line. */
+static int parse_segments(LineTable *T, const char *p, const char *e) {
+    while (e > p && e[-1] == ' ') e--;
+    int trailing = 0;
+    if (e > p && e[-1] == ',') { trailing = 1; e--; }
+    int seg = 0, have_queue = 0;
+    while (p < e) {
+        const char *k = p;
+        const char *colon = memchr(p, ':', (size_t)(e - p));
+        if (!colon || colon + 1 >= e || colon[1] != ' ' || colon == k || *k == ' ') return 0;
+        int ki = key_lookup(T, seg, k, (int)(colon - k));
+        if (ki < 0) return 0;
+        const char *v = colon + 2, *end = NULL;
+        int c = T->col[ki];
+        switch (T->kind[ki]) {
+        case K_INT: {
+            int64_t x;
+            end = scan_int(v, e, &x);
+            if (end) STAGE(T, c, int64_t) = x;
+            if (c == T->queue_col) have_queue = 1;
+            break;
+        }
+        case K_FLOAT:
+        case K_PCT: {
+            double x;
+            end = scan_dec(v, e, &x);
+            if (end && T->kind[ki] == K_PCT && end < e && *end == '%') end++;
+            if (end) STAGE(T, c, double) = x;
+            break;
+        }
+        case K_GRAPH:
+            if (e - v >= 4 && memcmp(v, "True", 4) == 0) { end = v + 4; STAGE(T, LC_GRAPH, int8_t) = 1; }
+            else if (e - v >= 5 && memcmp(v, "False", 5) == 0) { end = v + 5; STAGE(T, LC_GRAPH, int8_t) = 0; }
+            if (end) STAGE(T, LC_GRAPH_BACKEND, int8_t) = (int8_t)c;  /* c holds the label index */
+            break;
+        default:
+            return 0;
+        }
+        if (!end) return 0;
+        seg++;
+        if (end == e) break;
+        if (e - end < 3 || end[0] != ',' || end[1] != ' ' || end[2] == ' ') return 0;
+        p = end + 2;
+    }
+    if (!have_queue) return 0;
+    STAGE(T, LC_TRAILING, int8_t) = (int8_t)trailing;
+    return 1;
+}
+
+static int grow_row(LineTable *T) {
+    for (int c = 0; c < T->ncols; c++)
+        if (col_grow(&T->cols[c], col_size(T->coltype[c]))) return -1;
+    for (int c = 0; c < T->ncols; c++) {
+        switch (T->coltype[c]) {
+        case 'q': STAGE(T, c, int64_t) = NA_I64; break;
+        case 'd': STAGE(T, c, double) = NAN; break;
+        case 'i': STAGE(T, c, int32_t) = -1; break;
+        default: STAGE(T, c, int8_t) = -1;
+        }
+    }
+    return 0;
+}
+
+static void commit_row(LineTable *T) {
+    for (int c = 0; c < T->ncols; c++) T->cols[c].len += col_size(T->coltype[c]);
+    T->rows++;
+}
+
+static void stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t startup) {
+    STAGE(T, LC_LINE, int64_t) = line_no;
+    STAGE(T, LC_STARTUP, int64_t) = startup;
+    STAGE(T, LC_TS, int64_t) = pf->ts;
+    STAGE(T, LC_RANKS, int32_t) = pf->ranks;
+    for (int i = 0; i < N_TAGS; i++) STAGE(T, LC_DP + i, int64_t) = pf->tag[i];
+}
+
+/* a 'Decode batch…' (decode=1) or 'Prefill batch…' body at p; 1 = row added, 0 = declined,
+ * -1 = out of memory */
+static int batch_line(FastScanner *self, int decode, const char *p, const char *e,
+                      const Prefix *pf, int64_t line_no, int64_t startup) {
+    LineTable *T = decode ? &self->decode : &self->prefill;
+    if (decode) {
+        if (e - p < 14 || memcmp(p, "Decode batch", 12) != 0) return 0;
+        p += 12;
+    } else {
+        if (e - p < 14 || memcmp(p, "Prefil", 6) != 0) return 0;
+        p += 6;
+        if (*p == 'l') p++;
+        if (e - p < 8 || memcmp(p, " batch", 6) != 0) return 0;
+        p += 6;
+    }
+    int64_t iter = NA_I64;
+    if (p < e && *p == ' ' && p + 1 < e && p[1] == '[') {
+        p = scan_int(p + 2, e, &iter);
+        if (!p || iter < 0 || p >= e || *p != ']') return 0;
+        p++;
+    }
+    if (e - p < 2 || (*p != '.' && *p != ',') || p[1] != ' ') return 0;
+    char punct = *p;
+    p += 2;
+    if (grow_row(T)) return -1;
+    if (!parse_segments(T, p, e)) return 0;
+    stage_prefix(T, pf, line_no, startup);
+    STAGE(T, LC_ITER, int64_t) = iter;
+    STAGE(T, LC_HEADER, int8_t) = iter != NA_I64 ? 2 : punct == '.' ? 0 : 1;
+    commit_row(T);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ EAGLE3_PROF blocks */
+typedef struct {
+    int64_t line_no;
+    int label;
+    double ms, pct, ms_hu, pct_hu;
+} PhaseLine;
+#define MAX_PHASES 32
+
+typedef struct {
+    int64_t cycles, tokens;
+    int mode;
+    int nph;
+    PhaseLine ph[MAX_PHASES];
+    int has_total, has_accept, has_eff;
+    double total, total_hu, accept, accept_hu, eff, eff_hu;
+} Block;
+
+/* 'EAGLE3_PROF (N cycles, M tok[, mode])' and the end of the line; 1 ok, 0 decline */
+static int block_header(FastScanner *self, const char *p, const char *e, Block *b) {
+    if (e - p < 13 || memcmp(p, "EAGLE3_PROF (", 13) != 0) return 0;
+    p += 13;
+    p = scan_int(p, e, &b->cycles);
+    if (!p || b->cycles < 0 || e - p < 8 || memcmp(p, " cycles,", 8) != 0) return 0;
+    p += 8;
+    if (p >= e || *p != ' ') return 0;
+    p++;
+    p = scan_int(p, e, &b->tokens);
+    if (!p || b->tokens < 0 || e - p < 4 || memcmp(p, " tok", 4) != 0) return 0;
+    p += 4;
+    if (e - p >= 3 && memcmp(p, "ens", 3) == 0) p += 3;
+    b->mode = -1;
+    if (p < e && *p == ',') {
+        p++;
+        while (p < e && *p == ' ') p++;
+        const char *m0 = p;
+        while (p < e && *p != ')') {
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) return 0;
+            p++;
+        }
+        const char *m1 = p;
+        while (m1 > m0 && m1[-1] == ' ') m1--;
+        if (m1 > m0) {
+            b->mode = intern(&self->modes, m0, (int)(m1 - m0));
+            if (b->mode < 0) return 0;
+        }
+    }
+    if (p >= e || *p != ')') return 0;
+    p++;
+    return p == e;
+}
+
+/* one indented block line (body at p, already known to start with a space or tab) */
+static int block_line(FastScanner *self, const char *p, const char *e, Block *b,
+                      int64_t line_no) {
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    const char *l0 = p;
+    if (p >= e || *p == ':') return 0;
+    while (p < e && *p != ':') {
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) return 0;
+        p++;
+    }
+    if (p >= e) return 0;
+    const char *l1 = p;
+    while (l1 > l0 && l1[-1] == ' ') l1--;
+    int llen = (int)(l1 - l0);
+    p++;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    double v, hu;
+    p = scan_num(p, e, &v, &hu);
+    if (!p) return 0;
+    const char *after = p;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    if (e - p >= 6 && memcmp(p, "ms/cyc", 6) == 0) {
+        p += 6;
+        if (e - p >= 2 && memcmp(p, "le", 2) == 0) p += 2;
+        const char *q = p;
+        while (q < e && (*q == ' ' || *q == '\t')) q++;
+        double pct = NAN, pct_hu = 0;
+        if (q < e && *q == '(') {
+            q++;
+            while (q < e && (*q == ' ' || *q == '\t')) q++;
+            q = scan_num(q, e, &pct, &pct_hu);
+            if (!q) return 0;
+            while (q < e && (*q == ' ' || *q == '\t')) q++;
+            if (q >= e || *q != '%') return 0;
+            q++;
+            while (q < e && (*q == ' ' || *q == '\t')) q++;
+            if (q >= e || *q != ')') return 0;
+            q++;
+        } else {
+            q = p;
+        }
+        while (q < e && (*q == ' ' || *q == '\t')) q++;
+        if (q != e) return 0;
+        if (llen == 5 && memcmp(l0, "TOTAL", 5) == 0) {
+            b->has_total = 1;
+            b->total = v;
+            b->total_hu = hu;
+            return 1;
+        }
+        if (b->nph >= MAX_PHASES) return 0;
+        PhaseLine *ph = &b->ph[b->nph];
+        ph->label = intern(&self->phases, l0, llen);
+        if (ph->label < 0) return 0;
+        ph->line_no = line_no;
+        ph->ms = v;
+        ph->ms_hu = hu;
+        ph->pct = pct;
+        ph->pct_hu = pct_hu;
+        b->nph++;
+        return 1;
+    }
+    p = after;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    if (p != e) return 0;
+    if (llen == 10 && memcmp(l0, "Accept len", 10) == 0) {
+        b->has_accept = 1;
+        b->accept = v;
+        b->accept_hu = hu;
+        return 1;
+    }
+    if (llen == 9 && memcmp(l0, "Eff tok/s", 9) == 0) {
+        b->has_eff = 1;
+        b->eff = v;
+        b->eff_hu = hu;
+        return 1;
+    }
+    return 0;
+}
+
+/* eagle3_prof.Block.identity_problems() is empty: same arithmetic, same order */
+static int identities_hold(const Block *b) {
+    double total = b->total, h_t = b->total_hu;
+    if (b->nph) {
+        double s = 0, hsum = 0;
+        for (int i = 0; i < b->nph; i++) s += b->ph[i].ms;
+        for (int i = 0; i < b->nph; i++) hsum += b->ph[i].ms_hu;
+        double tol = h_t + hsum + 1e-9;
+        if (fabs(s - total) > tol) return 0;
+        if (total > 0)
+            for (int i = 0; i < b->nph; i++) {
+                const PhaseLine *ph = &b->ph[i];
+                if (isnan(ph->pct)) continue;
+                double want = 100.0 * ph->ms / total;
+                double t2 = ph->pct_hu + 100.0 * (ph->ms_hu / total + ph->ms * h_t / (total * total)) + 1e-9;
+                if (fabs(ph->pct - want) > t2) return 0;
+            }
+    }
+    if (b->cycles > 0) {
+        double want = (double)b->tokens / (double)b->cycles;
+        if (fabs(b->accept - want) > b->accept_hu + 1e-9) return 0;
+    }
+    if (total > 0) {
+        double want = 1000.0 * b->accept / total;
+        double tol = b->eff_hu + 1000.0 * (b->accept_hu / total + b->accept * h_t / (total * total)) + 1e-9;
+        if (fabs(b->eff - want) > tol) return 0;
+    }
+    return 1;
+}
+
+static int emit_block(FastScanner *self, const Block *b, const Prefix *pf, int64_t line_no,
+                      int64_t end_line, int64_t startup) {
+    for (int c = 0; c < PC_N; c++)
+        if (col_grow(&self->prof[c], col_size(PROF_TYPES[c]))) return -1;
+    for (int c = 0; c < HC_N; c++)
+        if (col_grow(&self->phase[c], (Py_ssize_t)col_size(PHASE_TYPES[c]) * (b->nph + 1))) return -1;
+#define PUT(cols, c, type, v) do { *(type *)((cols)[c].data + (cols)[c].len) = (v); (cols)[c].len += sizeof(type); } while (0)
+    Col *P = self->prof;
+    PUT(P, PC_LINE, int64_t, line_no);
+    PUT(P, PC_STARTUP, int64_t, startup);
+    PUT(P, PC_TS, int64_t, pf->ts);
+    PUT(P, PC_RANKS, int32_t, pf->ranks);
+    for (int i = 0; i < N_TAGS; i++) PUT(P, PC_DP + i, int64_t, pf->tag[i]);
+    PUT(P, PC_MODE, int32_t, b->mode);
+    PUT(P, PC_CYCLES, int64_t, b->cycles);
+    PUT(P, PC_TOKENS, int64_t, b->tokens);
+    PUT(P, PC_TOTAL, double, b->total);
+    PUT(P, PC_ACCEPT, double, b->accept);
+    PUT(P, PC_EFF, double, b->eff);
+    PUT(P, PC_NPHASES, int64_t, b->nph);
+    double s = 0;
+    for (int i = 0; i < b->nph; i++) s += b->ph[i].ms;
+    PUT(P, PC_PHASE_SUM, double, b->nph ? s : NAN);
+    PUT(P, PC_END_LINE, int64_t, end_line);
+    self->prof_rows++;
+    Col *H = self->phase;
+    for (int i = 0; i < b->nph; i++) {
+        PUT(H, HC_LINE, int64_t, b->ph[i].line_no);
+        PUT(H, HC_STARTUP, int64_t, startup);
+        PUT(H, HC_BLOCK, int64_t, line_no);
+        PUT(H, HC_PHASE, int32_t, b->ph[i].label);
+        PUT(H, HC_MS, double, b->ph[i].ms);
+        PUT(H, HC_PCT, double, b->ph[i].pct);
+    }
+    self->phase_rows += b->nph;
+#undef PUT
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the line loop */
+typedef struct {
+    const char *buf;
+    Py_ssize_t n;
+    int64_t startup;
+    /* out */
+    Py_ssize_t pos;          /* start of the line the Python parser must read, or n */
+    int64_t line_no;         /* its line number */
+    int64_t consumed;
+    int64_t first_skipped;   /* first non-blank line without a record, 0 if none */
+    int64_t last_line;       /* last consumed line and the offset after it, 0 / -1 if none */
+    Py_ssize_t last_end;
+    int oom;
+} Run;
+
+static int is_ws_line(const char *p, const char *e) {
+    for (; p < e; p++)
+        if (!(*p == ' ' || *p == '\t' || *p == '\r' || *p == '\x0b' || *p == '\x0c')) return 0;
+    return 1;
+}
+
+static int plain_ascii(const char *p, const char *e) {
+    for (; p < e; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) return 0;
+    return 1;
+}
+
+/* What a line is to the fast path.  For a record line it is parsed and stored (rows committed):
+ * returns 1.  A line with no marker: 2.  A line the Python parser must read: 0.  An EAGLE3_PROF
+ * header: 3 (its prefix in *pf, body start in *body). */
+static int classify(FastScanner *self, Run *r, const char *ls, const char *le, int64_t line_no,
+                    Prefix *pf, const char **body) {
+    const char *p = ls;
+    no_prefix(pf);
+    if (p < le && *p == '[') {
+        const char *q = read_bracket(self, p, le, pf);
+        if (q) p = q;
+        else no_prefix(pf);
+    }
+    if (p < le && (*p == 'D' || *p == 'P' || *p == 'E') && (pf->bracket || p == ls)) {
+        if (*p == 'E') {
+            if (le - p >= 11 && memcmp(p, "EAGLE3_PROF", 11) == 0 && plain_ascii(p, le)) {
+                *body = p;
+                return 3;
+            }
+        } else if (plain_ascii(p, le)) {
+            int got = batch_line(self, *p == 'D', p, le, pf, line_no, r->startup);
+            if (got < 0) { r->oom = 1; return 0; }
+            if (got) return 1;
+        }
+    }
+    return has_marker(ls, le) ? 0 : 2;
+}
+
+/* A block from its header (body b0 on the line [hs, he)).  Returns the offset of the line after
+ * the block's last line (the terminating line is not consumed), or -1 to decline.  */
+static Py_ssize_t try_block(FastScanner *self, Run *r, const Prefix *hpf, const char *b0,
+                            const char *he, int64_t header_line, int64_t *lines_after) {
+    Block b;
+    memset(&b, 0, sizeof b);
+    if (!block_header(self, b0, he, &b)) return -1;
+    const char *end = r->buf + r->n;
+    const char *p = he + 1;
+    int64_t ln = header_line;
+    int64_t consumed = 1;
+    for (;;) {
+        if (p >= end) return -1;                    /* the block may go on in the next chunk */
+        const char *le = memchr(p, '\n', (size_t)(end - p));
+        if (!le) return -1;                         /* a line cut short */
+        ln++;
+        const char *body = p;
+        int closes = 0;
+        if (hpf->bracket) {
+            Prefix pf;
+            const char *q = read_bracket(self, p, le, &pf);
+            if (!q || pf.tags_len != hpf->tags_len ||
+                memcmp(pf.tags, hpf->tags, (size_t)pf.tags_len) != 0)
+                return -1;                          /* another rank, no prefix: interleaving */
+            body = q;
+            if (body < le && (*body == ' ' || *body == '\t') && !is_ws_line(body, le)) {
+                if (memchr(body, '[', (size_t)(le - body)) || !plain_ascii(body, le) ||
+                    memmem(body, (size_t)(le - body), "EAGLE3_PROF", 11) ||
+                    !block_line(self, body, le, &b, ln))
+                    return -1;
+                consumed++;
+                p = le + 1;
+                continue;
+            }
+            if (body < le && is_ws_line(body, le)) return -1;
+            closes = 1;                             /* a non-indented line of the same rank */
+        } else {
+            if (is_ws_line(p, le)) {                /* a blank line ends a print() block */
+                if (!b.has_total || !b.has_accept || !b.has_eff || !identities_hold(&b))
+                    return -1;
+                if (emit_block(self, &b, hpf, header_line, ln - 1, r->startup)) { r->oom = 1; return -1; }
+                r->consumed += consumed;
+                r->last_line = ln - 1;
+                r->last_end = p - r->buf;
+                *lines_after = ln - 1;
+                return p - r->buf;
+            }
+            if (*p == ' ' || *p == '\t') {
+                if (memchr(p, '[', (size_t)(le - p)) || !plain_ascii(p, le) ||
+                    memmem(p, (size_t)(le - p), "EAGLE3_PROF", 11) ||
+                    !block_line(self, p, le, &b, ln))
+                    return -1;
+                consumed++;
+                p = le + 1;
+                continue;
+            }
+            closes = 1;
+        }
+        if (closes) {
+            /* the terminating line closes the block in the Python parser too, unless its first
+             * marker is an EAGLE3_PROF header that parser cannot read (the block then stays
+             * open there): such a line must be a header the fast path reads */
+            if (!plain_ascii(p, le) || (hpf->bracket && has_time_bracket(body, le))) return -1;
+            if (le - p >= 11 && memmem(p, (size_t)(le - p), "EAGLE3_PROF", 11)) {
+                Prefix pf;
+                const char *q = p;
+                no_prefix(&pf);
+                if (*q == '[') q = read_bracket(self, q, le, &pf);
+                Block nb;
+                memset(&nb, 0, sizeof nb);
+                if (!q || !block_header(self, q, le, &nb)) return -1;
+            }
+            if (!b.has_total || !b.has_accept || !b.has_eff || !identities_hold(&b)) return -1;
+            if (emit_block(self, &b, hpf, header_line, ln - 1, r->startup)) { r->oom = 1; return -1; }
+            r->consumed += consumed;
+            r->last_line = ln - 1;
+            r->last_end = p - r->buf;
+            *lines_after = ln - 1;
+            return p - r->buf;
+        }
+    }
+}
+
+static void run_scan(FastScanner *self, Run *r) {
+    const char *buf = r->buf, *end = buf + r->n;
+    const char *p = buf + r->pos;
+    int64_t ln = r->line_no;
+    while (p < end) {
+        const char *le = memchr(p, '\n', (size_t)(end - p));
+        if (!le) break;                                  /* unterminated: Python's */
+        if (le == p || (le == p + 1 && *p == '\r')) {    /* blank */
+            p = le + 1;
+            ln++;
+            continue;
+        }
+        Prefix pf;
+        const char *body = NULL;
+        int kind = classify(self, r, p, le, ln, &pf, &body);
+        if (r->oom) break;
+        if (kind == 1) {
+            r->consumed++;
+            r->last_line = ln;
+            r->last_end = le - buf + 1;
+        } else if (kind == 2) {
+            if (!r->first_skipped && !is_ws_line(p, le)) r->first_skipped = ln;
+        } else if (kind == 3) {
+            int64_t last = ln;
+            Py_ssize_t next = try_block(self, r, &pf, body, le, ln, &last);
+            if (r->oom || next < 0) break;
+            p = buf + next;
+            ln = last + 1;
+            continue;
+        } else {
+            break;
+        }
+        p = le + 1;
+        ln++;
+    }
+    r->pos = p - buf;
+    r->line_no = ln;
+}
+
+/* ------------------------------------------------------------------ Python type */
+static void table_free(LineTable *T) {
+    for (int c = 0; c < MAX_COLS; c++) free(T->cols[c].data);
+    for (int i = 0; i < T->nkeys; i++) free((void *)T->key[i]);
+    Py_XDECREF(T->colnames);
+}
+
+static void FastScanner_dealloc(FastScanner *self) {
+    table_free(&self->decode);
+    table_free(&self->prefill);
+    for (int c = 0; c < PC_N; c++) free(self->prof[c].data);
+    for (int c = 0; c < HC_N; c++) free(self->phase[c].data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* keys: sequence of (key text, column name, kind) with kind 'int', 'float', 'pct', 'graph'
+ * (a graph-backend label: its code is its rank among the graph keys) or anything else: a key
+ * whose lines the Python parser reads */
+static int table_init(LineTable *T, PyObject *keys) {
+    memset(T, 0, sizeof *T);
+    for (int c = 0; c < LC_FIXED; c++) T->coltype[c] = LINE_FIXED_TYPES[c];
+    T->ncols = LC_FIXED;
+    T->queue_col = -1;
+    for (int i = 0; i < MAX_SEGS; i++) T->guess[i] = -1;
+    int ngraph = 0;
+    PyObject *names = PyList_New(0);
+    if (!names) return -1;
+    PyObject *seq = PySequence_Fast(keys, "keys must be a sequence");
+    if (!seq) { Py_DECREF(names); return -1; }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > MAX_KEYS) {
+        PyErr_SetString(PyExc_ValueError, "too many keys");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *key, *colname, *kind;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sss", &key, &colname, &kind))
+            goto fail;
+        int k = T->nkeys++;
+        T->key[k] = strdup(key);
+        T->klen[k] = (int)strlen(key);
+        T->kind[k] = !strcmp(kind, "int") ? K_INT : !strcmp(kind, "float") ? K_FLOAT
+                   : !strcmp(kind, "pct") ? K_PCT : !strcmp(kind, "graph") ? K_GRAPH : K_NONE;
+        T->col[k] = -1;
+        if (T->kind[k] == K_GRAPH) {   /* 'cuda graph: True': the code of the backend label */
+            if (ngraph >= 100) { PyErr_SetString(PyExc_ValueError, "too many graph labels"); goto fail; }
+            T->col[k] = ngraph++;
+            continue;
+        }
+        if (T->kind[k] == K_NONE) continue;
+        PyObject *name = PyUnicode_FromString(colname);
+        if (!name) goto fail;
+        int found = -1;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(names); j++)
+            if (PyUnicode_Compare(PyList_GET_ITEM(names, j), name) == 0) found = (int)j;
+        if (found < 0) {
+            if (T->ncols >= MAX_COLS) { Py_DECREF(name); PyErr_SetString(PyExc_ValueError, "too many columns"); goto fail; }
+            found = (int)PyList_GET_SIZE(names);
+            PyList_Append(names, name);
+            T->coltype[T->ncols++] = T->kind[k] == K_INT ? 'q' : 'd';
+        }
+        Py_DECREF(name);
+        T->col[k] = LC_FIXED + found;
+        if (!strcmp(colname, "queue_req")) T->queue_col = LC_FIXED + found;
+    }
+    Py_DECREF(seq);
+    T->colnames = PyTuple_New(T->ncols);
+    if (!T->colnames) { Py_DECREF(names); return -1; }
+    for (int c = 0; c < T->ncols; c++) {
+        PyObject *nm = c < LC_FIXED ? PyUnicode_FromString(LINE_FIXED_NAMES[c])
+                                    : Py_NewRef(PyList_GET_ITEM(names, c - LC_FIXED));
+        if (!nm) { Py_DECREF(names); return -1; }
+        PyTuple_SET_ITEM(T->colnames, c, nm);
+    }
+    Py_DECREF(names);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(names);
+    return -1;
+}
+
+static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
+    (void)kw;
+    PyObject *dkeys, *pkeys;
+    if (!PyArg_ParseTuple(args, "OO", &dkeys, &pkeys)) return -1;
+    table_free(&self->decode);
+    table_free(&self->prefill);
+    memset(&self->decode, 0, sizeof self->decode);
+    memset(&self->prefill, 0, sizeof self->prefill);
+    if (table_init(&self->decode, dkeys) || table_init(&self->prefill, pkeys)) return -1;
+    for (int c = 0; c < PC_N; c++) self->prof[c].type = PROF_TYPES[c];
+    for (int c = 0; c < HC_N; c++) self->phase[c].type = PHASE_TYPES[c];
+    return 0;
+}
+
+/* scan(chunk, pos, line_no, startup) -> (pos, line_no, consumed, first_skipped, last_line,
+ * last_end).  Reads lines from byte pos (a line start; line_no is its number) until a line the
+ * Python parser must read, or the end of the chunk, with the GIL released. */
+static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    long long line_no, startup;
+    if (!PyArg_ParseTuple(args, "y*nLL", &view, &pos, &line_no, &startup)) return NULL;
+    Run r;
+    memset(&r, 0, sizeof r);
+    r.buf = view.buf;
+    r.n = view.len;
+    r.pos = pos < 0 ? 0 : pos > view.len ? view.len : pos;
+    r.line_no = line_no;
+    r.startup = startup;
+    r.last_end = -1;
+    Py_BEGIN_ALLOW_THREADS
+    run_scan(self, &r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (r.oom) return PyErr_NoMemory();
+    return Py_BuildValue("nLLLLn", r.pos, (long long)r.line_no, (long long)r.consumed,
+                         (long long)r.first_skipped, (long long)r.last_line, r.last_end);
+}
+
+/* {name: bytes} of n columns (names: a tuple, or NULL with cnames); the columns are emptied */
+static PyObject *take_cols(Col *cols, int n, PyObject *names, const char **cnames) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int c = 0; c < n; c++) {
+        PyObject *b = PyBytes_FromStringAndSize(cols[c].data ? cols[c].data : "", cols[c].len);
+        if (!b) { Py_DECREF(d); return NULL; }
+        int rc = names ? PyDict_SetItem(d, PyTuple_GET_ITEM(names, c), b)
+                       : PyDict_SetItemString(d, cnames[c], b);
+        Py_DECREF(b);
+        if (rc) { Py_DECREF(d); return NULL; }
+        cols[c].len = 0;
+    }
+    return d;
+}
+
+static PyObject *types_of(int n, PyObject *names, const char **cnames, const char *types) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (int c = 0; c < n; c++) {
+        PyObject *ty = PyUnicode_FromStringAndSize(&types[c], 1);
+        int rc = !ty ? -1 : names ? PyDict_SetItem(d, PyTuple_GET_ITEM(names, c), ty)
+                                  : PyDict_SetItemString(d, cnames[c], ty);
+        Py_XDECREF(ty);
+        if (rc) { Py_DECREF(d); return NULL; }
+    }
+    return d;
+}
+
+static PyObject *labels_list(const Labels *L) {
+    PyObject *out = PyList_New(L->n);
+    if (!out) return NULL;
+    for (int i = 0; i < L->n; i++) {
+        PyObject *s = PyUnicode_DecodeASCII(L->text[i], L->len[i], "strict");
+        if (!s) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, s);
+    }
+    return out;
+}
+
+static int put(PyObject *out, const char *table, Py_ssize_t rows, PyObject *cols) {
+    PyObject *v = cols ? Py_BuildValue("(nN)", rows, cols) : NULL;
+    int rc = v ? PyDict_SetItemString(out, table, v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* take() -> {table: (rows, {column: bytes}), 'labels': {...}}; the buffers are emptied */
+static PyObject *FastScanner_take(FastScanner *self, PyObject *noargs) {
+    (void)noargs;
+    PyObject *out = PyDict_New();
+    if (!out) return NULL;
+    int rc = put(out, "decode", self->decode.rows,
+                 take_cols(self->decode.cols, self->decode.ncols, self->decode.colnames, NULL));
+    self->decode.rows = 0;
+    rc = rc ? rc : put(out, "prefill", self->prefill.rows,
+                       take_cols(self->prefill.cols, self->prefill.ncols, self->prefill.colnames, NULL));
+    self->prefill.rows = 0;
+    rc = rc ? rc : put(out, "prof", self->prof_rows, take_cols(self->prof, PC_N, NULL, PROF_NAMES));
+    self->prof_rows = 0;
+    rc = rc ? rc : put(out, "prof_phases", self->phase_rows,
+                       take_cols(self->phase, HC_N, NULL, PHASE_NAMES));
+    self->phase_rows = 0;
+    if (!rc) {
+        PyObject *labels = Py_BuildValue("{s:N,s:N,s:N}", "ranks", labels_list(&self->ranks),
+                                         "phase", labels_list(&self->phases),
+                                         "mode", labels_list(&self->modes));
+        rc = labels ? PyDict_SetItemString(out, "labels", labels) : -1;
+        Py_XDECREF(labels);
+    }
+    if (rc) { Py_DECREF(out); return NULL; }
+    return out;
+}
+
+/* types() -> {table: {column: 'q' int64 | 'd' double | 'i' int32 code | 'b' int8}} */
+static PyObject *FastScanner_types(FastScanner *self, PyObject *noargs) {
+    (void)noargs;
+    return Py_BuildValue("{s:N,s:N,s:N,s:N}",
+        "decode", types_of(self->decode.ncols, self->decode.colnames, NULL, self->decode.coltype),
+        "prefill", types_of(self->prefill.ncols, self->prefill.colnames, NULL, self->prefill.coltype),
+        "prof", types_of(PC_N, NULL, PROF_NAMES, PROF_TYPES),
+        "prof_phases", types_of(HC_N, NULL, PHASE_NAMES, PHASE_TYPES));
+}
+
+/* line_stats(chunk) -> (newlines, blank lines); blank = '' or a lone CR, as scan.count_blank */
+static PyObject *line_stats(PyObject *mod, PyObject *args) {
+    (void)mod;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const char *p = view.buf, *e = p + view.len;
+    long long nl = 0, blank = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const char *ls = p;
+    while (ls < e) {
+        const char *le = memchr(ls, '\n', (size_t)(e - ls));
+        if (!le) break;
+        nl++;
+        if (le == ls || (le == ls + 1 && *ls == '\r')) blank++;
+        ls = le + 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return Py_BuildValue("LL", nl, blank);
+}
+
+static PyMethodDef FastScanner_methods[] = {
+    {"scan", (PyCFunction)FastScanner_scan, METH_VARARGS, "scan(chunk, pos, line_no, startup)"},
+    {"take", (PyCFunction)FastScanner_take, METH_NOARGS, "take() -> collected rows"},
+    {"types", (PyCFunction)FastScanner_types, METH_NOARGS, "column element types"},
+    {NULL}};
+
+static PyTypeObject FastScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "eaglelog.parsers._fastscan.FastScanner",
+    .tp_basicsize = sizeof(FastScanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)FastScanner_init,
+    .tp_dealloc = (destructor)FastScanner_dealloc,
+    .tp_methods = FastScanner_methods,
+    .tp_doc = "FastScanner(decode_keys, prefill_keys): the common layouts, in C",
+};
+
+static PyMethodDef module_methods[] = {
+    {"line_stats", line_stats, METH_VARARGS, "line_stats(chunk) -> (newlines, blank lines)"},
+    {NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_fastscan",
+                                       "C accelerator of eaglelog.parsers.scan", -1,
+                                       module_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fastscan(void) {
+    for (int k = 0; k < 8; k++) {
+        MARKER_LEN[k] = (int)strlen(MARKERS[k]);
+        FIRST[(unsigned char)MARKERS[k][0]] |= (unsigned char)(1 << k);
+    }
+    if (PyType_Ready(&FastScannerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    Py_INCREF(&FastScannerType);
+    if (PyModule_AddObject(m, "FastScanner", (PyObject *)&FastScannerType) < 0) {
+        Py_DECREF(&FastScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
