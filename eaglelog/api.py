@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+import numpy as np
 import pandas as pd
 
 from .errors import EaglelogError, InputError, NoRecordsError
@@ -196,7 +197,11 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"])
             for d in old_diags:
                 d.source = info.name
-            scanner.diags.extend(old_diags)
+                if d.more:
+                    scanner.dropped[d.kind] = scanner.dropped.get(d.kind, 0) + d.more
+                else:
+                    scanner.diags.append(d)
+                    scanner._kept[d.kind] = scanner._kept.get(d.kind, 0) + 1
         try:
             for chunk in iter_chunks(src, chunk_size):
                 if scanner is None:
@@ -229,7 +234,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     if safe is not None and state is not None:
         safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
         safe["crc"] = cache.prefix_crc(spec, safe["offset"])
-    return _finish_scan(info, frames, scanner.stats, scanner.diags, diags, nul,
+    return _finish_scan(info, frames, scanner.stats, scanner.diags + scanner.overflow(), diags, nul,
                         chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only)
 
 
@@ -264,7 +269,7 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
             "state": state, "safe": safe, "compression": info.compression,
             "engine": info.engine,
             "info": [info.bytes, info.lines, info.skipped, info.first_skipped],
-            "diags": [[d.line_no, d.kind, d.message, d.severity] for d in scan_diags]},
+            "diags": [[d.line_no, d.kind, d.message, d.severity, d.more] for d in scan_diags]},
             frames)
     return frames
 
@@ -276,8 +281,8 @@ def _cached_frames(cdir: str, meta: dict, upto: int | None = None):
         if upto is not None:
             df = df[df["line_no"] <= upto].reset_index(drop=True)
         frames[t] = df
-    diags = [Diagnostic("", ln, kind, msg, sev) for ln, kind, msg, sev in meta["diags"]
-             if upto is None or (ln is not None and ln <= upto)]
+    diags = [Diagnostic("", ln, kind, msg, sev, more) for ln, kind, msg, sev, more in meta["diags"]
+             if upto is None or more or (ln is not None and ln <= upto)]
     return frames, diags
 
 
@@ -286,7 +291,7 @@ def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic]
     name = info.name
     for t, df in frames.items():
         if len(df):
-            df["source"] = pd.Categorical([name] * len(df))
+            df["source"] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), [name])
     for d in old:
         d.source = name
     diags.extend(old)

@@ -238,13 +238,16 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
     for (source, kind), ds in groups.items():
         if quiet and ds[0].severity != "error":
             continue
-        shown = ds if verbose or kind == "transfer" else ds[:1]
+        listed = [d for d in ds if not d.more]
+        unlisted = sum(d.more for d in ds)      # counted by the scanner, not kept
+        shown = listed if verbose or kind == "transfer" else listed[:1]
         for d in shown:
-            label = d.severity
-            click.echo(f"eaglelog: {label}: {d}", err=True)
-        if len(ds) > len(shown):
-            more = len(ds) - len(shown)
-            click.echo(f"eaglelog:   … and {more} more like it in {source} (-v shows all)",
+            click.echo(f"eaglelog: {d.severity}: {d}", err=True)
+        more = len(listed) - len(shown) + unlisted
+        if more:
+            hint = (f"-v shows the first {len(listed):,}" if unlisted else "-v shows all") \
+                if not verbose else "not kept"
+            click.echo(f"eaglelog:   … and {more:,} more like it in {source} ({hint})",
                        err=True)
     if quiet or not skipped_note:
         return

@@ -230,7 +230,7 @@ def _as_log(spec: str, scanner: Scanner, frames) -> ParsedLog | None:
     info = SourceInfo(spec, "sglang", None, None, st.bytes, st.lines, st.skipped,
                       st.first_skipped, counts)
     tables = {t: concat_frames(TABLES[t], [frames[t]]) for t in TABLES}
-    return ParsedLog(tables, [info], list(scanner.diags))
+    return ParsedLog(tables, [info], scanner.diags + scanner.overflow())
 
 
 def snapshot(scanner: Scanner) -> ParsedLog | None:

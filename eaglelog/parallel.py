@@ -67,7 +67,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     resumable = not sc.blocks.open and not sc.overrun
     frames = sc.finish(None)
     st = sc.stats
-    return (frames, [(d.line_no, d.kind, d.message, d.severity) for d in sc.diags],
+    return (frames, [(d.line_no, d.kind, d.message, d.severity, d.more)
+                     for d in sc.diags + sc.overflow()],
             (st.lines, st.blank, st.consumed, st.first_skipped, st.bytes), sc.startup,
             sc.time_only, resumable)
 
@@ -102,8 +103,8 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
                         df[col] = df[col] + line_base
                 df["startup"] = df["startup"] + startup_base
             tables[t].append(df)
-        diags += [Diagnostic(name, None if ln is None else ln + line_base, k, m, sv)
-                  for ln, k, m, sv in dg]
+        diags += [Diagnostic(name, None if ln is None else ln + line_base, k, m, sv, more)
+                  for ln, k, m, sv, more in dg]
         stats.lines += lines
         stats.blank += blank
         stats.consumed += consumed

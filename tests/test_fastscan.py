@@ -65,7 +65,8 @@ def test_it_reads_the_common_layouts_itself():
                                     scan._key_spec(sglang.PREFILL_KEYS))
     pos, line_no, stops, consumed = 0, 1, [], 0
     while pos < len(data):
-        pos, line_no, c, _, _, _ = fs.scan(data, pos, line_no, 0)
+        pos, line_no, c, _, _, _, bad = fs.scan(data, pos, line_no, 0)
+        assert bad == []
         consumed += c
         if pos < len(data):
             stops.append(line_no)
@@ -78,6 +79,27 @@ def test_it_reads_the_common_layouts_itself():
     assert len(stops) == 41
     assert got["decode"][0] == 106 and got["prof"][0] == 42 and got["prof_phases"][0] == 168
     assert consumed == 106 + got["prefill"][0] + 42 * 8     # a block is 8 lines
+
+
+def test_blocks_that_break_identities_are_kept_and_counted(tmp_path, monkeypatch, run):
+    """Every block breaks 'Eff tok/s = 1000*Accept len/TOTAL': all are records; the first
+    MAX_KEPT warnings are kept, the rest counted, in both paths alike."""
+    bad = CANON.replace("Eff tok/s:       41.8", "Eff tok/s:       40.0")
+    rank = "".join(f"[2026-01-20 10:00:00 TP1] {ln}\n" for ln in bad.splitlines())
+    path = tmp_path / "bad.log"
+    path.write_text((bad + "\n") * 20 + rank * 7 + (bad + "\n") * 3)
+    monkeypatch.setattr(scan, "MAX_KEPT", 5)
+    fast, slow = parse_both(path, monkeypatch)
+    assert_same(fast, slow)
+    assert len(fast.prof) == 30 and fast.prof["complete"].all()
+    ids = [d for d in fast.diagnostics if d.kind == "identity"]
+    assert [d.line_no for d in ids[:5]] == [1, 10, 19, 28, 37]
+    assert ids[5].more == 25 and ids[5].line_no is None
+    r = run("parse", "-f", "csv", path)
+    assert "… and 29 more like it in" in r.stderr and "-v shows the first 5" in r.stderr
+    r = run("-v", "parse", "-f", "csv", path)
+    assert r.stderr.count("breaks an identity: Eff tok/s 40.0 != 1000*1.14/27.28") == 5
+    assert "… and 25 more like it in" in r.stderr and "(not kept)" in r.stderr
 
 
 # ------------------------------------------------------------------ perturbed layouts

@@ -6,7 +6,8 @@
  *     date, and whose body is 'key: value' segments with keys from the Python key tables
  *     (sglang.DECODE_KEYS / PREFILL_KEYS, handed over at construction: one table, two readers);
  *   - EAGLE3_PROF blocks printed with print() (no prefix) or with one rank's logger prefix, whose
- *     lines all match the documented shapes and whose identities hold;
+ *     lines all match the documented shapes (a block that breaks an identity is kept and listed
+ *     for the Python parser to word the warning);
  *   - lines that carry no record marker at all (skipped, as in Python).
  * Anything else — another marker, an odd value, a block it cannot close, a line cut short — makes
  * scan() stop at the start of that line (of the block's header for a block) and return, so that
@@ -591,34 +592,35 @@ static int block_line(FastScanner *self, const char *p, const char *e, Block *b,
     return 0;
 }
 
-/* eagle3_prof.Block.identity_problems() is empty: same arithmetic, same order */
-static int identities_hold(const Block *b) {
+/* how many problems eagle3_prof.Block.identity_problems() lists: same arithmetic, same order */
+static int identity_problems(const Block *b) {
+    int n = 0;
     double total = b->total, h_t = b->total_hu;
     if (b->nph) {
         double s = 0, hsum = 0;
         for (int i = 0; i < b->nph; i++) s += b->ph[i].ms;
         for (int i = 0; i < b->nph; i++) hsum += b->ph[i].ms_hu;
         double tol = h_t + hsum + 1e-9;
-        if (fabs(s - total) > tol) return 0;
+        if (fabs(s - total) > tol) n++;
         if (total > 0)
             for (int i = 0; i < b->nph; i++) {
                 const PhaseLine *ph = &b->ph[i];
                 if (isnan(ph->pct)) continue;
                 double want = 100.0 * ph->ms / total;
                 double t2 = ph->pct_hu + 100.0 * (ph->ms_hu / total + ph->ms * h_t / (total * total)) + 1e-9;
-                if (fabs(ph->pct - want) > t2) return 0;
+                if (fabs(ph->pct - want) > t2) n++;
             }
     }
     if (b->cycles > 0) {
         double want = (double)b->tokens / (double)b->cycles;
-        if (fabs(b->accept - want) > b->accept_hu + 1e-9) return 0;
+        if (fabs(b->accept - want) > b->accept_hu + 1e-9) n++;
     }
     if (total > 0) {
         double want = 1000.0 * b->accept / total;
         double tol = b->eff_hu + 1000.0 * (b->accept_hu / total + b->accept * h_t / (total * total)) + 1e-9;
-        if (fabs(b->eff - want) > tol) return 0;
+        if (fabs(b->eff - want) > tol) n++;
     }
-    return 1;
+    return n;
 }
 
 static int emit_block(FastScanner *self, const Block *b, const Prefix *pf, int64_t line_no,
@@ -673,6 +675,7 @@ typedef struct {
     int64_t last_line;       /* last consumed line and the offset after it, 0 / -1 if none */
     Py_ssize_t last_end;
     int oom;
+    Col bad;                 /* blocks that break an identity: (line, start, end, problems) */
 } Run;
 
 static int is_ws_line(const char *p, const char *e) {
@@ -714,10 +717,36 @@ static int classify(FastScanner *self, Run *r, const char *ls, const char *le, i
     return has_marker(ls, le) ? 0 : 2;
 }
 
-/* A block from its header (body b0 on the line [hs, he)).  Returns the offset of the line after
- * the block's last line (the terminating line is not consumed), or -1 to decline.  */
-static Py_ssize_t try_block(FastScanner *self, Run *r, const Prefix *hpf, const char *b0,
-                            const char *he, int64_t header_line, int64_t *lines_after) {
+/* A complete block ends before the line at p (number ln): store it, count its lines as
+ * consumed; a block that breaks an identity is kept and listed in r->bad for the Python parser to
+ * word the warnings.  Returns the offset of p, or -1 to decline (incomplete block). */
+static Py_ssize_t close_block(FastScanner *self, Run *r, const Block *b, const Prefix *hpf,
+                              int64_t header_line, const char *hs, const char *p, int64_t ln,
+                              int64_t consumed, int64_t *lines_after) {
+    if (!b->has_total || !b->has_accept || !b->has_eff) return -1;
+    int nprob = identity_problems(b);
+    if (nprob) {
+        if (col_grow(&r->bad, 4 * sizeof(int64_t))) { r->oom = 1; return -1; }
+        int64_t *q = (int64_t *)(r->bad.data + r->bad.len);
+        q[0] = header_line;
+        q[1] = hs - r->buf;
+        q[2] = p - r->buf;
+        q[3] = nprob;
+        r->bad.len += 4 * sizeof(int64_t);
+    }
+    if (emit_block(self, b, hpf, header_line, ln - 1, r->startup)) { r->oom = 1; return -1; }
+    r->consumed += consumed;
+    r->last_line = ln - 1;
+    r->last_end = p - r->buf;
+    *lines_after = ln - 1;
+    return p - r->buf;
+}
+
+/* A block from its header line [hs, he) (body at b0).  Returns the offset of the line after the
+ * block's last line (the terminating line is not consumed), or -1 to decline.  */
+static Py_ssize_t try_block(FastScanner *self, Run *r, const Prefix *hpf, const char *hs,
+                            const char *b0, const char *he, int64_t header_line,
+                            int64_t *lines_after) {
     Block b;
     memset(&b, 0, sizeof b);
     if (!block_header(self, b0, he, &b)) return -1;
@@ -731,7 +760,6 @@ static Py_ssize_t try_block(FastScanner *self, Run *r, const Prefix *hpf, const 
         if (!le) return -1;                         /* a line cut short */
         ln++;
         const char *body = p;
-        int closes = 0;
         if (hpf->bracket) {
             Prefix pf;
             const char *q = read_bracket(self, p, le, &pf);
@@ -739,61 +767,34 @@ static Py_ssize_t try_block(FastScanner *self, Run *r, const Prefix *hpf, const 
                 memcmp(pf.tags, hpf->tags, (size_t)pf.tags_len) != 0)
                 return -1;                          /* another rank, no prefix: interleaving */
             body = q;
-            if (body < le && (*body == ' ' || *body == '\t') && !is_ws_line(body, le)) {
-                if (memchr(body, '[', (size_t)(le - body)) || !plain_ascii(body, le) ||
-                    memmem(body, (size_t)(le - body), "EAGLE3_PROF", 11) ||
-                    !block_line(self, body, le, &b, ln))
-                    return -1;
-                consumed++;
-                p = le + 1;
-                continue;
-            }
             if (body < le && is_ws_line(body, le)) return -1;
-            closes = 1;                             /* a non-indented line of the same rank */
-        } else {
-            if (is_ws_line(p, le)) {                /* a blank line ends a print() block */
-                if (!b.has_total || !b.has_accept || !b.has_eff || !identities_hold(&b))
-                    return -1;
-                if (emit_block(self, &b, hpf, header_line, ln - 1, r->startup)) { r->oom = 1; return -1; }
-                r->consumed += consumed;
-                r->last_line = ln - 1;
-                r->last_end = p - r->buf;
-                *lines_after = ln - 1;
-                return p - r->buf;
-            }
-            if (*p == ' ' || *p == '\t') {
-                if (memchr(p, '[', (size_t)(le - p)) || !plain_ascii(p, le) ||
-                    memmem(p, (size_t)(le - p), "EAGLE3_PROF", 11) ||
-                    !block_line(self, p, le, &b, ln))
-                    return -1;
-                consumed++;
-                p = le + 1;
-                continue;
-            }
-            closes = 1;
+        } else if (is_ws_line(p, le)) {             /* a blank line ends a print() block */
+            return close_block(self, r, &b, hpf, header_line, hs, p, ln, consumed, lines_after);
         }
-        if (closes) {
-            /* the terminating line closes the block in the Python parser too, unless its first
-             * marker is an EAGLE3_PROF header that parser cannot read (the block then stays
-             * open there): such a line must be a header the fast path reads */
-            if (!plain_ascii(p, le) || (hpf->bracket && has_time_bracket(body, le))) return -1;
-            if (le - p >= 11 && memmem(p, (size_t)(le - p), "EAGLE3_PROF", 11)) {
-                Prefix pf;
-                const char *q = p;
-                no_prefix(&pf);
-                if (*q == '[') q = read_bracket(self, q, le, &pf);
-                Block nb;
-                memset(&nb, 0, sizeof nb);
-                if (!q || !block_header(self, q, le, &nb)) return -1;
-            }
-            if (!b.has_total || !b.has_accept || !b.has_eff || !identities_hold(&b)) return -1;
-            if (emit_block(self, &b, hpf, header_line, ln - 1, r->startup)) { r->oom = 1; return -1; }
-            r->consumed += consumed;
-            r->last_line = ln - 1;
-            r->last_end = p - r->buf;
-            *lines_after = ln - 1;
-            return p - r->buf;
+        if (body < le && (*body == ' ' || *body == '\t')) {      /* a block line */
+            if (memchr(body, '[', (size_t)(le - body)) || !plain_ascii(body, le) ||
+                memmem(body, (size_t)(le - body), "EAGLE3_PROF", 11) ||
+                !block_line(self, body, le, &b, ln))
+                return -1;
+            consumed++;
+            p = le + 1;
+            continue;
         }
+        /* A line that is not indented ends the block; the main loop reads it next.  The Python
+         * parser closes the block on it too, unless its first marker is an EAGLE3_PROF header
+         * that parser cannot read (the block then stays open there): such a line must be a
+         * header the fast path reads. */
+        if (!plain_ascii(p, le) || (hpf->bracket && has_time_bracket(body, le))) return -1;
+        if (le - p >= 11 && memmem(p, (size_t)(le - p), "EAGLE3_PROF", 11)) {
+            Prefix pf;
+            const char *q = p;
+            no_prefix(&pf);
+            if (*q == '[') q = read_bracket(self, q, le, &pf);
+            Block nb;
+            memset(&nb, 0, sizeof nb);
+            if (!q || !block_header(self, q, le, &nb)) return -1;
+        }
+        return close_block(self, r, &b, hpf, header_line, hs, p, ln, consumed, lines_after);
     }
 }
 
@@ -821,7 +822,7 @@ static void run_scan(FastScanner *self, Run *r) {
             if (!r->first_skipped && !is_ws_line(p, le)) r->first_skipped = ln;
         } else if (kind == 3) {
             int64_t last = ln;
-            Py_ssize_t next = try_block(self, r, &pf, body, le, ln, &last);
+            Py_ssize_t next = try_block(self, r, &pf, p, body, le, ln, &last);
             if (r->oom || next < 0) break;
             p = buf + next;
             ln = last + 1;
@@ -933,7 +934,7 @@ static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
 }
 
 /* scan(chunk, pos, line_no, startup) -> (pos, line_no, consumed, first_skipped, last_line,
- * last_end).  Reads lines from byte pos (a line start; line_no is its number) until a line the
+ * last_end, bad_blocks).  Reads lines from byte pos (a line start; line_no is its number) until a line the
  * Python parser must read, or the end of the chunk, with the GIL released. */
 static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     Py_buffer view;
@@ -952,9 +953,20 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     run_scan(self, &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    if (r.oom) return PyErr_NoMemory();
-    return Py_BuildValue("nLLLLn", r.pos, (long long)r.line_no, (long long)r.consumed,
-                         (long long)r.first_skipped, (long long)r.last_line, r.last_end);
+    if (r.oom) { free(r.bad.data); return PyErr_NoMemory(); }
+    Py_ssize_t nbad = r.bad.len / (Py_ssize_t)(4 * sizeof(int64_t));
+    PyObject *bad = PyList_New(nbad);
+    for (Py_ssize_t i = 0; bad && i < nbad; i++) {
+        const int64_t *q = (const int64_t *)r.bad.data + 4 * i;
+        PyObject *t = Py_BuildValue("LLLL", (long long)q[0], (long long)q[1], (long long)q[2],
+                                    (long long)q[3]);
+        if (!t) { Py_CLEAR(bad); break; }
+        PyList_SET_ITEM(bad, i, t);
+    }
+    free(r.bad.data);
+    if (!bad) return NULL;
+    return Py_BuildValue("nLLLLnN", r.pos, (long long)r.line_no, (long long)r.consumed,
+                         (long long)r.first_skipped, (long long)r.last_line, r.last_end, bad);
 }
 
 /* {name: bytes} of n columns (names: a tuple, or NULL with cnames); the columns are emptied */

@@ -44,6 +44,9 @@ LINE_PARSERS = {
 }
 DOCKER_SPLIT = 16000
 EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer than 16 KiB
+# diagnostics kept per kind and input; the rest are counted (a generated log can break an
+# identity in every one of its 100,000 blocks: the records are kept, 1,000 warnings say so)
+MAX_KEPT = 1000
 _PURE = os.environ.get("EAGLELOG_PURE_PYTHON", "") not in ("", "0")
 
 
@@ -57,6 +60,7 @@ class Diagnostic:
     kind: str
     message: str
     severity: str = "warning"  # or "error"
+    more: int = 0              # > 0: stands for this many diagnostics of its kind not kept
 
     def __str__(self) -> str:
         where = f"{self.source}:{self.line_no}" if self.line_no else self.source
@@ -100,6 +104,8 @@ class Scanner:
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         self.diags: list[Diagnostic] = []
+        self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
+        self._kept: dict[str, int] = {}
         self.stats = ScanStats()
         self.blocks = eagle3_prof.BlockAssembler()
         self._line = 0            # number of lines before the current chunk
@@ -113,7 +119,36 @@ class Scanner:
 
     # ------------------------------------------------------------------ helpers
     def diag(self, line_no, kind, message, severity="warning") -> None:
+        n = self._kept.get(kind, 0)
+        if n >= MAX_KEPT:
+            self.dropped[kind] = self.dropped.get(kind, 0) + 1
+            return
+        self._kept[kind] = n + 1
         self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
+
+    def _identity_diags(self, chunk: bytes, line: int, start: int, end: int, n: int) -> None:
+        """Word the warnings of a block the C accelerator read and found to break an identity
+        (the bytes [start, end) of the chunk, from its header at line ``line``)."""
+        if self._kept.get("identity", 0) >= MAX_KEPT:
+            self.dropped["identity"] = self.dropped.get("identity", 0) + n
+            return
+        asm = eagle3_prof.BlockAssembler()
+        for ln, raw in enumerate(chunk[start:end].split(b"\n")[:-1], line):
+            text = raw.decode("ascii")
+            if ln == line:
+                idx = text.find("EAGLE3_PROF")
+                asm.start(ln, read_prefix(text[:idx]), eagle3_prof.parse_header(text[idx:]))
+            else:
+                asm.feed(ln, *split_bracketed(text))
+        asm.finish()
+        for p in asm.done[0].identity_problems():
+            self.diag(line, "identity", f"EAGLE3_PROF block breaks an identity: {p}")
+
+    def overflow(self) -> list[Diagnostic]:
+        """One diagnostic per kind standing for those counted and not kept."""
+        return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
+                           f"{MAX_KEPT:,} are)", "warning", more=n)
+                for kind, n in self.dropped.items() if n]
 
     def _account(self, chunk: bytes, ls: int, line_no: int, end: int) -> None:
         """The line(s) at bytes [ls, end) ending at ``line_no`` were consumed; the lines between
@@ -293,8 +328,10 @@ class Scanner:
         if st.first_skipped is None and pos > self._acct_pos:
             self._first_skipped_in(chunk, self._acct_pos, pos)
         self._acct_pos, self._next_expected = pos, line_no   # all before pos is accounted for
-        pos, line_no, consumed, first_skipped, last_line, last_end = self.fast.scan(
+        pos, line_no, consumed, first_skipped, last_line, last_end, bad = self.fast.scan(
             chunk, pos, line_no, self.startup)
+        for block_line, start, end, problems in bad:
+            self._identity_diags(chunk, block_line, start, end, problems)
         st.consumed += consumed
         if first_skipped and st.first_skipped is None:
             st.first_skipped = first_skipped
