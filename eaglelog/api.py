@@ -87,7 +87,7 @@ class ParsedLog:
         seen: set[int] = set()
         for name in ("decode", "prof"):
             df = self.tables[name]
-            seen.update(int(x) for x in df.loc[df["source"] == source, "startup"].dropna())
+            seen.update(int(x) for x in df.loc[df["source"] == source, "startup"].dropna().unique())
         sa = self.tables["server_args"]
         lines = dict(zip(sa.loc[sa["source"] == source, "startup"].astype(int),
                          sa.loc[sa["source"] == source, "line_no"].astype(int)))

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats as _st
+# scipy.special, not scipy.stats: the same quantile functions (t.ppf is stdtrit), without the
+# half second scipy.stats takes to import
+from scipy import special as _sp
 
 MIN_WINDOWS = 10
 MIN_BATCHES = 5
@@ -107,8 +109,8 @@ def jackknife(fn: Callable[[np.ndarray], float], n: int, confidence: float,
 
 def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: float,
                 source: str | None = None) -> Estimate:
-    t = float(_st.t.ppf(0.5 + confidence / 2, df)) if math.isfinite(df) else \
-        float(_st.norm.ppf(0.5 + confidence / 2))
+    t = float(_sp.stdtrit(df, 0.5 + confidence / 2)) if math.isfinite(df) else \
+        float(_sp.ndtri(0.5 + confidence / 2))
     return Estimate(theta, theta * math.exp(-t * se_log), theta * math.exp(t * se_log), n,
                     confidence, se_log, df, source)
 

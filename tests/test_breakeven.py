@@ -64,7 +64,8 @@ def test_derived_cycle_agrees_with_profile_blocks():
     # together would overstate the cycle
     from eaglelog.analysis.breakeven import one_source
     _, w = one_source(log, str(FIVE))
-    assert w["reason"].value_counts().to_dict() == {"": 66, "prefill": 39, "first": 1}
+    assert {k: n for k, n in w["reason"].value_counts().items() if n} == \
+        {"": 66, "prefill": 39, "first": 1}
     assert w.loc[~w["clean"], "derived_ms"].mean() > 1.05 * prof.estimate
 
 

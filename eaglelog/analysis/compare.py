@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _sp
 
 from .. import stats
 from ..api import ParsedLog
@@ -208,7 +208,7 @@ def compare_estimates(ref: Estimate, new: Estimate, confidence: float) -> tuple[
     if ratio.se_log == 0:
         return ratio, (1.0 if lr == 0 else 0.0)
     t = lr / ratio.se_log
-    p = 2 * (_st.t.sf(abs(t), ratio.df) if math.isfinite(ratio.df) else _st.norm.sf(abs(t)))
+    p = 2 * (_sp.stdtr(ratio.df, -abs(t)) if math.isfinite(ratio.df) else _sp.ndtr(-abs(t)))
     return ratio, float(p)
 
 
@@ -232,7 +232,8 @@ def compare_metric(name: str, ref: Run, run: Run, confidence: float, test: str,
         # 12 significant digits: float noise in a batch mean is no difference
         ba = np.array([float(f"{x:.12g}") for x in a.batch_means()])
         bb = np.array([float(f"{x:.12g}") for x in b.batch_means()])
-        p = float(_st.mannwhitneyu(ba, bb, alternative="two-sided").pvalue) \
+        from scipy.stats import mannwhitneyu
+        p = float(mannwhitneyu(ba, bb, alternative="two-sided").pvalue) \
             if not np.array_equal(np.sort(ba), np.sort(bb)) else 1.0
         used = "mannwhitney"
     if not ratio.sufficient:

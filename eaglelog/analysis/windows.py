@@ -34,20 +34,33 @@ def decode_interval(config: dict) -> int:
     return int(v) if isinstance(v, int) and v > 0 else DEFAULT_INTERVAL
 
 
-def _series_key(df: pd.DataFrame) -> pd.Series:
-    parts = [df[t].astype("string").fillna("-") if t in df.columns
-             else pd.Series("-", index=df.index) for t in SERIES_TAGS]
-    key = parts[0]
-    for p in parts[1:]:
-        key = key + "|" + p
-    return key
+REASONS = ["", "first", "prefill", "idle", "no throughput"]   # codes of the 'reason' column
 
 
-def _lowest_tp(df: pd.DataFrame, key: pd.Series) -> pd.Series:
-    if "tp" not in df.columns or df["tp"].isna().all():
-        return pd.Series(True, index=df.index)
-    tp = df["tp"].astype("Float64").fillna(-1)
-    return tp == tp.groupby(key).transform("min")
+def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[str]]:
+    """Series of every row of each frame, as codes into one list of labels 'dp|pp|attn_cp|moe_dp'
+    ('-' for a tag the line lacks), shared by the frames (decode and prefill lines)."""
+    keys = []
+    for df in frames:
+        key = np.zeros(len(df), dtype=np.int64)
+        for t in SERIES_TAGS:
+            key <<= 15
+            if t in df.columns:
+                key += df[t].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) + 1
+        keys.append(key)
+    codes, uniques = pd.factorize(np.concatenate(keys)) if keys else ([], [])
+    labels = []
+    for k in uniques:
+        parts = []
+        for i in range(len(SERIES_TAGS)):
+            v = (int(k) >> (15 * (len(SERIES_TAGS) - 1 - i))) & 0x7FFF
+            parts.append("-" if v == 0 else str(v - 1))
+        labels.append("|".join(parts))
+    out, at = [], 0
+    for key in keys:
+        out.append(np.asarray(codes[at:at + len(key)]))
+        at += len(key)
+    return out, labels
 
 
 def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.DataFrame:
@@ -63,10 +76,15 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     d = d.reset_index(drop=True)
     if d.empty:
         return d.assign(series=[], req_steps=[], derived_ms=[], clean=[], reason=[])
-    key = _series_key(d)
-    keep = _lowest_tp(d, key)
-    d, key = d[keep].reset_index(drop=True), key[keep].reset_index(drop=True)
-    d["series"] = key
+    (key, pkey), labels = _series_codes([d, prefill])
+    if "tp" in d.columns and d["tp"].notna().any():
+        # several TP ranks printing one series: keep the lowest
+        tp = d["tp"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+        low = pd.Series(tp).groupby(key).transform("min").to_numpy()
+        keep = tp == low
+        if not keep.all():
+            d, key = d[keep].reset_index(drop=True), key[keep]
+    d["series"] = pd.Categorical.from_codes(key, labels)
     r = d["running_req"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
     g = d["gen_throughput"].to_numpy(dtype=float)
     a = d["accept_len"].to_numpy(dtype=float)
@@ -76,33 +94,30 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     d["req_steps"] = r * interval
     d["tokens_per_iter"] = per_iter
     d["derived_ms"] = derived
-    reason = np.array([""] * len(d), dtype=object)
-    reason[~np.isfinite(derived)] = "no throughput"
-    pre = prefill
-    pkey = _series_key(pre) if len(pre) else pd.Series([], dtype="string")
-    for s, idx in d.groupby("series", sort=False).groups.items():
-        idx = np.asarray(idx)
-        lines = d.loc[idx, "line_no"].to_numpy(dtype=np.int64)
-        first = idx[0]
-        if reason[first] == "":
-            reason[first] = "first"
-        if len(pre):
-            pl = np.sort(pre.loc[pkey == s, "line_no"].to_numpy(dtype=np.int64))
+    reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
+    lines = d["line_no"].to_numpy(dtype=np.int64)
+    plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
+    ts = d["timestamp"].to_numpy(dtype="datetime64[us]").astype(np.int64) \
+        if "timestamp" in d.columns else None
+    order = np.argsort(key, kind="stable")        # rows of each series, in line order
+    bounds = np.flatnonzero(np.diff(key[order])) + 1
+    for idx in np.split(order, bounds):
+        s = key[idx[0]]
+        if reason[idx[0]] == 0:
+            reason[idx[0]] = 1                                       # first
+        rest = idx[1:]
+        if len(plines):
+            pl = np.sort(plines[pkey == s])
             # prefill lines printed after the previous decode line and before this one
-            count = np.searchsorted(pl, lines) - np.searchsorted(pl, np.r_[0, lines[:-1]])
-            for i, c in zip(idx[1:], count[1:]):
-                if c > 0 and reason[i] == "":
-                    reason[i] = "prefill"
-        ts = d.loc[idx, "timestamp"]
-        if ts.notna().all() and len(idx) > 2:
-            gap = ts.diff().dt.total_seconds().to_numpy()[1:]
+            count = np.searchsorted(pl, lines[rest]) - np.searchsorted(pl, lines[idx[:-1]])
+            reason[rest[(count > 0) & (reason[rest] == 0)]] = 2      # prefill
+        if ts is not None and len(idx) > 2 and not (ts[idx] == np.iinfo(np.int64).min).any():
+            gap = np.diff(ts[idx]) / 1e6
             med = np.median(gap)
             if med > 0:
-                for i, gp in zip(idx[1:], gap):
-                    if gp > 3 * med and reason[i] == "":
-                        reason[i] = "idle"
-    d["reason"] = reason
-    d["clean"] = reason == ""
+                reason[rest[(gap > 3 * med) & (reason[rest] == 0)]] = 3   # idle
+    d["reason"] = pd.Categorical.from_codes(reason, REASONS)
+    d["clean"] = reason == 0
     return d
 
 
