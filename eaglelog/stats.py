@@ -125,10 +125,22 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
     if len(v) >= MIN_WINDOWS and not np.any(v):
         return Estimate(0.0, 0.0, 0.0, len(v), confidence, 0.0, math.inf, source)
 
-    def fn(mask):
-        ww = w[mask]
-        return float(np.sum(ww * v[mask]) / np.sum(ww)) if ww.sum() > 0 else math.nan
-    return jackknife(fn, len(v), confidence, source)
+    # the jackknife's delete-one-batch means from per-batch sums (one pass, not B masks)
+    n = len(v)
+    wv = w * v
+    theta = float(np.sum(wv) / np.sum(w)) if n and w.sum() > 0 else math.nan
+    if n < MIN_WINDOWS or not np.isfinite(theta) or theta <= 0:
+        return insufficient(theta, n, confidence, source)
+    starts = np.flatnonzero(np.diff(batch_labels(n), prepend=-1))
+    s_wv, s_w = np.add.reduceat(wv, starts), np.add.reduceat(w, starts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loo = (s_wv.sum() - s_wv) / (s_w.sum() - s_w)
+    if not (np.isfinite(loo).all() and (loo > 0).all()):
+        return insufficient(theta, n, confidence, source)
+    logs = np.log(loo)
+    b = len(logs)
+    se_log = math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
+    return from_log_se(theta, se_log, b - 1, n, confidence, source)
 
 
 def constant(value: float, sd: float | None, confidence: float, source: str) -> Estimate:
