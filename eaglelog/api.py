@@ -97,10 +97,11 @@ class ParsedLog:
         """The rows of one input (and one start-up segment of it) as a ParsedLog of their own."""
         tables = {}
         for name, df in self.tables.items():
-            m = df["source"] == source
+            m = (df["source"] == source).to_numpy(dtype=bool)
             if startup is not None:
-                m &= df["startup"] == startup
-            tables[name] = df[m].reset_index(drop=True)
+                m = m & (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+            # the whole table (one input, one start-up: the usual case) is shared, not copied
+            tables[name] = df if m.all() else df[m].reset_index(drop=True)
         info = next(i for i in self.sources if i.name == source)
         return ParsedLog(tables, [info], [d for d in self.diagnostics if d.source == source])
 

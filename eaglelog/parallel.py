@@ -1,4 +1,5 @@
-"""One large local file, both cores: byte ranges split at line boundaries, scanned in parallel.
+"""One large local file, both cores: byte ranges split at line boundaries, scanned in parallel
+(threads when the C accelerator is built, since it releases the GIL; processes otherwise).
 
 Each worker scans its range with its own Scanner and numbers lines from 1; the parent shifts line
 numbers by the lines of the ranges before, and start-up numbers by the server_args lines before.
@@ -10,7 +11,7 @@ result is the same tables as a sequential scan (tests/test_parallel.py).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pandas as pd
 
@@ -78,8 +79,13 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     when the file holds time-only prefixes (their dates need one sequential pass)."""
     from .parsers.scan import Diagnostic, ScanStats
 
+    from .parsers.scan import fast_available
+
     parts = ranges(path, workers)
-    with ProcessPoolExecutor(max_workers=len(parts)) as pool:
+    # the C accelerator scans with the GIL released: threads share the frames without pickling;
+    # the Python parser alone needs processes
+    pool_type = ThreadPoolExecutor if fast_available() else ProcessPoolExecutor
+    with pool_type(max_workers=len(parts)) as pool:
         results = list(pool.map(scan_range, [path] * len(parts), [a for a, _ in parts],
                                 [b for _, b in parts], [name] * len(parts),
                                 [engine] * len(parts), [base_date] * len(parts),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from .. import stats
 from ..api import ParsedLog
@@ -80,8 +81,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         span = (hi - lo).total_seconds()
     # cycle breakdown from no-sync complete blocks
     p = log.prof[log.prof["source"] == source]
-    use = p[p["complete"].fillna(False).astype(bool) &
-            ~p["mode"].astype("string").eq("sync").fillna(False)].sort_values("line_no")
+    sync = (p["mode"] == "sync").to_numpy(dtype=bool)
+    use = p[p["complete"].fillna(False).astype(bool).to_numpy() & ~sync].sort_values("line_no")
     cyc, phases, bottleneck = None, [], None
     if len(use):
         weights = use["cycles"].to_numpy(float)
@@ -89,16 +90,17 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                                   f"{len(use)} no-sync EAGLE3_PROF blocks")
         ph = log.prof_phases[log.prof_phases["source"] == source]
         ph = ph[ph["block"].isin(use["line_no"])]
-        wmap = dict(zip(use["line_no"].to_numpy(), weights))
-        for label in dict.fromkeys(ph["phase"].astype(str)):
-            rows = ph[ph["phase"].astype(str) == label].sort_values("block")
-            est = stats.weighted_mean(rows["ms_per_cycle"].to_numpy(),
-                                      np.array([wmap[b] for b in rows["block"]]), confidence)
+        wmap = pd.Series(weights, index=use["line_no"].to_numpy(dtype=np.int64))
+        for label in ph["phase"].drop_duplicates().astype(str):
+            rows = ph[(ph["phase"] == label).to_numpy(dtype=bool)].sort_values("block")
+            est = stats.weighted_mean(
+                rows["ms_per_cycle"].to_numpy(),
+                wmap.reindex(rows["block"].to_numpy(dtype=np.int64)).to_numpy(), confidence)
             phases.append(Phase(label, est, 100 * est.estimate / cyc.estimate
                                 if cyc.estimate else float("nan")))
         if phases:
             bottleneck = max(phases, key=lambda x: x.ms_per_cycle.estimate).phase
-        n_sync = int(p["mode"].astype("string").eq("sync").fillna(False).sum())
+        n_sync = int(sync.sum())
         if n_sync:
             notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
     spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
@@ -109,20 +111,18 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # throughput: all windows (tokens / wall time, pooled) and clean windows (mean)
     t_all, t_clean, n_clean = None, None, 0
     if len(w):
-        ok = w[(w["reason"] != "first") & (w["gen_throughput"] > 0)]
-        if len(ok):
-            tokens = ok["tokens_per_iter"].to_numpy(float)   # per iteration; × interval cancels
-            wall = tokens / ok["gen_throughput"].to_numpy(float)
-            t_all = float(tokens.sum() / wall.sum())
-        clean = w[w["clean"]]
-        n_clean = len(clean)
+        gen = w["gen_throughput"].to_numpy(float)
+        tokens = w["tokens_per_iter"].to_numpy(float)   # per iteration; × interval cancels
+        ok = (w["reason"] != "first").to_numpy(dtype=bool) & (gen > 0)
+        if ok.any():
+            t_all = float(tokens[ok].sum() / (tokens[ok] / gen[ok]).sum())
+        clean = w["clean"].to_numpy(dtype=bool)
+        n_clean = int(clean.sum())
         if n_clean:
             # pooled like the all-windows figure: tokens over wall time (each window's weight is
             # its wall time, tokens / throughput)
-            tok = clean["tokens_per_iter"].to_numpy(float)
-            wall = tok / clean["gen_throughput"].to_numpy(float)
-            t_clean = stats.weighted_mean(clean["gen_throughput"].to_numpy(float), wall,
-                                          confidence,
+            wall = tokens[clean] / gen[clean]
+            t_clean = stats.weighted_mean(gen[clean], wall, confidence,
                                           f"{n_clean} windows without prefill or idle time")
     sizes = sorted(int(x) for x in w["running_req"].dropna().unique()) if len(w) else []
     if len(sizes) > 1:
