@@ -235,11 +235,7 @@ def _as_log(spec: str, scanner: Scanner, frames) -> ParsedLog | None:
 
 def snapshot(scanner: Scanner) -> ParsedLog | None:
     """The tables so far, without closing the blocks still open."""
-    from .schema import TABLES
-    from .tables import concat_frames
-
-    scanner.flush()
-    frames = {t: concat_frames(TABLES[t], parts) for t, parts in scanner.parts.items()}
+    frames = scanner.frames_so_far()
     for t, f in frames.items():
         if "_time_only" in f.columns:
             frames[t] = f.drop(columns="_time_only")

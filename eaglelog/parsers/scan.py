@@ -103,6 +103,7 @@ class Scanner:
         self.base_date = base_date
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
+        self._fast_acc = FastRows(self.fast.types() if self.fast is not None else None)
         self.diags: list[Diagnostic] = []
         self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
         self._kept: dict[str, int] = {}
@@ -413,41 +414,43 @@ class Scanner:
         st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
 
     def flush(self) -> None:
-        """Turn the rows collected so far into typed partial frames (bounded memory); rows of
-        the C accelerator and of the Python parser are merged in line order."""
-        fast = fast_frames(self.fast, self.source) if self.fast is not None else {}
+        """Turn the rows the Python parser collected into typed partial frames, and take the
+        C accelerator's rows as column arrays (bounded memory: no per-chunk frames)."""
+        if self.fast is not None:
+            self._fast_acc.add(self.fast.take())
         for name, rows in self.rows.items():
-            part = fast.get(name)
             if rows:
-                py = build_frame(TABLES[name], rows, keep=("_time_only",))
+                self.parts[name].append(build_frame(TABLES[name], rows, keep=("_time_only",)))
                 rows.clear()
-                if part is not None:
-                    part = concat_frames(TABLES[name], [part, py]).sort_values(
-                        "line_no", kind="stable", ignore_index=True)
-                else:
-                    part = py
-            if part is not None:
-                self.parts[name].append(part)
 
-    def finish(self, mtime: float | None = None) -> dict[str, pd.DataFrame]:
-        """Close open blocks and return this input's tables, in line order."""
-        self.blocks.finish()
-        self._close_blocks()
+    def frames_so_far(self) -> dict[str, pd.DataFrame]:
+        """Every table of the rows read so far, in line order (blocks still open excluded)."""
         self.flush()
-        shift = self._date_shift(mtime) if self.time_only else None
         frames = {}
-        for name, parts in self.parts.items():
+        for name in TABLES:
+            fast = self._fast_acc.frame(name, self.source)
+            parts = ([fast] if fast is not None else []) + self.parts[name]
             df = concat_frames(TABLES[name], parts)
             if len(df) and not df["line_no"].is_monotonic_increasing:
                 df = df.sort_values("line_no", kind="stable", ignore_index=True)
             if name == "prof" and len(df):
                 df["phase_sum_ms"] = df["phase_sum_ms"].round(9)
+            self.parts[name] = [df] if len(df) else []
+            frames[name] = df
+        return frames
+
+    def finish(self, mtime: float | None = None) -> dict[str, pd.DataFrame]:
+        """Close open blocks and return this input's tables, in line order."""
+        self.blocks.finish()
+        self._close_blocks()
+        frames = self.frames_so_far()
+        shift = self._date_shift(mtime) if self.time_only else None
+        for name, df in frames.items():
             if "_time_only" in df.columns:
                 if shift is not None:
                     mask = df["_time_only"].fillna(False).astype(bool).to_numpy()
                     df.loc[mask, "timestamp"] = df.loc[mask, "timestamp"] + shift
-                df = df.drop(columns="_time_only")
-            frames[name] = df
+                frames[name] = df.drop(columns="_time_only")
         self.parts = {name: [] for name in self.parts}
         return frames
 
@@ -468,21 +471,39 @@ class Scanner:
                   "YYYY-MM-DD (the first line's date) to set it")
         return pd.Timedelta(days=(first - EPOCH).days)
 
-_HEADER_LABELS = [".", ",", "[N],"]
+_HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
+_FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
 
 
-def fast_frames(fast, source: str) -> dict[str, pd.DataFrame]:
-    """The rows the C accelerator collected since the last call, as typed frames."""
-    import numpy as np
-    got = fast.take()
-    labels = got.pop("labels")
-    cats = {"ranks": labels["ranks"], "mode": labels["mode"], "phase": labels["phase"],
-            "header": _HEADER_LABELS, "graph_backend": list(sglang.GRAPH_LABELS)}
-    types = fast.types()
-    out = {}
-    for name, (rows, raw) in got.items():
+class FastRows:
+    """The C accelerator's rows, gathered as column arrays chunk by chunk and made into one typed
+    frame per table at the end (one copy per column, no per-chunk frames to concatenate)."""
+
+    def __init__(self, types: dict | None = None) -> None:
+        self.types = types or {}        # table -> column -> 'q' | 'd' | 'i' | 'b'
+        self.cols: dict[str, dict[str, list]] = {}
+        self.rows: dict[str, int] = {}
+        self.labels: dict[str, list[str]] = {}
+
+    def add(self, got: dict) -> None:
+        self.labels = got.pop("labels")
+        for name, (rows, raw) in got.items():
+            if not rows:
+                continue
+            self.rows[name] = self.rows.get(name, 0) + rows
+            acc = self.cols.setdefault(name, {})
+            for col, data in raw.items():
+                acc.setdefault(col, []).append(data)
+
+    def frame(self, name: str, source: str) -> pd.DataFrame | None:
+        import numpy as np
+        rows = self.rows.pop(name, 0)
+        acc = self.cols.pop(name, {})
         if not rows:
-            continue
+            return None
+        cats = {"ranks": self.labels["ranks"], "mode": self.labels["mode"],
+                "phase": self.labels["phase"], "header": _HEADER_LABELS,
+                "graph_backend": list(sglang.GRAPH_LABELS)}
         table = TABLES[name]
         cols: dict[str, object] = {}
         for c in table.columns:
@@ -490,16 +511,19 @@ def fast_frames(fast, source: str) -> dict[str, pd.DataFrame]:
                 cols["source"] = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8),
                                                            categories=[source])
                 continue
-            if c.name not in raw:
+            if c.name not in acc:
                 if c.name == "complete":
-                    cols[c.name] = pd.array(np.ones(rows, dtype=bool), dtype="boolean")
+                    cols[c.name] = pd.arrays.BooleanArray(np.ones(rows, dtype=bool),
+                                                          np.zeros(rows, dtype=bool))
                 elif c.core:
                     cols[c.name] = pd.array([None] * rows, dtype=c.dtype) \
                         if c.dtype != "float64" else np.full(rows, np.nan)
                 continue
-            t = types[name][c.name]
-            a = np.frombuffer(raw[c.name], dtype={"q": np.int64, "d": np.float64,
-                                                   "i": np.int32, "b": np.int8}[t])
+            dtype = _FAST_DTYPES[self.types[name][c.name]]
+            parts = acc.pop(c.name)
+            a = np.concatenate([np.frombuffer(p, dtype=dtype) for p in parts]) \
+                if len(parts) > 1 else np.frombuffer(parts[0], dtype=dtype).copy()
+            del parts
             if c.dtype == "category":
                 if not c.core and (a < 0).all():
                     continue
@@ -519,9 +543,9 @@ def fast_frames(fast, source: str) -> dict[str, pd.DataFrame]:
                 na = a == np.iinfo(np.int64).min
                 if not c.core and na.all():
                     continue
-                cols[c.name] = pd.arrays.IntegerArray(np.where(na, 0, a), na)
-        out[name] = pd.DataFrame(cols, index=pd.RangeIndex(rows))
-    return out
+                a[na] = 0
+                cols[c.name] = pd.arrays.IntegerArray(a, na)
+        return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
 
 
 def count_blank(chunk: bytes) -> int:
