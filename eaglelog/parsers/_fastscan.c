@@ -33,6 +33,7 @@ typedef struct {
     Py_ssize_t len;   /* bytes used */
     Py_ssize_t cap;
     char type;        /* 'q' int64, 'd' double, 'b' int8, 'i' int32 */
+    int active;       /* a value column holds data once a line printed its key */
 } Col;
 
 static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' ? 4 : 1; }
@@ -352,6 +353,29 @@ static int key_lookup(LineTable *T, int seg, const char *k, int n) {
 
 #define STAGE(T, c, type) (((type *)(T)->cols[c].data)[(T)->rows])
 
+static void fill_na(char *p, char type, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        switch (type) {
+        case 'q': ((int64_t *)p)[i] = NA_I64; break;
+        case 'd': ((double *)p)[i] = NAN; break;
+        case 'i': ((int32_t *)p)[i] = -1; break;
+        default: ((int8_t *)p)[i] = -1;
+        }
+}
+
+/* A value column gets storage when a line first prints its key: NA for the rows before and
+ * for the row being staged (the columns of keys a log never prints cost nothing). */
+static int activate(LineTable *T, int c) {
+    Col *col = &T->cols[c];
+    if (col->active) return 0;
+    int sz = col_size(T->coltype[c]);
+    if (col_grow(col, (T->rows + 1) * sz)) return -1;
+    fill_na(col->data, T->coltype[c], T->rows + 1);
+    col->len = T->rows * sz;
+    col->active = 1;
+    return 0;
+}
+
 /* Parse the segments of a decode/prefill body into the row at T->rows (columns already grown
  * and pre-filled with NA).  Returns 1 when the row is complete, 0 to decline the line. */
 static int parse_segments(LineTable *T, const char *p, const char *e) {
@@ -367,6 +391,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         if (ki < 0) return 0;
         const char *v = colon + 2, *end = NULL;
         int c = T->col[ki];
+        if (T->kind[ki] != K_GRAPH && activate(T, c)) return 0;
         switch (T->kind[ki]) {
         case K_INT: {
             int64_t x;
@@ -404,20 +429,16 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
 
 static int grow_row(LineTable *T) {
     for (int c = 0; c < T->ncols; c++)
-        if (col_grow(&T->cols[c], col_size(T->coltype[c]))) return -1;
-    for (int c = 0; c < T->ncols; c++) {
-        switch (T->coltype[c]) {
-        case 'q': STAGE(T, c, int64_t) = NA_I64; break;
-        case 'd': STAGE(T, c, double) = NAN; break;
-        case 'i': STAGE(T, c, int32_t) = -1; break;
-        default: STAGE(T, c, int8_t) = -1;
+        if (T->cols[c].active) {
+            if (col_grow(&T->cols[c], col_size(T->coltype[c]))) return -1;
+            fill_na(T->cols[c].data + T->cols[c].len, T->coltype[c], 1);
         }
-    }
     return 0;
 }
 
 static void commit_row(LineTable *T) {
-    for (int c = 0; c < T->ncols; c++) T->cols[c].len += col_size(T->coltype[c]);
+    for (int c = 0; c < T->ncols; c++)
+        if (T->cols[c].active) T->cols[c].len += col_size(T->coltype[c]);
     T->rows++;
 }
 
@@ -857,7 +878,10 @@ static void FastScanner_dealloc(FastScanner *self) {
  * whose lines the Python parser reads */
 static int table_init(LineTable *T, PyObject *keys) {
     memset(T, 0, sizeof *T);
-    for (int c = 0; c < LC_FIXED; c++) T->coltype[c] = LINE_FIXED_TYPES[c];
+    for (int c = 0; c < LC_FIXED; c++) {
+        T->coltype[c] = LINE_FIXED_TYPES[c];
+        T->cols[c].active = 1;
+    }
     T->ncols = LC_FIXED;
     T->queue_col = -1;
     for (int i = 0; i < MAX_SEGS; i++) T->guess[i] = -1;
@@ -974,6 +998,7 @@ static PyObject *take_cols(Col *cols, int n, PyObject *names, const char **cname
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     for (int c = 0; c < n; c++) {
+        if (names && !cols[c].active) continue;
         PyObject *b = PyBytes_FromStringAndSize(cols[c].data ? cols[c].data : "", cols[c].len);
         if (!b) { Py_DECREF(d); return NULL; }
         int rc = names ? PyDict_SetItem(d, PyTuple_GET_ITEM(names, c), b)

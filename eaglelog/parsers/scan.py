@@ -473,6 +473,7 @@ class Scanner:
 
 _HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
 _FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
+_FAST_NA = {"q": -(1 << 63), "d": float("nan"), "i": -1, "b": -1}
 
 
 class FastRows:
@@ -490,10 +491,11 @@ class FastRows:
         for name, (rows, raw) in got.items():
             if not rows:
                 continue
-            self.rows[name] = self.rows.get(name, 0) + rows
+            at = self.rows.get(name, 0)
+            self.rows[name] = at + rows
             acc = self.cols.setdefault(name, {})
-            for col, data in raw.items():
-                acc.setdefault(col, []).append(data)
+            for col, data in raw.items():     # a column first printed later starts later
+                acc.setdefault(col, []).append((at, data))
 
     def frame(self, name: str, source: str) -> pd.DataFrame | None:
         import numpy as np
@@ -519,10 +521,16 @@ class FastRows:
                     cols[c.name] = pd.array([None] * rows, dtype=c.dtype) \
                         if c.dtype != "float64" else np.full(rows, np.nan)
                 continue
-            dtype = _FAST_DTYPES[self.types[name][c.name]]
+            kind = self.types[name][c.name]
             parts = acc.pop(c.name)
-            a = np.concatenate([np.frombuffer(p, dtype=dtype) for p in parts]) \
-                if len(parts) > 1 else np.frombuffer(parts[0], dtype=dtype).copy()
+            if parts[0][0] == 0:
+                a = np.concatenate([np.frombuffer(p, dtype=_FAST_DTYPES[kind])
+                                    for _, p in parts])
+            else:
+                a = np.full(rows, _FAST_NA[kind], dtype=_FAST_DTYPES[kind])
+                for at, p in parts:
+                    v = np.frombuffer(p, dtype=_FAST_DTYPES[kind])
+                    a[at:at + len(v)] = v
             del parts
             if c.dtype == "category":
                 if not c.core and (a < 0).all():
