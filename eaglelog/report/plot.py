@@ -152,6 +152,9 @@ def figure_svg(fig: "Figure", *, salt: str = "eaglelog") -> str:
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text, count=3)
+    # the group ids every figure repeats (figure_1, axes_1, line2d_1 …; referenced nowhere)
+    # made unique in the page; the referenced ids (clip paths, markers) are salted hashes
+    text = re.sub(r'id="([A-Za-z]\w*_\d+)"', lambda m: f'id="{salt}-{m.group(1)}"', text)
     return text.strip() + "\n"
 
 
@@ -456,8 +459,8 @@ def _breakeven_axes(ax, ticks: list[str], items, conf: str, batch: bool) -> None
                              it.breakeven_accept_len.ci_high or it.breakeven_accept_len.estimate)),
                     xytext=(0, 6), textcoords="offset points", ha="center", va="bottom",
                     fontsize=8)
-    top = max(max(hi), max((e.ci_high or e.estimate) for e in acc))
-    bot = min(min(lo), min((e.ci_low or e.estimate) for e in acc))
+    top = float(np.nanmax(np.r_[hi, [e.ci_high or e.estimate for e in acc]]))
+    bot = float(np.nanmin(np.r_[lo, [e.ci_low or e.estimate for e in acc]]))
     pad = (top - bot) * 0.15 + 0.05
     ax.set_ylim(max(0.0, bot - pad), top + 2.5 * pad)
     ax.set_xlim(-0.6, len(items) - 0.4)
