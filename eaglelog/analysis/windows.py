@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 DEFAULT_INTERVAL = 40
+IDLE_FACTOR = 3          # a window whose wall time is over this × the series' median is idle
 SERIES_TAGS = ("dp", "pp", "attn_cp", "moe_dp")
 
 
@@ -99,7 +100,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
             med = np.median(gap)
             if med > 0:
                 for i, gp in zip(idx[1:], gap):
-                    if gp > 3 * med and reason[i] == "":
+                    if gp > IDLE_FACTOR * med and reason[i] == "":
                         reason[i] = "idle"
     d["reason"] = reason
     d["clean"] = reason == ""

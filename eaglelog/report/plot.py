@@ -154,7 +154,7 @@ def figure_svg(fig: "Figure", *, salt: str = "eaglelog") -> str:
     text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text, count=3)
     # the group ids every figure repeats (figure_1, axes_1, line2d_1 …; referenced nowhere)
     # made unique in the page; the referenced ids (clip paths, markers) are salted hashes
-    text = re.sub(r'id="([A-Za-z]\w*_\d+)"', lambda m: f'id="{salt}-{m.group(1)}"', text)
+    text = re.sub(r'id="([A-Za-z][\w.]*_\d+)"', lambda m: f'id="{salt}-{m.group(1)}"', text)
     return text.strip() + "\n"
 
 
@@ -221,6 +221,23 @@ def _place(rows: pd.DataFrame, clock: pd.DataFrame) -> pd.Series:
                         "i": np.arange(len(rows))}).sort_values("line_no")
     got = pd.merge_asof(key, clock, on="line_no", direction="backward").sort_values("i")
     return own.where(own.notna(), pd.Series(got["timestamp"].to_numpy(), index=rows.index))
+
+
+def _idle(w: pd.DataFrame) -> pd.Series:
+    """Windows that end an idle gap: analysis.windows' 'idle' (the wall time since the series'
+    previous line is over IDLE_FACTOR × its median), also when the window is marked for another
+    reason first (a prefill after the gap, the first line after a restart)."""
+    from ..analysis.windows import IDLE_FACTOR
+
+    out = w["reason"] == "idle"
+    if "timestamp" not in w.columns or w["timestamp"].isna().any() or len(w) < 3:
+        return out
+    for _, g in w.groupby("series", sort=False):
+        gap = g["timestamp"].diff().dt.total_seconds()
+        med = gap.iloc[1:].median()
+        if med > 0:
+            out.loc[g.index] |= (gap > IDLE_FACTOR * med).fillna(False)
+    return out
 
 
 @_styled
@@ -292,7 +309,7 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
                 first = True
                 for _, seg in g.groupby("startup", sort=True, dropna=False):
                     # a line breaks at an idle gap and at a restart
-                    brk = (seg["reason"] == "idle").to_numpy()
+                    brk = _idle(w).loc[seg.index].to_numpy()
                     seg_id = np.cumsum(brk)
                     for k in np.unique(seg_id):
                         part = seg[seg_id == k]
@@ -306,9 +323,10 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
                             else:
                                 ax_of[key].plot(part["_x"], y, marker="o", ms=2.5, **kw)
                         first = False
-            # idle windows: from the previous line of the series to this one
+            # idle gaps: from the previous line of the series to this one
             prev = w.groupby("series", sort=False)["_x"].shift(1)
-            for x0, x1 in zip(prev[w["reason"] == "idle"], w.loc[w["reason"] == "idle", "_x"]):
+            gaps = _idle(w)
+            for x0, x1 in zip(prev[gaps], w.loc[gaps, "_x"]):
                 if np.isfinite(x0) and np.isfinite(x1):
                     for ax in axes:
                         ax.axvspan(x0, x1, color=GREY, alpha=0.25, lw=0,
