@@ -124,16 +124,21 @@ def load(path: str | os.PathLike, settle: float = 1.0) -> PageLoad:
         raise RuntimeError("chromium is not installed: apt-get install chromium (.ci/run does "
                            "this), or set EAGLELOG_SKIP_BROWSER=1 to skip the browser tests")
     url = Path(path).resolve().as_uri()
-    with tempfile.TemporaryDirectory(prefix="eaglelog-chromium-") as profile:
+    profile = tempfile.mkdtemp(prefix="eaglelog-chromium-")
+    err = tempfile.TemporaryFile()      # the browser's chatter; shown when it fails to start
+    try:
+        # its own process group: the browser's helpers (zygote, renderer) end with it
         proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
         try:
             port_file = Path(profile) / "DevToolsActivePort"
             deadline = time.monotonic() + 60
             while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
                 if proc.poll() is not None:
+                    err.seek(0)
                     raise RuntimeError(f"chromium exited with {proc.returncode}: "
-                                       f"{proc.stderr.read().decode(errors='replace')[-2000:]}")
+                                       f"{err.read().decode(errors='replace')[-2000:]}")
                 if time.monotonic() > deadline:
                     raise RuntimeError("chromium did not open its DevTools port within 60 s")
                 time.sleep(0.1)
@@ -179,9 +184,38 @@ def load(path: str | os.PathLike, settle: float = 1.0) -> PageLoad:
                     res.log.append(p.get("entry", {}))
             return res
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
+    finally:
+        err.close()
+        for _ in range(50):       # helpers may still be writing the profile as they exit
+            shutil.rmtree(profile, ignore_errors=True)
+            if not os.path.exists(profile):
+                break
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the browser and the helpers of its process group (all started by load())."""
+    import signal
+
+    pgid = proc.pid            # start_new_session: the group is the browser's own id
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

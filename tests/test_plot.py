@@ -101,7 +101,7 @@ def test_the_suffix_chooses_the_format_and_output_is_deterministic(run, tmp_path
     assert a.read_bytes() == b.read_bytes()
     if fmt == "png":
         from PIL import Image
-        assert Image.open(a).size == (900, 800)     # 9 × 8 in at 100 dpi: 100% zoom
+        assert Image.open(a).size == (1000, 800)    # 10 × 8 in at 100 dpi: 100% zoom
     if fmt == "svg":
         text = a.read_text()
         assert "<dc:date>" not in text and "eaglelog 0.1.0" in text

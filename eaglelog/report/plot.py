@@ -287,7 +287,7 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
                    ("running_req", "running requests")]
     if has_prof:
         panels.append(("prof", "profile cycle\nTOTAL (ms)"))
-    fig = _new_figure(9.0, 1.0 + 1.75 * len(panels))
+    fig = _new_figure(10.0, 1.0 + 1.75 * len(panels))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     ax_of = {key: ax for (key, _), ax in zip(panels, axes)}
     for (key, label), ax in zip(panels, axes):
@@ -359,11 +359,14 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
                     restart_drawn = True
                 axes[0].annotate(f"restart (start-up {int(k)})", (x, 1.0),
                                  xycoords=("data", "axes fraction"), xytext=(3, -2),
-                                 textcoords="offset points", va="top", fontsize=8)
+                                 textcoords="offset points", va="top", fontsize=8,
+                                 bbox={"boxstyle": "square,pad=0.15", "fc": "white",
+                                       "ec": "none", "alpha": 0.85})
     for ax in axes:
         handles, labels = ax.get_legend_handles_labels()
         if handles:
-            ax.legend(loc="upper right", frameon=True, framealpha=0.85, ncols=min(4, len(handles)))
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                      borderaxespad=0.0)
     if "running_req" in ax_of:
         ax_of["running_req"].set_ylim(bottom=0)
         from matplotlib.ticker import MaxNLocator
