@@ -315,3 +315,17 @@ def test_runtime_errors_are_one_line(run, tmp_path):
 def test_plot_kinds_of_the_cli_are_the_library_kinds():
     from eaglelog.cli import PLOT_KINDS
     assert PLOT_KINDS == plot.KINDS
+
+
+def test_the_readme_shows_one_committed_picture_of_each_kind():
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    script = (ROOT / "docs" / "make_figures.py").read_text()
+    for kind in plot.KINDS:
+        assert f"](docs/img/{kind}.png)" in readme
+        png = ROOT / "docs" / "img" / f"{kind}.png"
+        assert png.read_bytes().startswith(b"\x89PNG")
+        assert f'"{kind}":' in script
+    for cmd in ("eaglelog plot", "eaglelog report"):
+        assert f"| `{cmd} LOG..." in readme
