@@ -329,3 +329,14 @@ def test_the_readme_shows_one_committed_picture_of_each_kind():
         assert f'"{kind}":' in script
     for cmd in ("eaglelog plot", "eaglelog report"):
         assert f"| `{cmd} LOG..." in readme
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_help_ends_with_examples(run, command):
+    r = run(command, "--help")
+    assert r.exit_code == 0
+    head, _, rest = r.stdout.partition("Examples:")
+    examples, _, options = rest.partition("Options:")
+    assert examples.count(f"eaglelog {command} ") >= 4 and "-o " in examples
+    assert options and "--output" in options       # the examples close the description
+    assert "pip install 'eaglelog[plot]'" in head
