@@ -78,7 +78,7 @@ def _mpl():
     """matplotlib, or a one-line error naming the extra that installs it."""
     try:
         import matplotlib
-        from matplotlib.figure import Figure  # noqa: F401
+        import matplotlib.figure
     except ImportError:
         raise MissingDependency(INSTALL_HINT) from None
     return matplotlib
@@ -105,7 +105,6 @@ def _styled(fn):
         mpl = _mpl()
         with mpl.rc_context(_style()):
             fig = fn(*args, **kwargs)
-        fig._eaglelog_kind = fn.__name__.replace("_figure", "")
         return fig
     return wrapper
 
@@ -604,8 +603,15 @@ def compare_figure(result: "CompareResult") -> "Figure":
     pad = (hi - lo) * 0.12 + 0.01
     ax.set_xlim(lo - pad, hi + 2 * pad)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08 - 0.3 / max(3, len(metrics))),
-              ncols=min(3, len(runs) + 1), frameon=False)
-    ax.set_title(f"compare: {_logs_title(runs, 60)}\nvs the reference {_short(result.reference, 70)}"
-                 f"  (filled: significant; hollow: not significant)")
+    from matplotlib.lines import Line2D
+    handles, labels = ax.get_legend_handles_labels()
+    grey = OKABE_ITO["black"]
+    handles += [Line2D([], [], ls="", marker="o", color=grey, ms=6),
+                Line2D([], [], ls="", marker="o", color=grey, mfc="white", ms=6)]
+    labels += ["significant", "not significant"]
+    ax.legend(handles, labels, loc="upper center",
+              bbox_to_anchor=(0.5, -0.08 - 0.3 / max(3, len(metrics))),
+              ncols=2 if len(labels) > 3 else len(labels), frameon=False)
+    ax.set_title(f"compare: {_logs_title(runs, 80)}\nvs the reference "
+                 f"{_short(result.reference, 80)}")
     return fig
