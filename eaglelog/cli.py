@@ -753,6 +753,134 @@ def breakeven_rows(r):
     return rows
 
 
+# the kinds of eaglelog.report.plot.KINDS (a test keeps them in step; importing the module here
+# would import pandas before any command runs)
+PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare")
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def picture_output(output: str, suffixes: tuple[str, ...], what: str) -> str:
+    """The format a file name's suffix asks for, or a usage error."""
+    ext = os.path.splitext(output)[1].lower()
+    if ext not in suffixes:
+        raise click.BadParameter(f"{output!r}: {what} are written as "
+                                 f"{', '.join(suffixes)} (the suffix chooses the format)",
+                                 param_hint="-o/--output")
+    return ext.lstrip(".")
+
+
+@main.command("plot")
+@input_options
+@baseline_option
+@click.option("--kind", type=click.Choice(PLOT_KINDS), default="timeline", show_default=True,
+              help="timeline: accept length, throughput, running requests and profile cycle "
+                   "time over time; phases: cycle breakdown per run; breakeven: accept length "
+                   "against the break-even band (per batch size with --baseline-log); sweep: "
+                   "effective tok/s against the varying config key; compare: ratio of each "
+                   "metric to the first run.")
+@click.option("--key", "keys", multiple=True, metavar="NAME",
+              help="--kind sweep: server_args key on the x axis (repeatable; default: the keys "
+                   "that differ between the runs).")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="The picture to write: FILE.png, FILE.svg or FILE.pdf (the suffix chooses "
+                   "the format).")
+@click.pass_context
+def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, kind, keys,
+             confidence, output):
+    """Draw a picture of the analysis: a timeline, the phases, the break-even, a sweep, a compare.
+
+    Needs matplotlib (pip install 'eaglelog[plot]'). The numbers are those the text commands
+    print; the same logs give the same file.
+
+    \b
+    Examples:
+      eaglelog plot -o timeline.png server.log
+      eaglelog plot --kind phases -o phases.svg before.log after.log
+      eaglelog plot --kind breakeven --baseline-log base.log -o breakeven.png spec.log
+      eaglelog plot --kind sweep --baseline-toks 90 -o sweep.pdf steps-*.log
+      eaglelog plot --kind compare -o compare.png before.log after.log
+    """
+    from .report import plot
+
+    fmt = picture_output(output, PLOT_SUFFIXES, "plots")
+    if (baseline_toks or baseline_log) and kind not in ("breakeven", "sweep", "compare"):
+        raise click.UsageError(f"--kind {kind} takes no baseline (breakeven, sweep and compare "
+                               "do)")
+    if keys and kind != "sweep":
+        raise click.UsageError("--key is for --kind sweep")
+    plot._mpl()      # a missing matplotlib is said before any log is read
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date,
+                             required=kind == "breakeven")
+    log = None
+    if kind == "compare":
+        from .analysis.compare import compare
+
+        runs, log = read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence)
+        if len(runs) < 2:
+            raise click.UsageError("--kind compare needs at least two runs: two logs (or one log "
+                                   "that holds two server start-ups)")
+        fig = plot.compare_figure(compare(runs, confidence=confidence, baseline=baseline))
+    else:
+        log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+        if kind == "timeline":
+            fig = plot.timeline_figure(log)
+        elif kind == "phases":
+            from .analysis.summary import summarize
+            fig = plot.phases_figure(per_unit(log, lambda sub: summarize(
+                sub, confidence=confidence)))
+        elif kind == "breakeven":
+            from .analysis.breakeven import breakeven
+            fig = plot.breakeven_figure(per_unit(log, lambda sub: breakeven(
+                sub, baseline, confidence=confidence, by_batch=baseline.log is not None)))
+        else:
+            from .analysis.sweep import sweep
+            fig = plot.sweep_figure(sweep(log, keys=list(keys), baseline=baseline,
+                                          confidence=confidence, keep_going=keep_going))
+    try:
+        plot.save_figure(fig, output, fmt)
+    except OSError as e:
+        raise EaglelogError(f"{output}: cannot write: {e.strerror or e}") from None
+    if log is not None:
+        finish(ctx, log)
+
+
+@main.command("report")
+@input_options
+@baseline_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@click.option("--title", default=None, help="Title of the page (default: the logs' names).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="The HTML file to write (FILE.html).")
+@click.pass_context
+def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+               confidence, title, output):
+    """One self-contained HTML page: summary, break-even verdict, tables and plots.
+
+    Inline CSS and SVG only (no scripts, nothing fetched from the network): it reads offline
+    and prints. With several runs it also compares them (the first is the reference) and ranks
+    them as a sweep. Needs matplotlib (pip install 'eaglelog[plot]').
+
+    \b
+    Examples:
+      eaglelog report -o report.html server.log
+      eaglelog report --baseline-toks 90 -o report.html server.log
+      eaglelog report --baseline-log base.log -o batch.html spec.log
+      eaglelog report --baseline-toks 90 -o sweep.html steps-*.log
+    """
+    from .report import plot
+    from .report.html import report_html
+
+    picture_output(output, (".html", ".htm"), "reports")
+    plot._mpl()
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+    emit(report_html(log, baseline=baseline, confidence=confidence, title=title), output)
+    finish(ctx, log)
+
+
 def run() -> None:
     """Console entry point: a closed pipe (eaglelog … | head) ends quietly."""
     try:

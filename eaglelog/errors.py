@@ -19,6 +19,10 @@ class NoRecordsError(EaglelogError):
     """An input was read but carries no record of any known log family."""
 
 
+class MissingDependency(EaglelogError):
+    """An optional extra is not installed (e.g. matplotlib for plots): the message names it."""
+
+
 class GateFailed(EaglelogError):
     """A check the user asked for (--check, --fail-on-regression) failed: exit code 3."""
 

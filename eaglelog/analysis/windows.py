@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 DEFAULT_INTERVAL = 40
+IDLE_FACTOR = 3          # a window whose wall time is over this × the series' median is idle
 SERIES_TAGS = ("dp", "pp", "attn_cp", "moe_dp")
 
 
@@ -115,7 +116,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
             gap = np.diff(ts[idx]) / 1e6
             med = np.median(gap)
             if med > 0:
-                reason[rest[(gap > 3 * med) & (reason[rest] == 0)]] = 3   # idle
+                reason[rest[(gap > IDLE_FACTOR * med) & (reason[rest] == 0)]] = 3   # idle
     d["reason"] = pd.Categorical.from_codes(reason, REASONS)
     d["clean"] = reason == 0
     return d

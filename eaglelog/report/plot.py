@@ -1,0 +1,617 @@
+"""Pictures of the analysis results: one function per kind, each returning a matplotlib Figure.
+
+    timeline   accept length, decode throughput and running requests over time (one line per
+               scheduler rank), the profiler's cycle time; idle gaps shaded, restarts marked
+    phases     the cycle breakdown per run as stacked bars (ms), interval whiskers on TOTAL
+    breakeven  measured accept length with its interval against the break-even band (per batch
+               size with a baseline log): where speculation stops paying
+    sweep      effective tok/s against the varying config key, with intervals and the baseline
+    compare    each metric's ratio changed / reference with its interval, 1.0 marked
+
+The figures draw the numbers of the result objects the text commands print (summarize,
+breakeven, sweep, compare, the decode windows); nothing is recomputed here.  matplotlib is an
+optional extra (``pip install 'eaglelog[plot]'``), imported on first use; figures are built with
+the object API (no pyplot state, no GUI backend) and saved deterministically: the same input
+gives the same SVG, PDF and PNG bytes.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MissingDependency
+from .blocks import num
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from ..analysis.breakeven import BreakevenResult
+    from ..analysis.compare import CompareResult
+    from ..analysis.summary import SummaryResult
+    from ..analysis.sweep import SweepResult
+    from ..api import ParsedLog
+
+KINDS = ("timeline", "phases", "breakeven", "sweep", "compare")
+FORMATS = ("png", "svg", "pdf")
+INSTALL_HINT = "plotting needs matplotlib: pip install 'eaglelog[plot]'"
+
+# Okabe & Ito (2008), the colour-blind-safe palette; declared once, used everywhere
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9",
+             "bluish green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
+             "vermillion": "#D55E00", "reddish purple": "#CC79A7"}
+# the order of lines and bar segments: strong colours first, yellow (low contrast on white) late
+SERIES_COLOURS = tuple(OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "vermillion",
+                                              "reddish purple", "sky blue", "black", "yellow"))
+GREY = "#999999"          # idle gaps, reference lines
+BAND = OKABE_ITO["vermillion"]       # break-even band / baseline
+MEASURED = OKABE_ITO["blue"]         # measured values
+
+STYLE = {
+    "font.family": "DejaVu Sans",       # shipped with matplotlib: the same glyphs everywhere
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "axes.grid": True,
+    "grid.color": "#dddddd",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": None,            # set in _style() (needs cycler from matplotlib)
+    "svg.fonttype": "none",             # text stays text: searchable, selectable, testable
+    "svg.hashsalt": "eaglelog",          # stable ids: the same input gives the same SVG
+    "pdf.fonttype": 42,
+    "path.simplify": True,
+}
+DPI = 100
+
+
+def _mpl():
+    """matplotlib, or a one-line error naming the extra that installs it."""
+    try:
+        import matplotlib
+        import matplotlib.figure
+    except ImportError:
+        raise MissingDependency(INSTALL_HINT) from None
+    return matplotlib
+
+
+def _style() -> dict:
+    from cycler import cycler
+
+    return {**STYLE, "axes.prop_cycle": cycler(color=list(SERIES_COLOURS))}
+
+
+def _new_figure(width: float, height: float) -> "Figure":
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def _styled(fn):
+    """Build the figure under the eaglelog style (fonts, palette, grid)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        mpl = _mpl()
+        with mpl.rc_context(_style()):
+            fig = fn(*args, **kwargs)
+        return fig
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- saving
+
+def format_of(path: str) -> str | None:
+    """'png' / 'svg' / 'pdf' from a file name's suffix, None for anything else."""
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    return ext if ext in FORMATS else None
+
+
+def _metadata(fmt: str, bare: bool = False) -> dict:
+    from .. import __version__
+
+    creator = f"eaglelog {__version__}"
+    if fmt == "svg":
+        if bare:   # inline in HTML: no RDF block, no namespace URIs
+            return {"Date": None, "Creator": None, "Format": None, "Type": None}
+        return {"Date": None, "Creator": creator}
+    if fmt == "pdf":
+        return {"CreationDate": None, "ModDate": None, "Creator": creator, "Producer": None}
+    return {"Software": None}
+
+
+def save_figure(fig: "Figure", target, fmt: str | None = None, *, salt: str = "eaglelog") -> None:
+    """Write ``fig`` to a path or binary file object, the same bytes for the same figure."""
+    mpl = _mpl()
+    fmt = fmt or format_of(os.fspath(target))
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; choose from {', '.join(FORMATS)}")
+    with mpl.rc_context({**_style(), "svg.hashsalt": salt}):
+        fig.savefig(target, format=fmt, dpi=DPI, metadata=_metadata(fmt), facecolor="white")
+
+
+def figure_svg(fig: "Figure", *, salt: str = "eaglelog") -> str:
+    """The figure as an <svg> element to put inline in HTML: no XML prolog, no DOCTYPE, no
+    metadata, no namespace declarations (HTML5 does not need them).  ``salt`` keeps the ids of
+    several figures in one page apart."""
+    mpl = _mpl()
+    buf = io.StringIO()
+    with mpl.rc_context({**_style(), "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", metadata=_metadata("svg", bare=True), facecolor="white")
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text, count=3)
+    # the group ids every figure repeats (figure_1, axes_1, line2d_1 …; referenced nowhere)
+    # made unique in the page; the referenced ids (clip paths, markers) are salted hashes
+    text = re.sub(r'id="([A-Za-z][\w.]*_\d+)"', lambda m: f'id="{salt}-{m.group(1)}"', text)
+    return text.strip() + "\n"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _short(name: str, width: int = 48) -> str:
+    return name if len(name) <= width else "…" + name[-(width - 1):]
+
+
+def _logs_title(names: Sequence[str], width: int = 110) -> str:
+    """The inputs for a title: every name, or as many as fit and a count of the rest."""
+    names = list(dict.fromkeys(names))
+    text = ", ".join(names)
+    if len(text) <= width:
+        return text
+    shown = []
+    for n in names:
+        if len(", ".join(shown + [n])) > width - 12:
+            break
+        shown.append(n)
+    shown = shown or [_short(names[0], width - 12)]
+    return ", ".join(shown) + f" and {len(names) - len(shown)} more"
+
+
+def _err(e, center: float | None = None) -> tuple[float, float]:
+    """(below, above) distances of an interval from its estimate, 0 when there is none."""
+    c = e.estimate if center is None else center
+    if not e.sufficient:
+        return 0.0, 0.0
+    return max(0.0, c - e.ci_low), max(0.0, e.ci_high - c)
+
+
+def _run_label(label: str) -> str:
+    """A run's label on an axis: the file name and its start-up, wrapped."""
+    base, _, rest = label.partition(" [")
+    name = os.path.basename(base) or base
+    return name + ("\n[" + rest if rest else "")
+
+
+# ----------------------------------------------------------------------------- timeline
+
+def _source_times(log: "ParsedLog", source: str) -> pd.DataFrame:
+    """(line_no, timestamp) of every timestamped row of ``source``, in line order: the clock
+    that places untimed rows (EAGLE3_PROF blocks printed with print()) by position in the file."""
+    parts = []
+    for df in log.tables.values():
+        if "timestamp" in df.columns and len(df):
+            m = (df["source"] == source) & df["timestamp"].notna()
+            parts.append(df.loc[m, ["line_no", "timestamp"]])
+    if not parts:
+        return pd.DataFrame({"line_no": pd.Series([], dtype="int64"),
+                             "timestamp": pd.Series([], dtype="datetime64[us]")})
+    t = pd.concat(parts, ignore_index=True)
+    t["line_no"] = t["line_no"].astype("int64")
+    return t.sort_values("line_no").drop_duplicates("line_no").reset_index(drop=True)
+
+
+def _place(rows: pd.DataFrame, clock: pd.DataFrame) -> pd.Series:
+    """Each row's own timestamp, else that of the last timestamped line before it."""
+    own = rows["timestamp"] if "timestamp" in rows.columns else pd.Series(pd.NaT, index=rows.index)
+    if own.notna().all() or clock.empty:
+        return own
+    key = pd.DataFrame({"line_no": rows["line_no"].astype("int64").to_numpy(),
+                        "i": np.arange(len(rows))}).sort_values("line_no")
+    got = pd.merge_asof(key, clock, on="line_no", direction="backward").sort_values("i")
+    return own.where(own.notna(), pd.Series(got["timestamp"].to_numpy(), index=rows.index))
+
+
+def _idle(w: pd.DataFrame) -> pd.Series:
+    """Windows that end an idle gap: analysis.windows' 'idle' (the wall time since the series'
+    previous line is over IDLE_FACTOR × its median), also when the window is marked for another
+    reason first (a prefill after the gap, the first line after a restart)."""
+    from ..analysis.windows import IDLE_FACTOR
+
+    out = w["reason"] == "idle"
+    if "timestamp" not in w.columns or w["timestamp"].isna().any() or len(w) < 3:
+        return out
+    for _, g in w.groupby("series", sort=False):
+        gap = g["timestamp"].diff().dt.total_seconds()
+        med = gap.iloc[1:].median()
+        if med > 0:
+            out.loc[g.index] |= (gap > IDLE_FACTOR * med).fillna(False)
+    return out
+
+
+@_styled
+def timeline_figure(log: "ParsedLog") -> "Figure":
+    """Accept length, decode throughput and running requests over time, one line per scheduler
+    rank (the decode windows of analysis.windows: TP ranks that print the same series count
+    once); the EAGLE3_PROF TOTAL over time; idle windows (analysis.windows' 'idle': a gap over
+    3× the series' median) shaded; each server restart (a new server_args line) marked."""
+    from ..analysis.breakeven import one_source
+    from ..errors import EaglelogError
+
+    names = [i.name for i in log.sources if any(i.counts.values())]
+    per_source = []
+    for src in names:
+        _, w = one_source(log, src)
+        clock = _source_times(log, src)
+        p = log.prof[(log.prof["source"] == src) &
+                     log.prof["complete"].fillna(False).astype(bool)].sort_values("line_no")
+        sa = log.server_args[log.server_args["source"] == src].sort_values("line_no")
+        per_source.append((src, w, clock, p, sa))
+    if all(w.empty and p.empty for _, w, _, p, _ in per_source):
+        raise EaglelogError("nothing to draw a timeline of: no 'Decode batch' lines and no "
+                            "EAGLE3_PROF blocks")
+    timed = all(not c.empty for _, _, c, _, _ in per_source)
+    # x: seconds (or minutes) since each input's first timestamped line; line numbers without
+    # any timestamp
+    spans = [(c["timestamp"].max() - c["timestamp"].min()).total_seconds()
+             for _, _, c, _, _ in per_source if not c.empty]
+    minutes = timed and spans and max(spans) > 600
+    scale = 60.0 if minutes else 1.0
+
+    def xs(src_clock: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+        if not timed:
+            return rows["line_no"].to_numpy(dtype=float)
+        t = _place(rows, src_clock)
+        t0 = src_clock["timestamp"].min()
+        return ((t - t0).dt.total_seconds() / scale).to_numpy(dtype=float)
+
+    has_accept = any(len(w) and w["accept_len"].notna().any() for _, w, _, _, _ in per_source)
+    has_prof = any(len(p) for _, _, _, p, _ in per_source)
+    has_decode = any(len(w) for _, w, _, _, _ in per_source)
+    panels = []
+    if has_accept:
+        panels.append(("accept_len", "accept length\n(tokens/verify)"))
+    if has_decode:
+        panels += [("gen_throughput", "decode throughput\n(tok/s)"),
+                   ("running_req", "running requests")]
+    if has_prof:
+        panels.append(("prof", "profile cycle\nTOTAL (ms)"))
+    fig = _new_figure(10.0, 1.0 + 1.75 * len(panels))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    ax_of = {key: ax for (key, _), ax in zip(panels, axes)}
+    for (key, label), ax in zip(panels, axes):
+        ax.set_ylabel(label)
+    several = len(per_source) > 1
+    colour_i = 0
+    idle_drawn = restart_drawn = False
+    for src, w, clock, p, sa in per_source:
+        tag = f"{os.path.basename(src)} · " if several else ""
+        if len(w):
+            x_all = xs(clock, w)
+            w = w.assign(_x=x_all)
+            for series, g in w.groupby("series", sort=False):
+                c = SERIES_COLOURS[colour_i % len(SERIES_COLOURS)]
+                colour_i += 1
+                ranks = log.decode.loc[(log.decode["source"] == src) &
+                                       log.decode["line_no"].isin(g["line_no"]), "ranks"]
+                rank = str(ranks.dropna().iloc[0]) if ranks.notna().any() else "scheduler"
+                first = True
+                for _, seg in g.groupby("startup", sort=True, dropna=False):
+                    # a line breaks at an idle gap and at a restart
+                    brk = _idle(w).loc[seg.index].to_numpy()
+                    seg_id = np.cumsum(brk)
+                    for k in np.unique(seg_id):
+                        part = seg[seg_id == k]
+                        for key in ("accept_len", "gen_throughput", "running_req"):
+                            if key not in ax_of or part[key].isna().all():
+                                continue
+                            y = part[key].to_numpy(dtype=float, na_value=np.nan)
+                            kw = dict(color=c, lw=1.3, label=f"{tag}{rank}" if first else None)
+                            if key == "running_req":
+                                ax_of[key].step(part["_x"], y, where="post", **kw)
+                            else:
+                                ax_of[key].plot(part["_x"], y, marker="o", ms=2.5, **kw)
+                        first = False
+            # idle gaps: from the previous line of the series to this one
+            prev = w.groupby("series", sort=False)["_x"].shift(1)
+            gaps = _idle(w)
+            for x0, x1 in zip(prev[gaps], w.loc[gaps, "_x"]):
+                if np.isfinite(x0) and np.isfinite(x1):
+                    for ax in axes:
+                        ax.axvspan(x0, x1, color=GREY, alpha=0.25, lw=0,
+                                   label="idle gap" if not idle_drawn and ax is axes[0] else None)
+                    idle_drawn = True
+        if len(p) and "prof" in ax_of:
+            px = xs(clock, p)
+            for rank, g in p.assign(_x=px).groupby(p["ranks"].astype("string").fillna("profiler"),
+                                                    sort=True):
+                c = SERIES_COLOURS[colour_i % len(SERIES_COLOURS)]
+                colour_i += 1
+                sync = g["mode"].astype("string").eq("sync").fillna(False).to_numpy()
+                ax_of["prof"].plot(g["_x"], g["total_ms"].to_numpy(dtype=float), color=c,
+                                   lw=1.3, marker="s", ms=3, label=f"{tag}{rank}")
+                if sync.any():
+                    ax_of["prof"].plot(g["_x"][sync], g["total_ms"].to_numpy(float)[sync], ls="",
+                                       marker="s", ms=6, mfc="none", mec=OKABE_ITO["black"],
+                                       label="sync-mode block")
+        # restarts: every server_args line after the first data of the input
+        ups = sa[sa["startup"] > sa["startup"].min()] if len(sa) > 1 else sa.iloc[0:0]
+        if len(ups):
+            ux = xs(clock, ups)
+            for x, k in zip(ux, ups["startup"]):
+                if not np.isfinite(x):
+                    continue
+                for ax in axes:
+                    ax.axvline(x, color=OKABE_ITO["black"], ls="--", lw=1.2,
+                               label="server restart" if not restart_drawn and ax is axes[0]
+                               else None)
+                    restart_drawn = True
+                axes[0].annotate(f"restart (start-up {int(k)})", (x, 1.0),
+                                 xycoords=("data", "axes fraction"), xytext=(3, -2),
+                                 textcoords="offset points", va="top", fontsize=8,
+                                 bbox={"boxstyle": "square,pad=0.15", "fc": "white",
+                                       "ec": "none", "alpha": 0.85})
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                      borderaxespad=0.0)
+    if "running_req" in ax_of:
+        ax_of["running_req"].set_ylim(bottom=0)
+        from matplotlib.ticker import MaxNLocator
+        ax_of["running_req"].yaxis.set_major_locator(MaxNLocator(integer=True))
+    if timed:
+        unit = "min" if minutes else "s"
+        axes[-1].set_xlabel(f"time since the log's first line ({unit})")
+    else:
+        axes[-1].set_xlabel("line in the log (no timestamps)")
+    fig.suptitle(f"timeline: {_logs_title(names)}")
+    return fig
+
+
+# ----------------------------------------------------------------------------- phases
+
+@_styled
+def phases_figure(summaries: Sequence["SummaryResult"]) -> "Figure":
+    """The cycle breakdown of each run (analysis.summary): stacked bars of each phase's mean
+    ms per cycle, with the TOTAL (cycle time) and its interval as a whisker."""
+    from ..errors import EaglelogError
+
+    runs = [s for s in summaries if s.cycle_ms is not None and s.phases]
+    if not runs:
+        raise EaglelogError("no EAGLE3_PROF blocks (no-sync, complete): the phases plot needs "
+                            "the profiler patch's cycle breakdown")
+    labels = list(dict.fromkeys(p.phase for s in runs for p in s.phases))
+    fig = _new_figure(max(6.0, 1.6 + 1.5 * len(runs)), 5.0)
+    ax = fig.subplots()
+    x = np.arange(len(runs))
+    bottom = np.zeros(len(runs))
+    for i, label in enumerate(labels):
+        h = np.array([next((p.ms_per_cycle.estimate for p in s.phases if p.phase == label), 0.0)
+                      for s in runs])
+        ax.bar(x, h, 0.6, bottom=bottom, color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
+               label=label, edgecolor="white", linewidth=0.5)
+        bottom += h
+    tot = np.array([s.cycle_ms.estimate for s in runs])
+    err = np.array([_err(s.cycle_ms) for s in runs]).T
+    ax.errorbar(x, tot, yerr=err, fmt="_", ms=18, color=OKABE_ITO["black"], capsize=6, lw=1.4,
+                label=f"TOTAL with {runs[0].confidence:.0%} interval")
+    for xi, s in zip(x, runs):
+        e = s.cycle_ms
+        ax.annotate(f"{e.estimate:.2f} ms", (xi, e.ci_high if e.sufficient else e.estimate),
+                    xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=9)
+    ax.set_xticks(x, [_run_label(s.source) for s in runs])
+    ax.set_ylabel("ms per cycle")
+    ax.set_ylim(0, max(tot.max(), max((s.cycle_ms.ci_high or 0) for s in runs)) * 1.15)
+    ax.grid(axis="x", visible=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(runs) < 4 else -0.18),
+              ncols=min(3, len(labels) + 1), frameon=False)
+    ax.set_title(f"cycle breakdown per run (EAGLE3_PROF, cycle-weighted): "
+                 f"{_logs_title([s.source for s in runs], 70)}", wrap=True)
+    return fig
+
+
+# ----------------------------------------------------------------------------- breakeven
+
+@_styled
+def breakeven_figure(results: Sequence["BreakevenResult"]) -> "Figure":
+    """Measured accept length with its interval against the break-even band (the break-even
+    accept length's interval) of analysis.breakeven: per batch size for results with
+    ``by_batch``, else one column per run."""
+    per_batch = [r for r in results if r.by_batch]
+    conf = f"{results[0].confidence:.0%}"
+    if per_batch:
+        fig = _new_figure(9.0, 1.2 + 3.6 * len(per_batch))
+        axes = fig.subplots(len(per_batch), 1, squeeze=False)[:, 0]
+        for ax, r in zip(axes, per_batch):
+            _breakeven_axes(ax, [b.batch for b in r.by_batch], r.by_batch, conf, batch=True)
+            ax.set_title(f"{r.source}  vs  baseline {r.baseline}", fontsize=10)
+        axes[-1].set_xlabel("running requests (batch size, #running-req)")
+        fig.suptitle("break-even accept length by batch size:\nspeculation pays where the "
+                     "measured accept length is above the band")
+        return fig
+    fig = _new_figure(max(6.0, 1.8 + 1.6 * len(results)), 4.8)
+    ax = fig.subplots()
+    _breakeven_axes(ax, [_run_label(r.source) for r in results], results, conf, batch=False)
+    bases = list(dict.fromkeys(r.baseline for r in results))
+    ax.set_title(f"break-even accept length vs baseline {', '.join(bases)}:\n"
+                 f"{_logs_title([r.source for r in results], 80)}")
+    return fig
+
+
+def _breakeven_axes(ax, ticks: list[str], items, conf: str, batch: bool) -> None:
+    x = np.arange(len(items))
+    be = [i.breakeven_accept_len for i in items]
+    acc = [i.accept_len for i in items]
+    lo = np.array([e.ci_low if e.sufficient else e.estimate for e in be], dtype=float)
+    hi = np.array([e.ci_high if e.sufficient else e.estimate for e in be], dtype=float)
+    mid = np.array([e.estimate for e in be], dtype=float)
+    band_label = f"break-even accept length ({conf} interval)"
+    if batch and len(items) > 1:
+        ax.fill_between(x, lo, hi, color=BAND, alpha=0.25, lw=0, label=band_label)
+        ax.plot(x, mid, color=BAND, lw=1.5)
+    else:
+        for i, (l, h, m) in enumerate(zip(lo, hi, mid)):
+            ax.add_patch(_rect(i - 0.3, l, 0.6, max(h - l, 1e-9), BAND,
+                               band_label if i == 0 else None))
+            ax.plot([i - 0.3, i + 0.3], [m, m], color=BAND, lw=1.5)
+    yerr = np.array([_err(e) for e in acc]).T
+    ax.errorbar(x, [e.estimate for e in acc], yerr=yerr, fmt="o", color=MEASURED, ms=6,
+                capsize=4, lw=1.5, label=f"measured accept length ({conf} interval)",
+                zorder=3)
+    if batch and len(items) > 1:
+        ax.plot(x, [e.estimate for e in acc], color=MEASURED, lw=1, alpha=0.6)
+    for xi, it in zip(x, items):
+        sp = it.speedup
+        ax.annotate(f"{num(sp.estimate, 3)}×\n{it.verdict}",
+                    (xi, max(it.accept_len.ci_high or it.accept_len.estimate,
+                             it.breakeven_accept_len.ci_high or it.breakeven_accept_len.estimate)),
+                    xytext=(0, 6), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=8)
+    top = float(np.nanmax(np.r_[hi, [e.ci_high or e.estimate for e in acc]]))
+    bot = float(np.nanmin(np.r_[lo, [e.ci_low or e.estimate for e in acc]]))
+    pad = (top - bot) * 0.15 + 0.05
+    ax.set_ylim(max(0.0, bot - pad), top + 2.5 * pad)
+    ax.set_xlim(-0.6, len(items) - 0.4)
+    ax.set_xticks(x, ticks)
+    ax.set_ylabel("accept length (tokens/verify)")
+    ax.legend(loc="best", frameon=True, framealpha=0.85)
+
+
+def _rect(x, y, w, h, colour, label):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), w, h, color=colour, alpha=0.25, lw=0, label=label)
+
+
+# ----------------------------------------------------------------------------- sweep
+
+def _numeric(values) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and
+               math.isfinite(float(v)) for v in values)
+
+
+@_styled
+def sweep_figure(result: "SweepResult") -> "Figure":
+    """Effective tok/s of each run of analysis.sweep (with its interval) against the first
+    varying config key; the baseline rate as a line (1000 / its step time, the rate the
+    speedup is relative to)."""
+    rows = list(result.rows)
+    key = result.keys[0] if result.keys else None
+    xvals = [r.keys.get(key) for r in rows] if key else []
+    numeric = key is not None and _numeric(xvals)
+    if numeric:
+        order = sorted(range(len(rows)), key=lambda i: float(xvals[i]))
+        rows = [rows[i] for i in order]
+        x = np.array([float(r.keys[key]) for r in rows])
+    else:
+        x = np.arange(len(rows), dtype=float)
+    fig = _new_figure(max(6.5, 2.0 + 0.9 * len(rows)), 4.8)
+    ax = fig.subplots()
+    eff = np.array([r.eff_tok_s.estimate for r in rows])
+    yerr = np.array([_err(r.eff_tok_s) for r in rows]).T
+    conf = f"{result.confidence:.0%}"
+    ax.errorbar(x, eff, yerr=yerr, fmt="o-" if numeric else "o", color=MEASURED, ms=6,
+                capsize=4, lw=1.5, label=f"effective tok/s ({conf} interval)", zorder=3)
+    for xi, r in zip(x, rows):
+        if r.mark:
+            ax.annotate(r.mark, (xi, r.eff_tok_s.ci_high or r.eff_tok_s.estimate),
+                        xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
+                        fontsize=9, fontweight="bold" if r.mark == "best" else "normal")
+    # eff tok/s / speedup = 1000 / baseline step: the rate each row's speedup is relative to
+    base = [r.eff_tok_s.estimate / r.speedup.estimate
+            if r.speedup is not None and r.speedup.estimate else math.nan for r in rows]
+    if result.baseline and np.isfinite(base).any():
+        b = np.array(base, dtype=float)
+        label = f"baseline {result.baseline}"
+        if np.nanmax(b) - np.nanmin(b) <= 1e-9 * np.nanmax(b):
+            ax.axhline(np.nanmax(b), color=BAND, ls="--", lw=1.5, label=label)
+        else:   # a baseline log matched on each run's batch sizes
+            ax.plot(x, b, color=BAND, ls="--", lw=1.5, label=label + " (matched per run)")
+    if numeric:
+        ax.set_xticks(x, [_tick(r, result.keys) for r in rows])
+        ax.set_xlabel(key + (f"  (with {', '.join(result.keys[1:])})"
+                             if len(result.keys) > 1 else ""))
+    else:
+        ax.set_xticks(x, [_tick(r, result.keys) if result.keys else _run_label(r.run)
+                          for r in rows])
+        ax.set_xlabel(key if key else "run")
+    ax.set_ylabel("effective tok/s (1000 × accept len / cycle ms)")
+    hi = max(float(np.nanmax(eff + yerr[1])), float(np.nanmax(base)) if np.isfinite(base).any()
+             else 0.0)
+    ax.set_ylim(0, hi * 1.15)
+    ax.legend(loc="lower right", frameon=True, framealpha=0.85)
+    ax.set_title(f"sweep of {len(rows)} runs: {_logs_title([r.run for r in rows], 80)}",
+                 wrap=True)
+    return fig
+
+
+def _tick(row, keys) -> str:
+    return " · ".join(str(row.keys.get(k)) for k in keys)
+
+
+# ----------------------------------------------------------------------------- compare
+
+@_styled
+def compare_figure(result: "CompareResult") -> "Figure":
+    """Each metric's ratio changed / reference of analysis.compare, with its interval; 1.0
+    (no change) marked; filled markers are significant differences."""
+    metrics = list(dict.fromkeys((m.metric, m.label, m.unit) for m in result.metrics))
+    runs = list(result.runs)
+    fig = _new_figure(9.0, 1.4 + 0.42 * len(metrics) * max(1, len(runs) * 0.6))
+    ax = fig.subplots()
+    y0 = np.arange(len(metrics))[::-1].astype(float)
+    step = 0.6 / max(1, len(runs))
+    ax.axvline(1.0, color=OKABE_ITO["black"], lw=1.2, label="1.0 = no change")
+    conf = f"{result.confidence:.0%}"
+    for j, run in enumerate(runs):
+        c = SERIES_COLOURS[j % len(SERIES_COLOURS)]
+        off = (j - (len(runs) - 1) / 2) * step
+        for i, (name, _, _) in enumerate(metrics):
+            m = next((m for m in result.metrics if m.run == run and m.metric == name), None)
+            if m is None:
+                continue
+            y = y0[i] - off
+            r = m.ratio
+            if not (r.estimate == r.estimate):     # nan: insufficient
+                ax.annotate("insufficient data", (1.0, y), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=8)
+                continue
+            sig = m.significant and m.practical
+            ax.errorbar([r.estimate], [y], xerr=np.array([_err(r)]).T, fmt="o", color=c,
+                        mfc=c if sig else "white", mec=c, ms=6, capsize=3, lw=1.4,
+                        label=_short(run, 60) if i == 0 else None)
+            ax.annotate(f"{r.estimate:.3f}", (r.ci_high if r.sufficient else r.estimate, y),
+                        xytext=(5, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_yticks(y0, [f"{label} ({unit})" for _, label, unit in metrics])
+    ax.set_xlabel(f"ratio changed / reference, with {conf} interval")
+    lo = min([min(m.ratio.ci_low or m.ratio.estimate, m.ratio.estimate) for m in result.metrics
+              if m.ratio.estimate == m.ratio.estimate] + [1.0])
+    hi = max([max(m.ratio.ci_high or m.ratio.estimate, m.ratio.estimate) for m in result.metrics
+              if m.ratio.estimate == m.ratio.estimate] + [1.0])
+    pad = (hi - lo) * 0.12 + 0.01
+    ax.set_xlim(lo - pad, hi + 2 * pad)
+    ax.grid(axis="y", visible=False)
+    from matplotlib.lines import Line2D
+    handles, labels = ax.get_legend_handles_labels()
+    grey = OKABE_ITO["black"]
+    handles += [Line2D([], [], ls="", marker="o", color=grey, ms=6),
+                Line2D([], [], ls="", marker="o", color=grey, mfc="white", ms=6)]
+    labels += ["significant", "not significant"]
+    ax.legend(handles, labels, loc="upper center",
+              bbox_to_anchor=(0.5, -0.08 - 0.3 / max(3, len(metrics))),
+              ncols=2 if len(labels) > 3 else len(labels), frameon=False)
+    ax.set_title(f"compare: {_logs_title(runs, 80)}\nvs the reference "
+                 f"{_short(result.reference, 80)}")
+    return fig

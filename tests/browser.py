@@ -1,0 +1,221 @@
+"""A real headless Chromium for the HTML report tests, driven over the Chrome DevTools Protocol.
+
+``load(path)`` opens a local file in a fresh browser profile and returns what happened: every
+network request the page made, every console message and exception, and a PNG screenshot (and a
+PDF of the print layout).  The browser is Debian's ``chromium`` (``.ci/run`` installs it); when
+it is missing the tests fail, unless EAGLELOG_SKIP_BROWSER=1 says to skip them.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--no-default-browser-check", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-extensions",
+         "--disable-default-apps", "--disable-domain-reliability", "--metrics-recording-only",
+         "--hide-scrollbars", "--mute-audio", "--window-size=1280,1600",
+         "--remote-debugging-port=0", "--remote-allow-origins=*"]
+
+
+def chromium_binary() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+
+
+@dataclass
+class PageLoad:
+    url: str
+    requests: list[dict] = field(default_factory=list)     # Network.requestWillBeSent params
+    console: list[dict] = field(default_factory=list)      # Runtime.consoleAPICalled params
+    exceptions: list[dict] = field(default_factory=list)   # Runtime.exceptionThrown params
+    log: list[dict] = field(default_factory=list)          # Log.entryAdded entries
+    failed: list[dict] = field(default_factory=list)       # Network.loadingFailed params
+    screenshot: bytes = b""
+    pdf: bytes = b""
+    title: str = ""
+    figures: list[dict] = field(default_factory=list)     # rendered size of each inline <svg>
+
+    @property
+    def errors(self) -> list[str]:
+        out = [f"console.{c['type']}: {c.get('args')}" for c in self.console
+               if c.get("type") in ("error", "assert")]
+        out += [f"exception: {e.get('exceptionDetails', {}).get('text')}" for e in self.exceptions]
+        out += [f"log {e.get('source')}: {e.get('text')} ({e.get('url')})" for e in self.log
+                if e.get("level") == "error"]
+        out += [f"failed load: {f.get('errorText')}" for f in self.failed]
+        return out
+
+    @property
+    def foreign_requests(self) -> list[str]:
+        return [r["request"]["url"] for r in self.requests if r["request"]["url"] != self.url]
+
+
+class Cdp:
+    """A minimal DevTools client: send a command, wait for its reply, keep the events."""
+
+    def __init__(self, ws_url: str) -> None:
+        import websocket   # websocket-client, in the test extra
+
+        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    def send(self, method: str, **params) -> dict:
+        self.next_id += 1
+        mid = self.next_id
+        self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == mid:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def wait_for(self, method: str, timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        for ev in self.events:
+            if ev["method"] == method:
+                return ev
+        while time.monotonic() < deadline:
+            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
+            msg = json.loads(self.ws.recv())
+            if "method" in msg:
+                self.events.append(msg)
+                if msg["method"] == method:
+                    return msg
+        raise TimeoutError(f"no {method} within {timeout} s")
+
+    def drain(self, seconds: float) -> None:
+        """Collect events for a while (late requests, late console messages)."""
+        import websocket
+
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.ws.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                msg = json.loads(self.ws.recv())
+            except websocket.WebSocketTimeoutException:
+                break
+            if "method" in msg:
+                self.events.append(msg)
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def load(path: str | os.PathLike, settle: float = 1.0) -> PageLoad:
+    """Open ``path`` in a fresh headless Chromium and report what the page did."""
+    binary = chromium_binary()
+    if binary is None:
+        raise RuntimeError("chromium is not installed: apt-get install chromium (.ci/run does "
+                           "this), or set EAGLELOG_SKIP_BROWSER=1 to skip the browser tests")
+    url = Path(path).resolve().as_uri()
+    profile = tempfile.mkdtemp(prefix="eaglelog-chromium-")
+    err = tempfile.TemporaryFile()      # the browser's chatter; shown when it fails to start
+    try:
+        # its own process group: the browser's helpers (zygote, renderer) end with it
+        proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+        try:
+            port_file = Path(profile) / "DevToolsActivePort"
+            deadline = time.monotonic() + 60
+            while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+                if proc.poll() is not None:
+                    err.seek(0)
+                    raise RuntimeError(f"chromium exited with {proc.returncode}: "
+                                       f"{err.read().decode(errors='replace')[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError("chromium did not open its DevTools port within 60 s")
+                time.sleep(0.1)
+            port = int(port_file.read_text().splitlines()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+                targets = json.load(r)
+            page = next(t for t in targets if t.get("type") == "page")
+            cdp = Cdp(page["webSocketDebuggerUrl"])
+            try:
+                for domain in ("Page", "Network", "Runtime", "Log"):
+                    cdp.send(f"{domain}.enable")
+                cdp.send("Page.navigate", url=url)
+                cdp.wait_for("Page.loadEventFired", timeout=60)
+                cdp.drain(settle)
+                size = cdp.send("Page.getLayoutMetrics")["cssContentSize"]
+                # the whole page at half scale: every figure is in the picture
+                shot = cdp.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                                clip={"x": 0, "y": 0, "width": size["width"],
+                                      "height": size["height"], "scale": 0.5})
+                figures = cdp.send("Runtime.evaluate", returnByValue=True, expression=(
+                    "[...document.querySelectorAll('svg')].map(s => {const r = "
+                    "s.getBoundingClientRect(); return {width: r.width, height: r.height, "
+                    "texts: s.querySelectorAll('text').length}})"))["result"].get("value", [])
+                pdf = cdp.send("Page.printToPDF", printBackground=True)
+                title = cdp.send("Runtime.evaluate", expression="document.title",
+                                 returnByValue=True)["result"].get("value", "")
+                cdp.drain(0.2)
+            finally:
+                cdp.close()
+            res = PageLoad(url, title=title, screenshot=base64.b64decode(shot["data"]),
+                           pdf=base64.b64decode(pdf["data"]), figures=figures)
+            for ev in cdp.events:
+                m, p = ev["method"], ev.get("params", {})
+                if m == "Network.requestWillBeSent":
+                    res.requests.append(p)
+                elif m == "Network.loadingFailed":
+                    res.failed.append(p)
+                elif m == "Runtime.consoleAPICalled":
+                    res.console.append(p)
+                elif m == "Runtime.exceptionThrown":
+                    res.exceptions.append(p)
+                elif m == "Log.entryAdded":
+                    res.log.append(p.get("entry", {}))
+            return res
+        finally:
+            _stop(proc)
+    finally:
+        err.close()
+        for _ in range(50):       # helpers may still be writing the profile as they exit
+            shutil.rmtree(profile, ignore_errors=True)
+            if not os.path.exists(profile):
+                break
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the browser and the helpers of its process group (all started by load())."""
+    import signal
+
+    pgid = proc.pid            # start_new_session: the group is the browser's own id
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
