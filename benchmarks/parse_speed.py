@@ -47,7 +47,7 @@ def main() -> None:
                          "table of time, MB/s, peak RSS and the grep|awk reference per size")
     args = ap.parse_args()
     if args.scaling:
-        return scaling([float(x) for x in args.scaling.split(",")], args.genlog)
+        return scaling([float(x) for x in args.scaling.split(",")], args.genlog, args.runs)
     log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
     if not os.path.exists(log):
         if not os.path.exists(args.genlog):
@@ -87,10 +87,14 @@ def main() -> None:
         print(f"{label:<30} {med:>8.3f} {size_mb / med:>8.1f} {max(rss):>12.0f}")
 
 
-def scaling(sizes: list[float], genlog: str) -> None:
+def scaling(sizes: list[float], genlog: str, runs: int) -> None:
+    """Per size: uncached `summary` and the grep|awk one-liner, each the median of ``runs``
+    whole-process runs in the same invocation; rows = the records the summary read."""
     eaglelog = shutil.which("eaglelog") or f"{sys.executable} -m eaglelog"
-    print(f"{'size MB':>8} {'summary s':>10} {'MB/s':>7} {'peak RSS MB':>12} "
-          f"{'grep|awk s':>11} {'ratio':>6} {'s per 100 MB':>13}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {runs} "
+          "runs each; peak RSS is the largest of the runs")
+    print("| size MB | eaglelog summary s | grep\\|awk s | ratio | peak RSS MB | rows/s |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for mb in sizes:
         log = f"/tmp/eaglelog-bench-{mb:g}MB.log"
         if not os.path.exists(log):
@@ -98,12 +102,21 @@ def scaling(sizes: list[float], genlog: str) -> None:
                 sys.exit(f"parse_speed.py: {genlog} is not here; give --genlog PATH")
             subprocess.run([sys.executable, genlog, log, str(mb)], check=True)
         subprocess.run(f"cat {log} > /dev/null", shell=True, check=True)
-        t, rss = measure(f"EAGLELOG_NO_CACHE=1 {eaglelog} -q summary --baseline-toks 90 {log}")
-        g, _ = measure(f"grep -oP 'accept len: \\K[\\d.]+' {log} | awk '{{s+=$1}} END "
-                       f"{{print s/NR}}'")
+        rows = int(subprocess.run(
+            ["grep", "-c", "-e", "Decode batch", "-e", "Prefill batch", "-e", "EAGLE3_PROF", log],
+            capture_output=True, text=True).stdout)
+        ts, gs, rss = [], [], []
+        for _ in range(runs):
+            t, r = measure(f"EAGLELOG_NO_CACHE=1 {eaglelog} -q summary --baseline-toks 90 {log}")
+            g, _ = measure(f"grep -oP 'accept len: \\K[\\d.]+' {log} | awk '{{s+=$1}} END "
+                           f"{{print s/NR}}'")
+            ts.append(t)
+            gs.append(g)
+            rss.append(r)
+        t, g = statistics.median(ts), statistics.median(gs)
         size = os.path.getsize(log) / 1e6
-        print(f"{size:>8.0f} {t:>10.2f} {size / t:>7.1f} {rss:>12.0f} {g:>11.3f} "
-              f"{t / g:>6.0f} {100 * t / size:>13.2f}")
+        print(f"| {size:.0f} | {t:.2f} | {g:.3f} | {t / g:.1f}× | {max(rss):.0f} | "
+              f"{rows / t:,.0f} |", flush=True)
 
 
 if __name__ == "__main__":
