@@ -145,7 +145,7 @@ def _families() -> str:
 
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
-              mtime: float | None = None) -> dict[str, pd.DataFrame]:
+              mtime: float | None = None, columns: dict | None = None) -> dict[str, pd.DataFrame]:
     """Scan one input (``spec`` is its local path; ``info.name`` its label).  With use_cache, a
     local file's tables come from the table cache when the file is unchanged, and a file that
     grew is scanned only from the cache's last safe point."""
@@ -154,12 +154,14 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     state = cache.file_state(spec) if use_cache and spec != "-" else None
     cdir = cache.table_dir(spec, engine, base_date) if state else None
     meta = cache.load_tables_meta(cdir) if cdir else None
+    if meta and not _covers(meta.get("columns"), columns):
+        meta = None                    # the cached tables lack columns asked for now
     resume = None
     if meta and meta["state"]["head"] == state["head"] and meta["state"]["ino"] == state["ino"]:
         old = meta["state"]
         if (old["size"], old["mtime_ns"], old["tail"]) == (state["size"], state["mtime_ns"],
                                                             state["tail"]):
-            return _from_cache(cdir, meta, info, diags)
+            return _from_cache(cdir, meta, info, diags, columns)
         safe = meta.get("safe")
         if safe and meta.get("compression") is None and state["size"] > old["size"] and \
                 cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES) == safe["fp"] and \
@@ -174,7 +176,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                 src.size >= parallel.MIN_PARALLEL:
             head = src.raw.peek(1 << 20)[:1 << 20]
             eng = choose_engine(engine, head)
-            got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers)
+            got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers,
+                                         columns)
             if got is not None:
                 frames, pdiags, st, safe = got
                 info.engine = eng.name
@@ -182,7 +185,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
                     safe["crc"] = cache.prefix_crc(spec, safe["offset"])
                 return _finish_scan(info, frames, st, pdiags, diags, head.find(b"\x00"), head,
-                                    cdir if state else None, state, safe, False)
+                                    cdir if state else None, state, safe, False, columns)
         scanner: Scanner | None = None
         nul = -1
         chunk_head = b""
@@ -193,9 +196,10 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             src.raw.seek(resume["offset"])
             offset = resume["offset"]
             info.engine = meta["engine"]
-            scanner = ENGINES[info.engine].scanner(info.name, base_date)
+            scanner = ENGINES[info.engine].scanner(info.name, base_date, columns)
             scanner.restore(resume["state"])
-            old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"])
+            old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"],
+                                                   columns=columns)
             for d in old_diags:
                 d.source = info.name
                 if d.more:
@@ -210,7 +214,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     chunk_head = chunk[:65536]
                     eng = choose_engine(engine, chunk[:1 << 20])
                     info.engine = eng.name
-                    scanner = eng.scanner(info.name, base_date)
+                    scanner = eng.scanner(info.name, base_date, columns)
                 scanner.feed(chunk)
                 offset += len(chunk)
                 if chunk.endswith(b"\n") and src.compression is None:
@@ -236,7 +240,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
         safe["crc"] = cache.prefix_crc(spec, safe["offset"])
     return _finish_scan(info, frames, scanner.stats, scanner.diags + scanner.overflow(), diags, nul,
-                        chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only)
+                        chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only,
+                        columns)
 
 
 def _workers() -> int:
@@ -246,8 +251,18 @@ def _workers() -> int:
     return min(os.cpu_count() or 1, 8)
 
 
+def _covers(cached: dict | None, wanted: dict | None) -> bool:
+    """Whether tables cached with projection ``cached`` hold every column of ``wanted``
+    (None: every column)."""
+    if cached is None:
+        return True
+    if wanted is None:
+        return False
+    return all(t in wanted and set(wanted[t]) <= set(cols) for t, cols in cached.items())
+
+
 def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnostic], nul: int,
-                 head: bytes, cdir, state, safe, time_only: bool):
+                 head: bytes, cdir, state, safe, time_only: bool, columns: dict | None = None):
     """Counts, the no-record errors, and the table cache, for both scan paths."""
     from . import cache
 
@@ -268,17 +283,25 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
     if state is not None and cdir is not None and not time_only:
         cache.store_tables(cdir, {
             "state": state, "safe": safe, "compression": info.compression,
-            "engine": info.engine,
+            "engine": info.engine, "columns": columns,
             "info": [info.bytes, info.lines, info.skipped, info.first_skipped],
             "diags": [[d.line_no, d.kind, d.message, d.severity, d.more] for d in scan_diags]},
             frames)
     return frames
 
 
-def _cached_frames(cdir: str, meta: dict, upto: int | None = None):
+def _cached_frames(cdir: str, meta: dict, upto: int | None = None, columns: dict | None = None):
     frames = {}
     for t in TABLES:
-        df = conform(TABLES[t], pd.read_parquet(os.path.join(cdir, f"{t}.parquet")))
+        path = os.path.join(cdir, f"{t}.parquet")
+        keep = (columns or {}).get(t)
+        if keep is not None:          # read only the columns asked for
+            import pyarrow.parquet as pq
+            have = pq.ParquetFile(path).schema_arrow.names
+            df = pd.read_parquet(path, columns=[c for c in have if c in keep])
+        else:
+            df = pd.read_parquet(path)
+        df = conform(TABLES[t], df)
         if upto is not None:
             df = df[df["line_no"] <= upto].reset_index(drop=True)
         frames[t] = df
@@ -287,8 +310,9 @@ def _cached_frames(cdir: str, meta: dict, upto: int | None = None):
     return frames, diags
 
 
-def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic]):
-    frames, old = _cached_frames(cdir, meta)
+def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic],
+                columns: dict | None = None):
+    frames, old = _cached_frames(cdir, meta, columns=columns)
     name = info.name
     for t, df in frames.items():
         if len(df):
@@ -307,7 +331,7 @@ def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic]
 def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
           keep_going: bool = False, base_date: _dt.date | str | None = None,
           chunk_size: int = CHUNK_SIZE, remote: "RemoteOptions | None" = None,
-          cache: bool = False) -> ParsedLog:
+          cache: bool = False, columns: dict[str, tuple[str, ...]] | None = None) -> ParsedLog:
     """Parse one or many logs (paths, '-' for stdin, .gz/.xz/.bz2/.zst, and remote
     ``[user@]host:/path`` or ``ssh://[user@]host[:port]/path``, globs expanded remotely).
 
@@ -319,6 +343,8 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     remote:     how to reach remote logs (eaglelog.remote.RemoteOptions); defaults apply.
     cache:      use the table cache in $XDG_CACHE_HOME/eaglelog (eaglelog/cache.py) for local
                 files; the CLI turns it on unless --no-cache.
+    columns:    {table: columns} to keep of those tables (the others whole), e.g.
+                ``eaglelog.schema.ANALYSIS_COLUMNS``: what the analyses need of a large log.
     """
     import tempfile
 
@@ -368,7 +394,8 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags,
                                    use_cache=cache and (extra is None or
                                                         extra.mode in ("fetch", "cache")),
-                                   mtime=extra.mtime if extra is not None else None)
+                                   mtime=extra.mtime if extra is not None else None,
+                                   columns=columns)
                 if extra is not None:
                     _remote_info(info, extra, diags)
             except EaglelogError as e:

@@ -258,7 +258,9 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
 
 
 def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
-              skipped_note: bool = True) -> "ParsedLog":
+              skipped_note: bool = True, every_column: bool = False) -> "ParsedLog":
+    """Parse the inputs; the analyses ask for the columns they read (schema.ANALYSIS_COLUMNS)
+    of the large tables, `parse` for every column."""
     out = ctx.params.get("output")
     if out and out != "-" and os.path.exists(out):
         for spec in logs:
@@ -266,9 +268,12 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
                 raise click.UsageError(f"-o {out} is also an input: refusing to overwrite it")
     from .api import parse
 
+    from .schema import ANALYSIS_COLUMNS
+
     log = parse(list(logs), engine=engine, keep_going=keep_going,
                 base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"),
-                cache=not ctx.obj.get("no_cache"))
+                cache=not ctx.obj.get("no_cache"),
+                columns=None if every_column else ANALYSIS_COLUMNS)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     return log
 
@@ -314,7 +319,8 @@ def parse_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, table,
         run_follow(ctx, logs, base_date, lambda log: render_overview(overview(log)), final,
                    output)
         return
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=table is not None)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=table is not None,
+                    every_column=True)
     show_parsed(log, table, fmt, output)
     finish(ctx, log)
 

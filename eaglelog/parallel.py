@@ -39,8 +39,8 @@ def ranges(path: str, n: int) -> list[tuple[int, int]]:
 
 
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,
-               chunk_size: int):
-    sc = ENGINES[engine].scanner(name, base_date)
+               chunk_size: int, columns: dict | None = None):
+    sc = ENGINES[engine].scanner(name, base_date, columns)
     with open(path, "rb") as f:
         f.seek(start)
         left = end - start
@@ -74,7 +74,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             sc.time_only, resumable)
 
 
-def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int):
+def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int,
+                  columns: dict | None = None):
     """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
     when the file holds time-only prefixes (their dates need one sequential pass)."""
     from .parsers.scan import Diagnostic, ScanStats
@@ -89,7 +90,7 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         results = list(pool.map(scan_range, [path] * len(parts), [a for a, _ in parts],
                                 [b for _, b in parts], [name] * len(parts),
                                 [engine] * len(parts), [base_date] * len(parts),
-                                [chunk_size] * len(parts)))
+                                [chunk_size] * len(parts), [columns] * len(parts)))
     if any(r[4] for r in results):
         return None
     line_base, startup_base = 0, 0

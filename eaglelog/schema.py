@@ -271,6 +271,18 @@ def _with_core(t: Table) -> Table:
 TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, DECODE, PREFILL,
                                                             SERVER_ARGS, REQUESTS)}
 
+# The columns of the two large tables that the analyses read (summary, breakeven, reconcile,
+# compare, sweep, export, plot, report); every command but `parse` asks for only these, which
+# keeps a gigabyte log's tables in memory small.  tests/test_projection.py runs every analysis
+# both ways and requires the same output.
+_RANKS = tuple(tag.lower() for tag in RANK_TAGS)
+ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
+        "running_req", "accept_len", "accept_rate", "gen_throughput", "header"),
+    "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS,
+}
+
+
 # The CLI spells table names in kebab-case (--table prof-phases).
 def cli_name(table: str) -> str:
     return table.replace("_", "-")

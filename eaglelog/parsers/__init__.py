@@ -19,8 +19,8 @@ class Engine:
     def sniff(self, head: bytes) -> bool:
         return MARKERS.search(head) is not None
 
-    def scanner(self, source: str, base_date=None) -> Scanner:
-        return Scanner(source, base_date)
+    def scanner(self, source: str, base_date=None, columns=None) -> Scanner:
+        return Scanner(source, base_date, columns=columns)
 
 
 ENGINES: dict[str, Engine] = {

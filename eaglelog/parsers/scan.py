@@ -94,8 +94,10 @@ def fast_available() -> bool:
 
 class Scanner:
     def __init__(self, source: str, base_date: _dt.date | None = None,
-                 fast: bool = True) -> None:
+                 fast: bool = True, columns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.source = source
+        # {table: columns to keep} (schema.ANALYSIS_COLUMNS) or None for every column
+        self.columns = columns
         # the C accelerator reads the common layouts; EAGLELOG_PURE_PYTHON=1 turns it off
         self.fast = (_fastscan.FastScanner(_key_spec(sglang.DECODE_KEYS),
                                            _key_spec(sglang.PREFILL_KEYS))
@@ -103,7 +105,7 @@ class Scanner:
         self.base_date = base_date
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-        self._fast_acc = FastRows(self.fast.types() if self.fast is not None else None)
+        self._fast_acc = FastRows(self.fast.types() if self.fast is not None else None, columns)
         self.diags: list[Diagnostic] = []
         self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
         self._kept: dict[str, int] = {}
@@ -420,8 +422,12 @@ class Scanner:
             self._fast_acc.add(self.fast.take())
         for name, rows in self.rows.items():
             if rows:
-                self.parts[name].append(build_frame(TABLES[name], rows, keep=("_time_only",)))
+                df = build_frame(TABLES[name], rows, keep=("_time_only",))
                 rows.clear()
+                keep = (self.columns or {}).get(name)
+                if keep is not None:
+                    df = df[[c for c in df.columns if c in keep or c == "_time_only"]]
+                self.parts[name].append(df)
 
     def frames_so_far(self) -> dict[str, pd.DataFrame]:
         """Every table of the rows read so far, in line order (blocks still open excluded)."""
@@ -480,8 +486,9 @@ class FastRows:
     """The C accelerator's rows, gathered as column arrays chunk by chunk and made into one typed
     frame per table at the end (one copy per column, no per-chunk frames to concatenate)."""
 
-    def __init__(self, types: dict | None = None) -> None:
+    def __init__(self, types: dict | None = None, columns: dict | None = None) -> None:
         self.types = types or {}        # table -> column -> 'q' | 'd' | 'i' | 'b'
+        self.keep = columns or {}       # table -> the columns kept (others dropped as they come)
         self.cols: dict[str, dict[str, list]] = {}
         self.rows: dict[str, int] = {}
         self.labels: dict[str, list[str]] = {}
@@ -494,8 +501,10 @@ class FastRows:
             at = self.rows.get(name, 0)
             self.rows[name] = at + rows
             acc = self.cols.setdefault(name, {})
+            keep = self.keep.get(name)
             for col, data in raw.items():     # a column first printed later starts later
-                acc.setdefault(col, []).append((at, data))
+                if keep is None or col in keep:
+                    acc.setdefault(col, []).append((at, data))
 
     def frame(self, name: str, source: str) -> pd.DataFrame | None:
         import numpy as np
@@ -507,8 +516,11 @@ class FastRows:
                 "phase": self.labels["phase"], "header": _HEADER_LABELS,
                 "graph_backend": list(sglang.GRAPH_LABELS)}
         table = TABLES[name]
+        keep = self.keep.get(name)
         cols: dict[str, object] = {}
         for c in table.columns:
+            if keep is not None and c.name not in keep:
+                continue
             if c.name == "source":
                 cols["source"] = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8),
                                                            categories=[source])
