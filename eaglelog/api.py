@@ -409,7 +409,7 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 parts[t].append(f)
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
-    tables = {name: concat_frames(TABLES[name], parts[name]) for name in TABLES}
+    tables = {name: concat_frames(TABLES[name], parts[name], consume=True) for name in TABLES}
     return ParsedLog(tables, infos, diags)
 
 

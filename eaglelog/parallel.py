@@ -102,8 +102,7 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _ = \
             results.pop(0)             # let each worker's frames go once they are merged
         for t, df in frames.items():
-            if len(df):
-                df = df.copy()
+            if len(df):                # the worker's frame is ours: columns replaced, not copied
                 df["line_no"] = df["line_no"] + line_base
                 for col in ("block", "end_line"):
                     if col in df.columns:
@@ -122,7 +121,7 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         startup_base += startups
     frames = {}
     for t in TABLES:
-        df = concat_frames(TABLES[t], tables[t])
+        df = concat_frames(TABLES[t], tables[t], consume=True)
         if len(df) and not df["line_no"].is_monotonic_increasing:   # blocks read past a range
             df = df.sort_values("line_no", kind="stable", ignore_index=True)
         frames[t] = df

@@ -94,24 +94,55 @@ def conform(table: Table, df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def concat_frames(table: Table, frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate partial frames of one table, keeping the schema dtypes (categories are
-    unioned, not degraded to object)."""
+def _na_series(dtype: str, n: int) -> pd.Series:
+    return pd.Series(_typed([None] * n, dtype) if n < 4096 else
+                     pd.array([None] * n, dtype=dtype) if dtype != "float64" else
+                     np.full(n, np.nan))
+
+
+def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = False) -> pd.DataFrame:
+    """Concatenate partial frames of one table column by column, keeping the schema dtypes
+    (categories are unioned, not degraded to object).  With ``consume`` each column is deleted
+    from the parts once copied, so a large table is never held twice."""
     frames = [f for f in frames if len(f)]
     if not frames:
         return build_frame(table, [])
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
-    out = pd.concat(frames, ignore_index=True, sort=False)
-    known = [c for c in table.columns if c.name in out.columns]
-    for c in known:  # a column missing from some parts comes back as object/float: re-type it
-        if str(out[c.name].dtype) != c.dtype:
-            out[c.name] = _convert(out[c.name], c.dtype)
-    names = {c.name for c in known}
-    for k in out.columns:       # server_args keys typed differently in different parts
-        if k not in names and out[k].dtype == object:
-            vals = [None if (v is None or v is pd.NA or (isinstance(v, float) and v != v))
-                    else (v.item() if hasattr(v, "item") else v) for v in out[k].tolist()]
-            vals, dtype = _config_column(vals)
-            out[k] = _typed(vals, dtype)
-    return out[[c.name for c in known] + [k for k in out.columns if k not in names]]
+    lens = [len(f) for f in frames]
+    names = list(dict.fromkeys(c for f in frames for c in f.columns))
+    schema = {c.name: c for c in table.columns}
+    order = [c.name for c in table.columns if c.name in names] + \
+        [k for k in names if k not in schema]
+    out: dict[str, object] = {}
+    for name in order:
+        col = schema.get(name)
+        parts = [f[name] if name in f.columns else None for f in frames]
+        if col is not None:
+            parts = [_na_series(col.dtype, n) if p is None else
+                     p if str(p.dtype) == col.dtype else _convert(p, col.dtype)
+                     for p, n in zip(parts, lens)]
+            if col.dtype == "category":     # one category list for all parts: codes recoded
+                cats = list(dict.fromkeys(c for p in parts for c in p.cat.categories))
+                parts = [p.cat.set_categories(cats) for p in parts]
+                merged = pd.concat(parts, ignore_index=True)
+            else:
+                merged = pd.concat(parts, ignore_index=True)
+                if str(merged.dtype) != col.dtype:
+                    merged = _convert(merged, col.dtype)
+        else:     # a server_args key: typed from its values across all parts
+            merged = pd.concat([pd.Series([None] * n, dtype=object) if p is None else p
+                                for p, n in zip(parts, lens)], ignore_index=True)
+            if merged.dtype == object or str(merged.dtype) != str(parts[0].dtype if parts[0]
+                                                                  is not None else object):
+                vals = [None if (v is None or v is pd.NA or (isinstance(v, float) and v != v))
+                        else (v.item() if hasattr(v, "item") else v) for v in merged.tolist()]
+                vals, dtype = _config_column(vals)
+                merged = pd.Series(_typed(vals, dtype))
+        out[name] = merged.reset_index(drop=True)
+        del parts
+        if consume:
+            for f in frames:
+                if name in f.columns:
+                    del f[name]
+    return pd.DataFrame(out, copy=False)

@@ -19,7 +19,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .windows import bucket_labels, decode_interval, windows
+from .windows import bucket_labels, decode_interval, rows_where, windows
 
 VERDICTS = ("above", "below", "inconclusive", "insufficient data")
 ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
@@ -136,10 +136,10 @@ def derived_cycle(w: pd.DataFrame, confidence: float, notes: list[str],
                   what: str = "cycle") -> tuple[Estimate, pd.DataFrame]:
     """Mean derived cycle (or step) time over clean windows; all windows when too few are
     clean (said in a note)."""
-    use = w[w["clean"]]
+    use = rows_where(w, w["clean"])
     label = f"decode lines ({len(use)} clean windows of {len(w)})"
     if len(use) < stats.MIN_WINDOWS:
-        rest = w[np.isfinite(w["derived_ms"]) & (w["reason"] != "first")]
+        rest = rows_where(w, np.isfinite(w["derived_ms"]) & (w["reason"] != "first"))
         if len(rest) > len(use):
             notes.append(f"only {len(use)} of {len(w)} decode windows are free of prefill and "
                          f"idle time: the derived {what} time uses {len(rest)} windows and "
@@ -151,7 +151,7 @@ def derived_cycle(w: pd.DataFrame, confidence: float, notes: list[str],
 
 
 def accept_from_windows(w: pd.DataFrame, confidence: float) -> Estimate:
-    a = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))]
+    a = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float)))
     return stats.weighted_mean(a["accept_len"].to_numpy(dtype=float),
                                a["req_steps"].to_numpy(dtype=float), confidence,
                                f"decode lines ({len(a)} windows, request-step weighted)")
@@ -220,7 +220,7 @@ def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95
     notes: list[str] = []
     cfg, w = one_source(log, source)
     dec = log.decode[log.decode["source"] == source]
-    spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+    spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
     if buckets is not None and len(spec_w):
         lab = bucket_labels(spec_w["running_req"])
         keep = lab.isin(buckets).to_numpy()

@@ -11,6 +11,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
+from .windows import rows_where
 from .breakeven import Baseline, BreakevenResult, accept_from_windows, breakeven, one_source
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
@@ -103,7 +104,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         n_sync = int(sync.sum())
         if n_sync:
             notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
-    spec_w = w[np.isfinite(w["accept_len"].to_numpy(dtype=float))] if len(w) else w
+    spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
     acc_sg = accept_from_windows(spec_w, confidence) if len(spec_w) else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \

@@ -38,9 +38,18 @@ def decode_interval(config: dict) -> int:
 REASONS = ["", "first", "prefill", "idle", "no throughput"]   # codes of the 'reason' column
 
 
+def rows_where(df: pd.DataFrame, mask) -> pd.DataFrame:
+    """df[mask], but df itself (not a copy of millions of rows) when the mask keeps every row."""
+    m = np.asarray(mask, dtype=bool)
+    return df if m.all() else df[m]
+
+
 def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[str]]:
     """Series of every row of each frame, as codes into one list of labels 'dp|pp|attn_cp|moe_dp'
     ('-' for a tag the line lacks), shared by the frames (decode and prefill lines)."""
+    if not any(t in df.columns and df[t].notna().any() for df in frames for t in SERIES_TAGS):
+        # one series (no DP/PP tags: the usual single-scheduler log)
+        return [np.zeros(len(df), dtype=np.int8) for df in frames], ["-|-|-|-"]
     keys = []
     for df in frames:
         key = np.zeros(len(df), dtype=np.int64)
@@ -100,9 +109,12 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ts = d["timestamp"].to_numpy(dtype="datetime64[us]").astype(np.int64) \
         if "timestamp" in d.columns else None
-    order = np.argsort(key, kind="stable")        # rows of each series, in line order
-    bounds = np.flatnonzero(np.diff(key[order])) + 1
-    for idx in np.split(order, bounds):
+    if len(labels) == 1:
+        groups = [np.arange(len(d))]
+    else:
+        order = np.argsort(key, kind="stable")    # rows of each series, in line order
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for idx in groups:
         s = key[idx[0]]
         if reason[idx[0]] == 0:
             reason[idx[0]] = 1                                       # first

@@ -409,6 +409,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
             break;
         }
         case K_GRAPH:
+            if (activate(T, LC_GRAPH) || activate(T, LC_GRAPH_BACKEND)) return 0;
             if (e - v >= 4 && memcmp(v, "True", 4) == 0) { end = v + 4; STAGE(T, LC_GRAPH, int8_t) = 1; }
             else if (e - v >= 5 && memcmp(v, "False", 5) == 0) { end = v + 5; STAGE(T, LC_GRAPH, int8_t) = 0; }
             if (end) STAGE(T, LC_GRAPH_BACKEND, int8_t) = (int8_t)c;  /* c holds the label index */
@@ -442,12 +443,17 @@ static void commit_row(LineTable *T) {
     T->rows++;
 }
 
-static void stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t startup) {
+static int stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t startup) {
     STAGE(T, LC_LINE, int64_t) = line_no;
     STAGE(T, LC_STARTUP, int64_t) = startup;
     STAGE(T, LC_TS, int64_t) = pf->ts;
     STAGE(T, LC_RANKS, int32_t) = pf->ranks;
-    for (int i = 0; i < N_TAGS; i++) STAGE(T, LC_DP + i, int64_t) = pf->tag[i];
+    for (int i = 0; i < N_TAGS; i++)
+        if (pf->tag[i] != NA_I64) {
+            if (activate(T, LC_DP + i)) return -1;
+            STAGE(T, LC_DP + i, int64_t) = pf->tag[i];
+        }
+    return 0;
 }
 
 /* a 'Decode batch…' (decode=1) or 'Prefill batch…' body at p; 1 = row added, 0 = declined,
@@ -476,8 +482,11 @@ static int batch_line(FastScanner *self, int decode, const char *p, const char *
     p += 2;
     if (grow_row(T)) return -1;
     if (!parse_segments(T, p, e)) return 0;
-    stage_prefix(T, pf, line_no, startup);
-    STAGE(T, LC_ITER, int64_t) = iter;
+    if (stage_prefix(T, pf, line_no, startup)) return -1;
+    if (iter != NA_I64) {
+        if (activate(T, LC_ITER)) return -1;
+        STAGE(T, LC_ITER, int64_t) = iter;
+    }
     STAGE(T, LC_HEADER, int8_t) = iter != NA_I64 ? 2 : punct == '.' ? 0 : 1;
     commit_row(T);
     return 1;
@@ -878,9 +887,10 @@ static void FastScanner_dealloc(FastScanner *self) {
  * whose lines the Python parser reads */
 static int table_init(LineTable *T, PyObject *keys) {
     memset(T, 0, sizeof *T);
-    for (int c = 0; c < LC_FIXED; c++) {
+    for (int c = 0; c < LC_FIXED; c++) {   /* rank tags, iter and graph: when printed */
         T->coltype[c] = LINE_FIXED_TYPES[c];
-        T->cols[c].active = 1;
+        T->cols[c].active = !((c >= LC_DP && c <= LC_EP) || c == LC_ITER || c == LC_GRAPH ||
+                              c == LC_GRAPH_BACKEND);
     }
     T->ncols = LC_FIXED;
     T->queue_col = -1;

@@ -436,7 +436,7 @@ class Scanner:
         for name in TABLES:
             fast = self._fast_acc.frame(name, self.source)
             parts = ([fast] if fast is not None else []) + self.parts[name]
-            df = concat_frames(TABLES[name], parts)
+            df = concat_frames(TABLES[name], parts, consume=True)
             if len(df) and not df["line_no"].is_monotonic_increasing:
                 df = df.sort_values("line_no", kind="stable", ignore_index=True)
             if name == "prof" and len(df):
@@ -530,8 +530,7 @@ class FastRows:
                     cols[c.name] = pd.arrays.BooleanArray(np.ones(rows, dtype=bool),
                                                           np.zeros(rows, dtype=bool))
                 elif c.core:
-                    cols[c.name] = pd.array([None] * rows, dtype=c.dtype) \
-                        if c.dtype != "float64" else np.full(rows, np.nan)
+                    cols[c.name] = _all_na(c.dtype, rows)
                 continue
             kind = self.types[name][c.name]
             parts = acc.pop(c.name)
@@ -566,6 +565,21 @@ class FastRows:
                 a[na] = 0
                 cols[c.name] = pd.arrays.IntegerArray(a, na)
         return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
+
+
+def _all_na(dtype: str, rows: int):
+    import numpy as np
+    if dtype == "float64":
+        return np.full(rows, np.nan)
+    if dtype == "Int64":
+        return pd.arrays.IntegerArray(np.zeros(rows, np.int64), np.ones(rows, bool))
+    if dtype == "boolean":
+        return pd.arrays.BooleanArray(np.zeros(rows, bool), np.ones(rows, bool))
+    if dtype == "category":
+        return pd.Categorical.from_codes(np.full(rows, -1, np.int8), categories=[])
+    if dtype.startswith("datetime64"):
+        return np.full(rows, np.datetime64("NaT"), dtype=dtype)
+    return pd.array(np.full(rows, None, dtype=object), dtype=dtype)
 
 
 def count_blank(chunk: bytes) -> int:
