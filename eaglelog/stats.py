@@ -121,7 +121,8 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float)
     ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
-    v, w = v[ok], w[ok]
+    if not ok.all():
+        v, w = v[ok], w[ok]
     if len(v) >= MIN_WINDOWS and not np.any(v):
         return Estimate(0.0, 0.0, 0.0, len(v), confidence, 0.0, math.inf, source)
 

@@ -104,7 +104,7 @@ def one_source(log: ParsedLog, source: str) -> tuple[dict, pd.DataFrame]:
         dec = log.decode
         if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
             dec = dec[dec["source"] == source]
-        pre = log.prefill[log.prefill["source"] == source]
+        pre = rows_where(log.prefill, log.prefill["source"] == source)
         memo[source] = (cfg, windows(dec, pre, decode_interval(cfg)))
     return memo[source]
 
@@ -219,7 +219,7 @@ def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95
     source = source or log.sources[0].name
     notes: list[str] = []
     cfg, w = one_source(log, source)
-    dec = log.decode[log.decode["source"] == source]
+    dec = rows_where(log.decode, log.decode["source"] == source)
     spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
     if buckets is not None and len(spec_w):
         lab = bucket_labels(spec_w["running_req"])

@@ -19,6 +19,7 @@ from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
 from .breakeven import accept_from_windows, diluted, one_source
+from .windows import rows_where
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 f"{'default (1)' if ncds == 1 else 'not in the log'}; it has been "
                                 "a no-op since v0.3.6 in any case"))
     # 4. prefill dilution
-    dec = log.decode[log.decode["source"] == source]
+    dec = rows_where(log.decode, log.decode["source"] == source)
     if diluted(dec):
         findings.append(Finding("prefill dilution", "no",
                                 "SGLang's lines are from ≤ v0.5.3.post1, where each prefilled "

@@ -95,7 +95,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
         if not keep.all():
             d, key = d[keep].reset_index(drop=True), key[keep]
     d["series"] = pd.Categorical.from_codes(key, labels)
-    r = d["running_req"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
     g = d["gen_throughput"].to_numpy(dtype=float)
     a = d["accept_len"].to_numpy(dtype=float)
     per_iter = np.where(np.isfinite(a), a * r, r)
@@ -107,7 +107,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
     lines = d["line_no"].to_numpy(dtype=np.int64)
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
-    ts = d["timestamp"].to_numpy(dtype="datetime64[us]").astype(np.int64) \
+    ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64) \
         if "timestamp" in d.columns else None
     if len(labels) == 1:
         groups = [np.arange(len(d))]
@@ -135,12 +135,16 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
 
 
 def bucket_labels(running_req: pd.Series) -> pd.Series:
-    """Batch-size buckets: each value when there are at most 16 distinct, else powers of two
-    ('4–7')."""
-    r = running_req.astype("Int64")
-    if r.dropna().nunique() <= 16:
-        return r.astype("string")
-    lo = (2 ** np.floor(np.log2(r.astype(float).clip(lower=1)))).astype(int)
-    hi = lo * 2 - 1
-    return pd.Series([f"{a}" if a == b else f"{a}–{b}" for a, b in zip(lo, hi)],
-                     index=r.index, dtype="string")
+    """Batch-size buckets, as a categorical of labels: each value when there are at most 16
+    distinct, else powers of two ('4–7')."""
+    v = running_req.to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(v)
+    uniq = np.unique(v[ok])
+    if len(uniq) > 16:
+        v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
+        uniq = np.unique(v[ok])
+        cats = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
+    else:
+        cats = [str(int(a)) for a in uniq]
+    codes = np.where(ok, np.searchsorted(uniq, v), -1)
+    return pd.Series(pd.Categorical.from_codes(codes, cats), index=running_req.index)
