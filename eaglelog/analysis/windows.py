@@ -73,6 +73,26 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
     return out, labels
 
 
+def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
+             plines: np.ndarray) -> None:
+    """Mark, in place, why windows of ONE series (in line order) are not clean: 1 first,
+    2 a prefill line since the previous decode line, 3 an idle gap."""
+    if reason[0] == 0:
+        reason[0] = 1
+    rest = reason[1:]                                    # a view: written through
+    if len(plines):
+        pl = np.sort(plines)
+        # prefill lines printed after the previous decode line and before this one
+        count = np.searchsorted(pl, lines[1:]) - np.searchsorted(pl, lines[:-1])
+        rest[(count > 0) & (rest == 0)] = 2
+        del count
+    if ts is not None and len(ts) > 2 and not (ts == np.iinfo(np.int64).min).any():
+        gap = np.diff(ts) / 1e6
+        med = np.median(gap)
+        if med > 0:
+            rest[(gap > IDLE_FACTOR * med) & (rest == 0)] = 3
+
+
 def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.DataFrame:
     """Decode lines of ONE source as windows, in line order, with columns
     series, running_req, accept_len, gen_throughput, req_steps, tokens_per_iter, derived_ms,
@@ -89,8 +109,9 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     (key, pkey), labels = _series_codes([d, prefill])
     if "tp" in d.columns and d["tp"].notna().any():
         # several TP ranks printing one series: keep the lowest
-        tp = d["tp"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-        low = pd.Series(tp).groupby(key).transform("min").to_numpy()
+        tp = d["tp"].to_numpy(dtype=np.int64, na_value=-1)
+        low = tp.min() if len(labels) == 1 else \
+            pd.Series(tp).groupby(key).transform("min").to_numpy()
         keep = tp == low
         if not keep.all():
             d, key = d[keep].reset_index(drop=True), key[keep]
@@ -100,7 +121,9 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     a = d["accept_len"].to_numpy(dtype=float)
     per_iter = np.where(np.isfinite(a), a * r, r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        derived = np.where((g > 0) & (r > 0), 1000.0 * per_iter / g, np.nan)
+        derived = 1000.0 * per_iter
+        derived /= g
+    derived[~((g > 0) & (r > 0))] = np.nan
     d["req_steps"] = r * interval
     d["tokens_per_iter"] = per_iter
     d["derived_ms"] = derived
@@ -109,26 +132,15 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64) \
         if "timestamp" in d.columns else None
-    if len(labels) == 1:
-        groups = [np.arange(len(d))]
+    if len(labels) == 1:                       # one series: views, no index arrays
+        _reasons(reason, lines, ts, plines)
     else:
         order = np.argsort(key, kind="stable")    # rows of each series, in line order
-        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
-    for idx in groups:
-        s = key[idx[0]]
-        if reason[idx[0]] == 0:
-            reason[idx[0]] = 1                                       # first
-        rest = idx[1:]
-        if len(plines):
-            pl = np.sort(plines[pkey == s])
-            # prefill lines printed after the previous decode line and before this one
-            count = np.searchsorted(pl, lines[rest]) - np.searchsorted(pl, lines[idx[:-1]])
-            reason[rest[(count > 0) & (reason[rest] == 0)]] = 2      # prefill
-        if ts is not None and len(idx) > 2 and not (ts[idx] == np.iinfo(np.int64).min).any():
-            gap = np.diff(ts[idx]) / 1e6
-            med = np.median(gap)
-            if med > 0:
-                reason[rest[(gap > IDLE_FACTOR * med) & (reason[rest] == 0)]] = 3   # idle
+        for idx in np.split(order, np.flatnonzero(np.diff(key[order])) + 1):
+            sub = reason[idx]
+            _reasons(sub, lines[idx], ts[idx] if ts is not None else None,
+                     plines[pkey == key[idx[0]]])
+            reason[idx] = sub
     d["reason"] = pd.Categorical.from_codes(reason, REASONS)
     d["clean"] = reason == 0
     return d
