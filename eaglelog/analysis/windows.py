@@ -19,6 +19,14 @@ scheduler (sglang.md §3).  For the analyses:
   unknown), no 'Prefill batch' line of the same series was printed since the previous decode line,
   and its wall time (from the timestamps, when they have them) is not more than 3× the series'
   median (an idle gap).
+
+vLLM rows (``engine == 'vllm'``, vllm.md) are windows of *seconds*, not of iterations.  The
+formula above holds for them unchanged (gen_throughput counts emitted tokens, accept_len
+includes the bonus), and two things are exact instead of approximated: request-steps are the
+window's number of drafts (the ``drafts`` column) where the log gives it, and a window with
+prefill work is the one whose ``prompt_throughput`` is above 0.  Rows without drafts (no spec
+line) fall back to running_req × interval.  vLLM rows form series of their own (by engine
+index, in ``dp``), never shared with SGLang rows of the same input.
 """
 from __future__ import annotations
 
@@ -48,6 +56,9 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
             key <<= 15
             if t in df.columns:
                 key += df[t].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) + 1
+        if "engine" in df.columns:     # vLLM rows: series of their own (bit 62)
+            key += (df["engine"].astype("string") == "vllm").fillna(False).to_numpy(
+                dtype=np.int64) << 62
         keys.append(key)
     codes, uniques = pd.factorize(np.concatenate(keys)) if keys else ([], [])
     labels = []
@@ -56,7 +67,7 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
         for i in range(len(SERIES_TAGS)):
             v = (int(k) >> (15 * (len(SERIES_TAGS) - 1 - i))) & 0x7FFF
             parts.append("-" if v == 0 else str(v - 1))
-        labels.append("|".join(parts))
+        labels.append(("vllm " if int(k) >> 62 else "") + "|".join(parts))
     out, at = [], 0
     for key in keys:
         out.append(np.asarray(codes[at:at + len(key)]))
@@ -69,7 +80,8 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     series, running_req, accept_len, gen_throughput, req_steps, tokens_per_iter, derived_ms,
     clean, reason (why not clean: 'first', 'prefill', 'idle', 'no throughput')."""
     cols = [c for c in ("source", "line_no", "startup", "timestamp", "running_req", "accept_len",
-                        "accept_rate", "gen_throughput", "header", "tp") + SERIES_TAGS
+                        "accept_rate", "gen_throughput", "header", "tp", "engine", "drafts",
+                        "prompt_throughput") + SERIES_TAGS
             if c in decode.columns]
     d = decode[cols]
     if not d["line_no"].is_monotonic_increasing:
@@ -93,6 +105,9 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = np.where((g > 0) & (r > 0), 1000.0 * per_iter / g, np.nan)
     d["req_steps"] = r * interval
+    if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
+        dr = d["drafts"].to_numpy(dtype=float)
+        d["req_steps"] = np.where(np.isfinite(dr), dr, d["req_steps"].to_numpy(dtype=float))
     d["tokens_per_iter"] = per_iter
     d["derived_ms"] = derived
     reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
@@ -112,6 +127,9 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
             # prefill lines printed after the previous decode line and before this one
             count = np.searchsorted(pl, lines[rest]) - np.searchsorted(pl, lines[idx[:-1]])
             reason[rest[(count > 0) & (reason[rest] == 0)]] = 2      # prefill
+        if "prompt_throughput" in d.columns:                          # vLLM: prefill in window
+            pt = d["prompt_throughput"].to_numpy(dtype=float)[rest]
+            reason[rest[(pt > 0) & (reason[rest] == 0)]] = 2
         if ts is not None and len(idx) > 2 and not (ts[idx] == np.iinfo(np.int64).min).any():
             gap = np.diff(ts[idx]) / 1e6
             med = np.median(gap)
