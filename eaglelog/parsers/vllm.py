@@ -244,6 +244,8 @@ def _parse_spec(line: str) -> LineResult:
         rec["cumulative"] = False
         rec["window_accepted"] = rec["accepted_tokens"]
         rec["window_draft_tokens"] = rec["draft_tokens"]
+        if rec["draft_tokens"]:
+            rec["window_acceptance_rate"] = rec["accepted_tokens"] / rec["draft_tokens"]
         if rec.get("drafted_throughput"):
             rec["window_s"] = rec["draft_tokens"] / rec["drafted_throughput"]
         _v1_drafts(rec)
