@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import EaglelogError, InputError, NoRecordsError
-from .parsers import ENGINES, choose_engine
-from .parsers.scan import Diagnostic, Scanner
+from .parsers import ENGINES, choose_engine, get_engine
+from .parsers.scan import Diagnostic
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
 from . import parallel
@@ -176,8 +176,9 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                 src.size >= parallel.MIN_PARALLEL:
             head = src.raw.peek(1 << 20)[:1 << 20]
             eng = choose_engine(engine, head)
+            # only SGLang logs are large enough to split; the other families scan in one pass
             got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers,
-                                         columns)
+                                         columns) if eng.name == "sglang" else None
             if got is not None:
                 frames, pdiags, st, safe = got
                 info.engine = eng.name
@@ -186,7 +187,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     safe["crc"] = cache.prefix_crc(spec, safe["offset"])
                 return _finish_scan(info, frames, st, pdiags, diags, head.find(b"\x00"), head,
                                     cdir if state else None, state, safe, False, columns)
-        scanner: Scanner | None = None
+        scanner = None
         nul = -1
         chunk_head = b""
         offset = 0
@@ -196,7 +197,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             src.raw.seek(resume["offset"])
             offset = resume["offset"]
             info.engine = meta["engine"]
-            scanner = ENGINES[info.engine].scanner(info.name, base_date, columns)
+            scanner = get_engine(info.engine).scanner(info.name, base_date, columns)
             scanner.restore(resume["state"])
             old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"],
                                                    columns=columns)

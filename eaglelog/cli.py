@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # the engines of eaglelog.parsers.ENGINES (a test keeps them in step; importing the parsers here
 # would import pandas before any command runs)
-ENGINE_CHOICES = ("auto", "sglang")
+ENGINE_CHOICES = ("auto", "sglang", "vllm")
 
 
 def render_frame(*args, **kwargs):
@@ -575,7 +575,7 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
     if log_args:   # each distinct log is read once; a log given twice is the same run twice
         log = read_logs(ctx, list(dict.fromkeys(log_args)), engine, keep_going, base_date,
                         skipped_note=False)
-        for r in runs_from_log(log, engine if engine != "auto" else "sglang", baseline,
+        for r in runs_from_log(log, engine, baseline,
                                confidence):
             logs_by_name.setdefault(r.label.split(" [start-up")[0], []).append(r)
     out = []
@@ -737,7 +737,7 @@ def export_cmd(ctx, logs, engine, keep_going, base_date, output):
     from .analysis.compare import runs_from_log
 
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
-    runs = runs_from_log(log, engine if engine != "auto" else "sglang", None, 0.95)
+    runs = runs_from_log(log, engine, None, 0.95)
     if len(runs) != 1:
         raise EaglelogError(f"export writes one run; these inputs hold {len(runs)} (server "
                             "start-ups count as runs): give one log with one start-up")

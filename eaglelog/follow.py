@@ -18,7 +18,7 @@ from typing import Callable
 
 from .api import ParsedLog, SourceInfo
 from .errors import InputError
-from .parsers.scan import Scanner
+from .parsers import choose_engine
 from .remote import (AWK_MARKERS, BLOCK_CONTEXT, RemoteOptions, _quote_path, parse_remote,
                      split_numbered)
 
@@ -173,7 +173,7 @@ def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, b
     tail = RemoteTail(r, remote or RemoteOptions()) if r else LocalTail(spec)
     if not r and tail.f is None:
         raise InputError(f"{spec}: no such file")
-    scanner = Scanner(spec, base_date)
+    scanner = None        # the family is sniffed from the first lines read
     carry = b""
     stop = {"now": False}
 
@@ -190,9 +190,11 @@ def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, b
                 cut = data.rfind(b"\n")
                 carry = data[cut + 1:]
                 if cut >= 0:
+                    if scanner is None:
+                        scanner = choose_engine("auto", data[:1 << 20]).scanner(spec, base_date)
                     scanner.feed(data[:cut + 1])
             now = time.monotonic()
-            if now - last >= interval:
+            if now - last >= interval and scanner is not None:
                 last = now
                 snap = snapshot(scanner)
                 if snap is not None:
@@ -208,7 +210,11 @@ def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, b
         signal.signal(signal.SIGTERM, old)
         tail.close()
     if carry:
+        if scanner is None:
+            scanner = choose_engine("auto", carry).scanner(spec, base_date)
         scanner.feed(carry + b"\n")
+    if scanner is None:
+        raise InputError(f"{spec}: stopped before any speculative-decoding record was read")
     frames = scanner.finish()
     log = _as_log(spec, scanner, frames)
     if log is None:
@@ -219,7 +225,7 @@ def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, b
     return log
 
 
-def _as_log(spec: str, scanner: Scanner, frames) -> ParsedLog | None:
+def _as_log(spec: str, scanner, frames) -> ParsedLog | None:
     from .schema import TABLES
     from .tables import concat_frames
 
@@ -227,13 +233,13 @@ def _as_log(spec: str, scanner: Scanner, frames) -> ParsedLog | None:
     if not any(counts.values()):
         return None
     st = scanner.stats
-    info = SourceInfo(spec, "sglang", None, None, st.bytes, st.lines, st.skipped,
+    info = SourceInfo(spec, getattr(scanner, "engine", "sglang"), None, None, st.bytes, st.lines, st.skipped,
                       st.first_skipped, counts)
     tables = {t: concat_frames(TABLES[t], [frames[t]]) for t in TABLES}
     return ParsedLog(tables, [info], scanner.diags + scanner.overflow())
 
 
-def snapshot(scanner: Scanner) -> ParsedLog | None:
+def snapshot(scanner) -> ParsedLog | None:
     """The tables so far, without closing the blocks still open."""
     frames = scanner.frames_so_far()
     for t, f in frames.items():

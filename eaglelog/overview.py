@@ -11,9 +11,14 @@ SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
 
 def overview(log: ParsedLog) -> list[dict]:
     out = []
+    from .parsers import family_tables
+
     for info in log.sources:
+        own = family_tables(info.engine)     # the tables of its family (another's are empty)
         item: dict = {"source": info.name, "engine": info.engine, "compression": info.compression,
-                      "bytes": info.bytes, "lines": info.lines, "tables": dict(info.counts)}
+                      "bytes": info.bytes, "lines": info.lines,
+                      "tables": {t: n for t, n in info.counts.items() if own is None or t in own
+                                 or n}}
         if info.remote:
             item["remote"] = dict(info.remote)
         if info.error and not info.counts:

@@ -35,7 +35,10 @@ from .errors import InputError
 MAX_PARALLEL = 8
 SEP = b"\x1eEAGLELOG "
 AWK_MARKERS = (r'EAGLE3_PROF|Decode batch|Prefil|server_args=|Finish: obj=|"request\.finished"'
-               r'|#running-req: |new fill batch\. ')
+               r'|#running-req: |new fill batch\. '
+               # vLLM (eaglelog/parsers/vllm.py)
+               r'|SpecDecoding metrics: |Speculative metrics: |SpecDecodeWorker stage times: '
+               r'|Avg prompt throughput: |Prefix cache hit rate: GPU: |iteration elapsed time: ')
 BLOCK_CONTEXT = 40   # lines kept after an EAGLE3_PROF header (interleaved ranks need more)
 _SAFE_GLOB = re.compile(r"^[A-Za-z0-9_./*?\[\]~+=,:@%-]+$")
 _HOSTPATH = re.compile(r"^(?:(?P<user>[^@/:\s]+)@)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^@/:\s\[\]]+)"

@@ -132,8 +132,13 @@ _LINE_META = (
 
 DECODE = Table(
     "decode",
-    "one row per SGLang 'Decode batch' line (every version, sglang.md §2); window means over "
-    "decode_log_interval decode iterations of one scheduler",
+    "one row per stats window of one scheduler, the same meaning for every engine.  SGLang: one "
+    "row per 'Decode batch' line (every version, sglang.md §2), window means over "
+    "decode_log_interval decode iterations.  vLLM (engine='vllm'): one row per throughput line "
+    "joined with the spec line printed right after it by the same process (or per spec line "
+    "that follows none), a window of seconds (5 s in V0 and early V1, VLLM_LOG_STATS_INTERVAL "
+    "later); token_usage = GPU KV cache usage / 100, queue_req = Waiting (V1) / Pending (V0), dp "
+    "= the engine index",
     _WHERE + _WHEN + (
         C("gpu", "Int64", "", "GPU id printed in the message ([gpu_id=N] / [gpu=N], ≤ v0.2.13)"),
         C("iter", "Int64", "", "forward-iteration counter of 'Decode batch [N],'"),
@@ -142,8 +147,10 @@ DECODE = Table(
     ) + _USAGE + (
         C("accept_len", "float64", "tokens/verify", "pooled window mean of tokens committed per "
           "request per verify step, bonus included; NaN on non-speculative lines", "higher"),
-        C("accept_rate", "float64", "", "as printed; its formula depends on the release "
-          "(sglang.md §3.2)", "higher"),
+        C("accept_rate", "float64", "", "SGLang: as printed, its formula depends on the release "
+          "(sglang.md §3.2); vLLM: (accept_len − 1) / k, the share of drafted positions "
+          "committed (SGLang v0.5.11's definition for a chain), not vLLM's printed rate (that is "
+          "vllm_spec.draft_acceptance_rate)", "higher"),
         C("cap_len", "float64", "", "DSpark cap length"),
         C("block_accept_len", "float64", "", "DSpark block accept length", "higher"),
         C("pre_allocated_usage", "float64", "fraction", "PD decode: pre-allocated KV / capacity"),
@@ -161,6 +168,13 @@ DECODE = Table(
         C("est_read_bw", "float64", "GB/s", "estimated read bandwidth per GPU"),
         C("est_write_bw", "float64", "GB/s", "estimated write bandwidth per GPU"),
         C("fwd_occupancy", "float64", "%", "device-timer forward occupancy"),
+        C("engine", "category", "", "'vllm' on rows from vLLM logs (NA, not carried, for SGLang "
+          "rows)"),
+        C("prompt_throughput", "float64", "tokens/s", "vLLM: prompt tokens per second in the "
+          "window (a window with prefill work is not clean)"),
+        C("drafts", "float64", "drafts", "vLLM: proposals (request × verify steps) in the "
+          "window (vllm_spec.drafts); weighs accept_len exactly where SGLang's running_req × "
+          "decode_log_interval approximates it"),
     ) + _LINE_META,
 )
 
@@ -246,6 +260,144 @@ REQUESTS = Table(
     ),
 )
 
+# ---------------------------------------------------------------------------------------- vLLM
+# vLLM logs (vllm.md) fill these tables with the engine's own numbers, and the engine-neutral
+# 'decode' table with one row per stats window (see DECODE's 'engine' column).
+_VLLM_WHO = (
+    C("timestamp", "datetime64[us]", "", "time of the vLLM prefix 'MM-DD hh:mm:ss' (local wall "
+      "clock); vLLM prints no year: it comes from --date (the first line's date), else from the "
+      "file's modification date (the last line's year), and rolls over at a December → January "
+      "step"),
+    C("process", "category", "", "label of the '(Label pid=N)' process prefix, e.g. 'APIServer', "
+      "'EngineCore_DP0'; NA when the line has none (V0, single process)"),
+    C("pid", "Int64", "", "pid of the process prefix"),
+    C("level", "category", "", "log level as printed ('INFO', or 'DEBUG' when idle)"),
+    C("dp", "Int64", "", "engine (DP rank) index: 'Engine NNN:' of the throughput line (a spec "
+      "line takes the index of the throughput line it follows) or the '_DP<r>' suffix of the "
+      "process label; NA for single-engine and aggregated lines"),
+)
+
+VLLM_SPEC = Table(
+    "vllm_spec",
+    "one row per vLLM speculative-decoding metrics line: V0 'Speculative metrics:' (cumulative "
+    "counters, windows by differencing) and V1 'Speculative metrics:' / 'SpecDecoding metrics:' "
+    "(every version, already windows), vllm.md §2.1, §3.1",
+    _WHERE + _VLLM_WHO + (
+        C("variant", "category", "", "line shape: 'v0-a' (doubled 'tokens tokens'), 'v0-b', "
+          "'v1-a' … 'v1-e' (vllm.md §2.1, §3.1)"),
+        C("cumulative", "boolean", "", "True for V0 lines, whose counters count since engine "
+          "start"),
+        C("segment", "Int64", "", "V0: engine run within the series, 0 at the first line, +1 at "
+          "each restart (a counter that drops); NA for V1"),
+        C("k", "Int64", "tokens", "draft tokens per proposal: V0 'Number of speculative tokens'; "
+          "V1 the length of the per-position list (NA when the line has none or it was elided)"),
+        C("draft_acceptance_rate", "float64", "fraction", "'(Avg) Draft acceptance rate' as "
+          "printed, as a fraction: accepted / draft tokens (V0: cumulative, counting accepted "
+          "positions after a rejection too; V1: the window). Not comparable across engines or k: "
+          "see accept_rate"),
+        C("rate_unit", "category", "", "unit the rate was printed in: 'fraction' or 'percent'"),
+        C("system_efficiency", "float64", "fraction", "V0 'System efficiency' as printed "
+          "(cumulative emitted / maximum emittable)"),
+        C("mean_acceptance_length", "float64", "tokens/draft", "V1 'Mean acceptance length' as "
+          "printed (2 decimals; bonus included)", "higher"),
+        C("accepted_throughput", "float64", "tokens/s", "V1 'Accepted throughput'"),
+        C("drafted_throughput", "float64", "tokens/s", "V1 'Drafted throughput'"),
+        C("accepted_tokens", "Int64", "tokens", "accepted draft tokens as printed (bonus "
+          "excluded; V0 cumulative)"),
+        C("draft_tokens", "Int64", "tokens", "drafted tokens as printed (V0 cumulative)"),
+        C("emitted_tokens", "Int64", "tokens", "V0 'Number of emitted tokens' (cumulative)"),
+        C("window_accepted", "Int64", "tokens", "accepted draft tokens in the window: V0 the "
+          "difference from the previous line of the series (the counters themselves after a "
+          "restart; NA for the series' first line, whose window start is unknown), V1 as "
+          "printed"),
+        C("window_draft_tokens", "Int64", "tokens", "drafted tokens in the window (as "
+          "window_accepted)"),
+        C("window_emitted", "Int64", "tokens", "V0: emitted tokens in the window"),
+        C("drafts", "float64", "drafts", "proposals (request × verify steps) in the window: V0 "
+          "window_draft_tokens / k; V1 draft_tokens / k when that reproduces the printed mean "
+          "acceptance length (fixed k), else accepted / (MAL − 1), rounded (lossy)"),
+        C("drafts_from", "category", "", "how drafts was recovered: 'draft_tokens/k' or "
+          "'accepted/(mal-1)'"),
+        C("accept_len", "float64", "tokens/verify", "window τ, bonus included: V1 1 + accepted "
+          "/ drafts; V0 window_emitted / drafts (= system efficiency × (k + 1) over the window); "
+          "the same convention as SGLang's accept len", "higher"),
+        C("window_acceptance_rate", "float64", "fraction", "accepted / drafted tokens over the "
+          "window, unrounded (V0: by differencing)"),
+        C("accept_rate", "float64", "fraction", "comparable rate: (accept_len − 1) / k, the share "
+          "of drafted positions committed (SGLang's v0.5.11 definition for a chain)", "higher"),
+        C("per_position", "string", "", "V1 'Per-position acceptance rate' as a JSON list "
+          "(unconditional: element i = drafts whose position i was accepted / drafts)"),
+        C("per_position_elided", "boolean", "", "True when the list was shortened with '...'"),
+        C("window_s", "float64", "s", "window length, draft_tokens / drafted_throughput (V1-d/e)"),
+        C("paired_line", "Int64", "", "line_no of the throughput line this line was printed with "
+          "(it gives the decode row); NA when none preceded it"),
+        C("extra", "string", "", "unknown fields and suffixes (forks), as printed; NA if none"),
+    ),
+)
+
+VLLM_STATS = Table(
+    "vllm_stats",
+    "one row per vLLM throughput line ('Avg prompt throughput: …', V0 and V1 T1–T4, vllm.md "
+    "§2.4, §3.3), with the V0 'Prefix cache hit rate: GPU:' line folded into the row it follows",
+    _WHERE + _VLLM_WHO + (
+        C("variant", "category", "", "'v0' (Swapped/CPU KV fields), 'T1' … 'T4' (vllm.md §3.3)"),
+        C("engines_aggregated", "Int64", "engines", "n of an 'n Engines Aggregated:' prefix"),
+        C("prompt_throughput", "float64", "tokens/s", "prompt tokens in the window / window "
+          "seconds"),
+        C("gen_throughput", "float64", "tokens/s", "emitted tokens (accepted + bonus) in the "
+          "window / window seconds", "higher"),
+        C("running_req", "Int64", "requests", "'Running: N reqs' at logging time"),
+        C("waiting_req", "Int64", "requests", "'Waiting' (V1) or 'Pending' (V0) at logging time"),
+        C("swapped_req", "Int64", "requests", "V0 'Swapped'"),
+        C("deferred_req", "Int64", "requests", "'Deferred'"),
+        C("preemptions", "Int64", "", "'Preemptions' in the window"),
+        C("corrupted_req", "Int64", "requests", "'Corrupted'"),
+        C("gpu_kv_usage", "float64", "%", "'GPU KV cache usage'"),
+        C("cpu_kv_usage", "float64", "%", "V0 'CPU KV cache usage'"),
+        C("prefix_hit_rate", "float64", "%", "V1 'Prefix cache hit rate'"),
+        C("prefix_hit_gpu", "float64", "%", "V0 prefix-cache line, GPU"),
+        C("prefix_hit_cpu", "float64", "%", "V0 prefix-cache line, CPU"),
+        C("external_prefix_hit_rate", "float64", "%", "'External prefix cache hit rate'"),
+        C("mm_cache_hit_rate", "float64", "%", "'MM cache hit rate'"),
+        C("extra", "string", "", "unknown fields, as printed; NA if none"),
+    ),
+)
+
+VLLM_STAGES = Table(
+    "vllm_stages",
+    "one row per V0 'SpecDecodeWorker stage times:' line (vllm.md §2.3): per-step means over the "
+    "~5 s window; draft + scoring + verification is not a full cycle (scheduling is left out)",
+    _WHERE + _VLLM_WHO + (
+        C("proposal_ms_per_token", "float64", "ms/token", "'average_time_per_proposal_tok_ms'",
+          "lower"),
+        C("k", "Int64", "tokens", "k of the latest V0 spec line of the same process before this "
+          "line; NA before any"),
+        C("draft_ms", "float64", "ms/step", "draft phase per step, k × proposal_ms_per_token",
+          "lower"),
+        C("scoring_ms", "float64", "ms/step", "target-model scoring (verify forward) per step",
+          "lower"),
+        C("verification_ms", "float64", "ms/step", "rejection sampling per step", "lower"),
+        C("prefill_sync_ms", "float64", "ms/step", "'prefill_sync_time_ms' (later versions)",
+          "lower"),
+        C("stage_sum_ms", "float64", "ms/step", "draft_ms + scoring_ms + verification_ms "
+          "(+ prefill_sync_ms): a lower bound of the cycle", "lower"),
+    ),
+)
+
+VLLM_ITERATIONS = Table(
+    "vllm_iterations",
+    "one row per V1 per-iteration detail line ('Iteration(N): …', vllm.md §3.5)",
+    _WHERE + _VLLM_WHO + (
+        C("iteration", "Int64", "", "engine step counter"),
+        C("ctx_req", "Int64", "requests", "context (prefill) requests in the step"),
+        C("ctx_tokens", "Int64", "tokens", "context tokens in the step"),
+        C("gen_req", "Int64", "requests", "generation (decode) requests in the step"),
+        C("gen_tokens", "Int64", "tokens", "generation tokens (whether draft positions count is "
+          "not established)"),
+        C("iter_ms", "float64", "ms", "wall time of the step", "lower"),
+    ),
+)
+
 CORE = {
     "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
             "complete n_phases phase_sum_ms end_line",
@@ -258,6 +410,15 @@ CORE = {
     "requests": "source line_no startup timestamp rid finish_reason prompt_tokens completion_tokens "
                 "cached_tokens e2e_latency verify_ct accepted_drafts proposed_drafts "
                 "accept_histogram spec_accept_length format",
+    "vllm_spec": "source line_no startup timestamp process pid dp variant cumulative k "
+                 "draft_acceptance_rate accepted_tokens draft_tokens window_accepted "
+                 "window_draft_tokens drafts accept_len accept_rate",
+    "vllm_stats": "source line_no startup timestamp process pid dp variant prompt_throughput "
+                  "gen_throughput running_req waiting_req gpu_kv_usage",
+    "vllm_stages": "source line_no startup timestamp proposal_ms_per_token k draft_ms scoring_ms "
+                   "verification_ms stage_sum_ms",
+    "vllm_iterations": "source line_no startup timestamp process pid dp iteration ctx_req "
+                       "ctx_tokens gen_req gen_tokens iter_ms",
 }
 
 
@@ -269,7 +430,9 @@ def _with_core(t: Table) -> Table:
 
 
 TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, DECODE, PREFILL,
-                                                            SERVER_ARGS, REQUESTS)}
+                                                            SERVER_ARGS, REQUESTS, VLLM_SPEC,
+                                                            VLLM_STATS, VLLM_STAGES,
+                                                            VLLM_ITERATIONS)}
 
 # The columns of the two large tables that the analyses read (summary, breakeven, reconcile,
 # compare, sweep, export, plot, report); every command but `parse` asks for only these, which
@@ -278,7 +441,8 @@ TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, D
 _RANKS = tuple(tag.lower() for tag in RANK_TAGS)
 ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
-        "running_req", "accept_len", "accept_rate", "gen_throughput", "header"),
+        "running_req", "accept_len", "accept_rate", "gen_throughput", "header", "engine",
+        "prompt_throughput", "drafts"),
     "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS,
 }
 

@@ -271,6 +271,47 @@ def main() -> None:
                      spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
                            "steps": 5})
     simulate_batches("batch_baseline.log", seed=12, port=30004, spec=None, accept_dist=(1.0,))
+    vllm_sample("vllm_v1.log")
+
+
+# A vLLM V1 server (current log format, vllm.md §3) with EAGLE, k = 3, 8 concurrent requests and
+# a 10 s stats interval: per window, the number of drafts and of accepted draft tokens.  Windows
+# 0, 6 and 15 hold prefill work (prompt throughput > 0); the window after index 18 comes after a
+# 60 s idle gap (its lines were at DEBUG).  tests/test_vllm.py works the summary and break-even
+# numbers out by hand from these lists.
+VLLM_DRAFTS = [1600, 2000, 2010, 1990, 2005, 1995, 1700, 2002, 1998, 2004, 1996, 2001, 1999,
+               2003, 1997, 1750, 2000, 2006, 1994, 2000, 2008, 1992, 2001, 1999]
+VLLM_ACCEPTED = [2000, 3300, 3350, 3250, 3310, 3290, 2700, 3305, 3280, 3320, 3275, 3300, 3290,
+                 3310, 3285, 2800, 3300, 3320, 3270, 3300, 3330, 3260, 3305, 3295]
+VLLM_PREFILL = {0: 2400.0, 6: 812.8, 15: 640.0}
+VLLM_IDLE_BEFORE = 19
+
+
+def vllm_sample(name: str) -> None:
+    k, running, interval = 3, 8, 10
+    t = dt.datetime(2026, 2, 10, 14, 0, 10)
+    pre = "(APIServer pid=4242) INFO"
+    lines = [HEADER.replace("make_samples.py", "make_samples.py (vllm_sample)")]
+    for i, (d, a) in enumerate(zip(VLLM_DRAFTS, VLLM_ACCEPTED)):
+        if i == VLLM_IDLE_BEFORE:
+            t += dt.timedelta(seconds=50)
+        stamp = t.strftime("%m-%d %H:%M:%S")
+        gen = (d + a) / interval                     # emitted = accepted + one bonus per draft
+        kv = 2.0 + 0.1 * (i % 7)
+        lines.append(f"{pre} {stamp} [loggers.py:248] Engine 000: Avg prompt throughput: "
+                     f"{VLLM_PREFILL.get(i, 0.0):.1f} tokens/s, Avg generation throughput: "
+                     f"{gen:.1f} tokens/s, Running: {running} reqs, Waiting: 0 reqs, "
+                     f"GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%\n")
+        r = a / d
+        pos = ", ".join(f"{r * c:.3f}" for c in (0.45, 0.33, 0.22))
+        lines.append(f"{pre} {stamp} [metrics.py:188] SpecDecoding metrics: Mean acceptance "
+                     f"length: {1 + r:.2f}, Accepted throughput: {a / interval:.2f} tokens/s, "
+                     f"Drafted throughput: {k * d / interval:.2f} tokens/s, Accepted: {a} "
+                     f"tokens, Drafted: {k * d} tokens, Per-position acceptance rate: {pos}, "
+                     f"Avg Draft acceptance rate: {100 * a / (k * d):.1f}%\n")
+        t += dt.timedelta(seconds=interval)
+    with open(os.path.join(HERE, name), "w") as f:
+        f.write("".join(lines))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ import pytest
 import eaglelog
 from conftest import SAMPLES, grep_count
 
-SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.log"))
+# SGLang samples (vllm_*.log: tests/test_vllm.py)
+SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("*.log") if not p.name.startswith("vllm"))
 MARKERS = {"prof": "EAGLE3_PROF", "decode": "Decode batch", "prefill": "Prefill batch",
            "server_args": "server_args=", "requests": "Finish: obj="}
 

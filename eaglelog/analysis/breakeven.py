@@ -162,6 +162,8 @@ def diluted(dec: pd.DataFrame) -> bool:
     prefill samples of 1.0 into accept len (sglang.md §3.6)."""
     if dec.empty or "accept_rate" not in dec.columns:
         return bool(len(dec)) and dec["accept_len"].notna().any()
+    if "header" not in dec.columns:      # vLLM rows only: no SGLang release to dilute
+        return False
     spec = dec["accept_len"].notna()
     old = spec & dec["accept_rate"].isna() & (dec["header"].astype("string") == ".")
     return bool(old.any())

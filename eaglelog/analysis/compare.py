@@ -58,7 +58,8 @@ def runs_from_log(log: ParsedLog, engine: str, baseline: Baseline | None,
         src = sub.sources[0].name
         su = sub.decode["startup"].dropna()
         cfg = sub.config(src, int(su.iloc[0]) if len(su) else None)
-        run = Run(label, engine, cfg, run_metrics(sub),
+        eng = sub.sources[0].engine or (engine if engine != "auto" else "sglang")
+        run = Run(label, eng, cfg, run_metrics(sub),
                   sorted(float(x) for x in sub.decode["running_req"].dropna().unique()),
                   sorted(str(m) for m in sub.prof["mode"].dropna().unique()))
         if baseline is not None and ("accept_len" in run.series):
@@ -259,6 +260,11 @@ def _config_diff(ref: Run, run: Run) -> dict:
 
 def _warnings(ref: Run, run: Run) -> list[str]:
     out = []
+    if run.engine != ref.engine:
+        out.append(f"{run.label}: runs of different engines ({run.engine} vs {ref.engine}): "
+                   "the metrics mean the same (accept length with the bonus token, emitted "
+                   "tokens per second) but windows differ (SGLang: decode_log_interval "
+                   "iterations; vLLM: seconds) and so do the schedulers")
     ma, mb = ref.config.get("model_path"), run.config.get("model_path")
     if ma and mb and ma != mb:
         out.append(f"{run.label}: different model ({mb} vs {ma}): the runs are not comparable")
@@ -295,10 +301,6 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
                 if r.extra:
                     notes.append(f"{r.label}: break-even and speedup from its exported windows "
                                  "(cycle and accept length taken as independent)")
-    for r in runs[1:]:
-        if r.engine != ref.engine:
-            raise EaglelogError(f"cannot compare runs of different engines: {ref.label} is "
-                                f"{ref.engine}, {r.label} is {r.engine}")
     metrics, diff, warns = [], {}, []
     for run in runs[1:]:
         common = [k for k in ref.series if k in run.series] + \

@@ -47,6 +47,7 @@ class SummaryResult:
     clean_windows: int
     breakeven: BreakevenResult | None
     notes: tuple[str, ...] = ()
+    engine: str | None = None      # the log family (labels only; not in the JSON)
 
     def to_dict(self) -> dict:
         def d(e):
@@ -137,4 +138,5 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                      "break-even to compute")
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
-                         acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes))
+                         acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes),
+                         info.engine)

@@ -19,6 +19,14 @@ scheduler (sglang.md §3).  For the analyses:
   unknown), no 'Prefill batch' line of the same series was printed since the previous decode line,
   and its wall time (from the timestamps, when they have them) is not more than 3× the series'
   median (an idle gap).
+
+vLLM rows (``engine == 'vllm'``, vllm.md) are windows of *seconds*, not of iterations.  The
+formula above holds for them unchanged (gen_throughput counts emitted tokens, accept_len
+includes the bonus), and two things are exact instead of approximated: request-steps are the
+window's number of drafts (the ``drafts`` column) where the log gives it, and a window with
+prefill work is the one whose ``prompt_throughput`` is above 0.  Rows without drafts (no spec
+line) fall back to running_req × interval.  vLLM rows form series of their own (by engine
+index, in ``dp``), never shared with SGLang rows of the same input.
 """
 from __future__ import annotations
 
@@ -57,6 +65,9 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
             key <<= 15
             if t in df.columns:
                 key += df[t].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) + 1
+        if "engine" in df.columns:     # vLLM rows: series of their own (bit 62)
+            key += (df["engine"].astype("string") == "vllm").fillna(False).to_numpy(
+                dtype=np.int64) << 62
         keys.append(key)
     codes, uniques = pd.factorize(np.concatenate(keys)) if keys else ([], [])
     labels = []
@@ -65,7 +76,7 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
         for i in range(len(SERIES_TAGS)):
             v = (int(k) >> (15 * (len(SERIES_TAGS) - 1 - i))) & 0x7FFF
             parts.append("-" if v == 0 else str(v - 1))
-        labels.append("|".join(parts))
+        labels.append(("vllm " if int(k) >> 62 else "") + "|".join(parts))
     out, at = [], 0
     for key in keys:
         out.append(np.asarray(codes[at:at + len(key)]))
@@ -74,7 +85,7 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
 
 
 def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
-             plines: np.ndarray) -> None:
+             plines: np.ndarray, prompt: np.ndarray | None = None) -> None:
     """Mark, in place, why windows of ONE series (in line order) are not clean: 1 first,
     2 a prefill line since the previous decode line, 3 an idle gap."""
     if reason[0] == 0:
@@ -86,6 +97,8 @@ def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
         count = np.searchsorted(pl, lines[1:]) - np.searchsorted(pl, lines[:-1])
         rest[(count > 0) & (rest == 0)] = 2
         del count
+    if prompt is not None:
+        rest[(prompt[1:] > 0) & (rest == 0)] = 2
     if ts is not None and len(ts) > 2 and not (ts == np.iinfo(np.int64).min).any():
         gap = np.diff(ts) / 1e6
         med = np.median(gap)
@@ -98,7 +111,8 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     series, running_req, accept_len, gen_throughput, req_steps, tokens_per_iter, derived_ms,
     clean, reason (why not clean: 'first', 'prefill', 'idle', 'no throughput')."""
     cols = [c for c in ("source", "line_no", "startup", "timestamp", "running_req", "accept_len",
-                        "accept_rate", "gen_throughput", "header", "tp") + SERIES_TAGS
+                        "accept_rate", "gen_throughput", "header", "tp", "engine", "drafts",
+                        "prompt_throughput") + SERIES_TAGS
             if c in decode.columns]
     d = decode[cols]
     if not d["line_no"].is_monotonic_increasing:
@@ -125,6 +139,9 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
         derived /= g
     derived[~((g > 0) & (r > 0))] = np.nan
     d["req_steps"] = r * interval
+    if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
+        dr = d["drafts"].to_numpy(dtype=float)
+        d["req_steps"] = np.where(np.isfinite(dr), dr, d["req_steps"].to_numpy(dtype=float))
     d["tokens_per_iter"] = per_iter
     d["derived_ms"] = derived
     reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
@@ -132,14 +149,17 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64) \
         if "timestamp" in d.columns else None
+    # vLLM: a window with prefill work is one whose prompt throughput is above 0
+    pt = d["prompt_throughput"].to_numpy(dtype=float, na_value=np.nan) \
+        if "prompt_throughput" in d.columns else None
     if len(labels) == 1:                       # one series: views, no index arrays
-        _reasons(reason, lines, ts, plines)
+        _reasons(reason, lines, ts, plines, pt)
     else:
         order = np.argsort(key, kind="stable")    # rows of each series, in line order
         for idx in np.split(order, np.flatnonzero(np.diff(key[order])) + 1):
             sub = reason[idx]
             _reasons(sub, lines[idx], ts[idx] if ts is not None else None,
-                     plines[pkey == key[idx[0]]])
+                     plines[pkey == key[idx[0]]], pt[idx] if pt is not None else None)
             reason[idx] = sub
     d["reason"] = pd.Categorical.from_codes(reason, REASONS)
     d["clean"] = reason == 0

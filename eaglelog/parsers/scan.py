@@ -93,6 +93,8 @@ def fast_available() -> bool:
 
 
 class Scanner:
+    engine = "sglang"
+
     def __init__(self, source: str, base_date: _dt.date | None = None,
                  fast: bool = True, columns: dict[str, tuple[str, ...]] | None = None) -> None:
         self.source = source

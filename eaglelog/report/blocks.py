@@ -119,7 +119,9 @@ def summary_block(s) -> str:
                     if s.accept_sglang is not None else ""))
     if s.accept_sglang is not None:
         out.append(f"  {'accept length':<16}{num(s.accept_sglang.estimate)}  "
-                   f"{ci(s.accept_sglang)}   SGLang accept len: {s.accept_sglang.source}")
+                   f"{ci(s.accept_sglang)}   "
+                   f"{'vLLM' if s.engine == 'vllm' else 'SGLang'} accept len: "
+                   f"{s.accept_sglang.source}")
     if s.accept_profiler is not None:
         ratio = ""
         if s.accept_sglang is not None and s.accept_sglang.estimate:
