@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # the engines of eaglelog.parsers.ENGINES (a test keeps them in step; importing the parsers here
 # would import pandas before any command runs)
-ENGINE_CHOICES = ("auto", "sglang")
+ENGINE_CHOICES = ("auto", "sglang", "llamacpp", "trtllm", "bench")
 
 
 def render_frame(*args, **kwargs):

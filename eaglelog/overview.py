@@ -9,11 +9,18 @@ from .schema import CONFIG_LABELS, cli_name
 SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
 
 
+from .parsers.others import TABLES_HERE  # noqa: E402
+
+
 def overview(log: ParsedLog) -> list[dict]:
     out = []
     for info in log.sources:
         item: dict = {"source": info.name, "engine": info.engine, "compression": info.compression,
-                      "bytes": info.bytes, "lines": info.lines, "tables": dict(info.counts)}
+                      "bytes": info.bytes, "lines": info.lines,
+                      # the tables of other engines' outputs are listed only when they have rows
+                      # (a server log's overview is the same as before they existed)
+                      "tables": {k: v for k, v in info.counts.items()
+                                 if v or k not in TABLES_HERE}}
         if info.remote:
             item["remote"] = dict(info.remote)
         if info.error and not info.counts:
