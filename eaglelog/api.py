@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import EaglelogError, InputError, NoRecordsError
-from .parsers import ENGINES, choose_engine, get_engine
+from .parsers import ENGINES, choose_engine, engine_named
 from .parsers.scan import Diagnostic
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
@@ -174,7 +174,10 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         workers = _workers()
         if resume is None and src.compression is None and workers > 1 and src.size and \
                 src.size >= parallel.MIN_PARALLEL:
-            head = src.raw.peek(1 << 20)[:1 << 20]
+            # the head the sequential scan sniffs (the first chunk, at most 1 MiB); a
+            # peek gives only what the buffer holds
+            with open(spec, "rb") as fh:
+                head = fh.read(1 << 20)
             eng = choose_engine(engine, head)
             # only SGLang logs are large enough to split; the other families scan in one pass
             got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers,
@@ -197,7 +200,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             src.raw.seek(resume["offset"])
             offset = resume["offset"]
             info.engine = meta["engine"]
-            scanner = get_engine(info.engine).scanner(info.name, base_date, columns)
+            scanner = engine_named(info.engine).scanner(info.name, base_date, columns)
             scanner.restore(resume["state"])
             old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"],
                                                    columns=columns)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # the engines of eaglelog.parsers.ENGINES (a test keeps them in step; importing the parsers here
 # would import pandas before any command runs)
-ENGINE_CHOICES = ("auto", "sglang", "vllm")
+ENGINE_CHOICES = ("auto", "sglang", "vllm", "llamacpp", "trtllm", "bench")
 
 
 def render_frame(*args, **kwargs):
@@ -501,10 +501,34 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         run_follow(ctx, logs, base_date, view, final, output)
         return
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+    if len(log.bench) and log.decode.empty and log.prof.empty:
+        bench_summary_output(ctx, log, fmt, output)     # benchmark outputs only
+        finish(ctx, log)
+        return
     results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
                                                   confidence=confidence))
     results_output(results, fmt, output, summary_block, summary_rows)
     finish(ctx, log)
+
+
+def bench_summary_output(ctx, log, fmt, output) -> None:
+    """Benchmark outputs and other engines' statistics: one row per reported result."""
+    import pandas as pd
+
+    from .analysis.bench import summarize_bench
+
+    result = summarize_bench(log)
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(r, "jsonl") for r in result.runs), output)
+    else:
+        text = render_frame(pd.DataFrame(list(result.runs)), fmt, output)
+        emit(text + "\n" if fmt == "table" and text and not text.endswith("\n") else text,
+             output)
+    if not ctx.obj["quiet"]:
+        for n in result.notes:
+            click.echo(f"eaglelog: warning: {n}", err=True)
 
 
 def summary_rows(s):

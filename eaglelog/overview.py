@@ -9,6 +9,8 @@ from .schema import CONFIG_LABELS, cli_name
 SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
 
 
+
+
 def overview(log: ParsedLog) -> list[dict]:
     out = []
     from .parsers import family_tables

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pandas as pd
 
-from .parsers import ENGINES
+from .parsers import engine_named
 from .schema import TABLES
 from .tables import concat_frames
 
@@ -40,7 +40,7 @@ def ranges(path: str, n: int) -> list[tuple[int, int]]:
 
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,
                chunk_size: int, columns: dict | None = None):
-    sc = ENGINES[engine].scanner(name, base_date, columns)
+    sc = engine_named(engine).scanner(name, base_date, columns)
     with open(path, "rb") as f:
         f.seek(start)
         left = end - start

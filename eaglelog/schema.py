@@ -398,6 +398,182 @@ VLLM_ITERATIONS = Table(
     ),
 )
 
+# The accept-length conventions of the bench table's accept_len (others.md §6)
+ACCEPT_LEN_DEFS = {
+    "per-draft": "pooled over every draft/verify step of the run: 1 + accepted / drafts "
+                 "(llama.cpp, vllm bench serve, vLLM offline example)",
+    "server-lifetime": "the server's lifetime average of DP rank 0, read after the run "
+                       "(SGLang bench_serving, bench_one_batch_server, bench_speculative): "
+                       "includes the server's history before the run unless the cache was "
+                       "flushed",
+    "request": "one request: completion_tokens / verify steps, first (prefill) token included "
+               "(SGLang send_one)",
+    "pooled-with-first-token": "Σ completion tokens / Σ verify steps over the run: each "
+                               "request's first token included (SGLang mtbench script)",
+    "request-mean": "unweighted mean of per-request values (SGLang run_eval, adaptive bench, "
+                    "TRT-LLM [AL] AVERAGE)",
+    "iteration": "one engine iteration, requests with drafts only: (accepted + requests) / "
+                 "requests (TRT-LLM specDecodingStats)",
+    "per-step": "mean over all decoding steps at batch size 1 (Spec-Bench, EAGLE answer files)",
+}
+
+_BENCH_WHERE = _WHERE[:2] + (
+    C("startup", "Int64", "", "server start-up segment when the input also holds SGLang "
+      "server lines (as in the other tables); 0 otherwise"),
+)
+_BENCH_WHO = (
+    C("tool", "category", "", "the program that printed the row: 'llama.cpp' (server statistics "
+      "lines), 'llama-speculative-simple', 'trtllm-bench', 'trtllm', 'sglang.bench_serving', "
+      "'sglang.bench_one_batch_server', 'sglang.bench_speculative', 'sglang.mtbench', "
+      "'sglang.send_one', 'sglang.bench_adaptive_speculative', 'sglang.run_eval', "
+      "'vllm.bench_serve', 'vllm.spec_decode_example', 'spec-bench', 'eagle' (others.md)"),
+    C("engine", "category", "", "serving engine measured: 'llama.cpp', 'tensorrt-llm', "
+      "'sglang', 'vllm'; NA for research harnesses (their own HF-transformers loop) and for a "
+      "serving-benchmark block that does not say which engine printed it"),
+)
+
+BENCH = Table(
+    "bench",
+    "one row per benchmark result or engine summary of other engines and benchmark scripts "
+    "(others.md: llama.cpp, trtllm-bench, SGLang and vLLM benchmark scripts, Spec-Bench); "
+    "engine-neutral columns, every number in the column of its meaning whatever the tool "
+    "called it; multi-line blocks cut short are kept with complete=False",
+    _BENCH_WHERE + _BENCH_WHO + (
+        C("scope", "category", "", "what one row describes: 'run' (a benchmark run or offline "
+          "run), 'request' (one request), 'aggregate' (an engine's running totals, llama.cpp "
+          "'statistics'), 'config' (one configuration of a sweep), 'phase' (one phase of the "
+          "adaptive bench), 'task' (a Spec-Bench task)"),
+        C("format", "category", "", "how the tool printed it: 'line', 'block', 'table' (a row of "
+          "a printed table) or 'jsonl' (a JSON record); one run printed twice (a table row and "
+          "a line, a stdout line and a JSONL record) gives two rows"),
+        C("label", "string", "", "the tool's own name for the row: TRT-LLM speculative mode, "
+          "llama.cpp drafting implementation ('draft-eagle3'), adaptive-bench phase, Spec-Bench "
+          "task, bench_speculative 'i=N'; NA if none"),
+        C("accept_len", "float64", "tokens/step", "acceptance length τ: mean tokens emitted per "
+          "draft/verify step, BONUS TOKEN INCLUDED, as the tool printed it (every tool of "
+          "others.md prints τ with the bonus; none needed converting); pooling and weighting "
+          "differ by tool: see accept_len_def", "higher"),
+        C("accept_len_def", "category", "", "how accept_len was pooled (others.md §6): "
+          + "; ".join(f"'{k}' = {v}" for k, v in ACCEPT_LEN_DEFS.items())),
+        C("accept_len_derived", "float64", "tokens/step", "τ recomputed from the printed counts "
+          "with ONE definition for every tool: 1 + accepted_tokens / drafts (pooled per draft, "
+          "bonus included, unrounded); NaN when the tool prints no draft count", "higher"),
+        C("accept_len_min", "float64", "tokens/step", "smallest per-request τ (TRT-LLM [AL] "
+          "MINIMUM, run_eval min)"),
+        C("accept_len_max", "float64", "tokens/step", "largest per-request τ (TRT-LLM [AL] "
+          "MAXIMUM, run_eval max)"),
+        C("acceptance_rate", "float64", "fraction", "the tool's own draft acceptance rate as "
+          "printed, percentages divided by 100; definitions differ: llama.cpp accepted / "
+          "drafted tokens (older builds: / tested); vllm bench serve Δaccepted / Δdraft tokens; "
+          "TRT-LLM [DAR] AVERAGE = mean over requests of ADT / (max_draft_len × iterations), an "
+          "upper-bound denominator", "higher"),
+        C("accept_rate_derived", "float64", "fraction", "accepted_tokens / draft_tokens from the "
+          "printed counts (one definition for every tool); NaN without both counts", "higher"),
+        C("per_position", "string", "", "JSON list: element i = drafts whose position i was "
+          "accepted ÷ all drafts (unconditional fraction; vLLM's percentages divided by 100)"),
+        C("requests", "Int64", "requests", "requests in the run (successful requests, "
+          "#questions, run_eval n = requests with a value)"),
+        C("drafts", "Int64", "drafts", "draft/verify steps with a draft (llama.cpp #gen drafts, "
+          "vLLM num_drafts)"),
+        C("accepted_drafts", "Int64", "drafts", "drafts with at least one accepted token "
+          "(llama.cpp #acc drafts)"),
+        C("draft_tokens", "Int64", "tokens", "draft tokens proposed"),
+        C("accepted_tokens", "Int64", "tokens", "draft tokens accepted, bonus excluded"),
+        C("output_tokens", "Int64", "tokens", "output tokens generated (llama-speculative-simple "
+          "n_predict, send_one Tokens, bench_serving Total generated tokens)"),
+        C("max_draft_len", "Int64", "tokens", "configured maximum draft length (llama.cpp "
+          "n_draft)"),
+        C("mean_draft_len", "float64", "tokens", "draft_tokens / drafts (may be below the "
+          "configured maximum)"),
+        C("batch_size", "Int64", "requests", "configured batch size / concurrency of a sweep "
+          "configuration (bench_speculative, bench_one_batch_server)"),
+        C("spec_steps", "Int64", "", "SGLang --speculative-num-steps of the configuration"),
+        C("spec_topk", "Int64", "", "SGLang --speculative-eagle-topk of the configuration"),
+        C("spec_draft_tokens", "Int64", "tokens", "SGLang --speculative-num-draft-tokens of the "
+          "configuration"),
+        C("output_tok_s", "float64", "tokens/s", "output tokens per second of the whole run, "
+          "all requests together", "higher"),
+        C("per_request_tok_s", "float64", "tokens/s", "decode tokens per second of one request "
+          "stream (send_one speed, bench_speculative speed = acc_length / step_time, Spec-Bench "
+          "tokens per second at batch 1)", "higher"),
+        C("baseline_tok_s", "float64", "tokens/s", "the same rate without speculation, as the "
+          "tool printed it (Spec-Bench)", "higher"),
+        C("speedup", "float64", "x", "speedup over the baseline as printed (Spec-Bench: ratio "
+          "of mean speeds)", "higher"),
+        C("step_time_ms", "float64", "ms", "time of one decode iteration (one spec cycle): "
+          "bench_speculative's 20th percentile of the scheduler's step times (JSONL seconds × "
+          "1000)", "lower"),
+        C("avg_latency_s", "float64", "s", "end-to-end latency of one request (send_one) or "
+          "mean over requests (adaptive bench)", "lower"),
+        C("duration_s", "float64", "s", "wall time of the whole run (bench_serving Benchmark "
+          "duration, mtbench JSONL latency)", "lower"),
+        C("concurrency", "float64", "requests", "bench_serving's measured mean concurrency"),
+        C("errors", "Int64", "requests", "failed requests"),
+        C("calls_b", "Int64", "calls", "llama.cpp #calls(b,g,a), first value"),
+        C("calls_g", "Int64", "calls", "llama.cpp #calls(b,g,a), second value"),
+        C("calls_a", "Int64", "calls", "llama.cpp #calls(b,g,a), third value"),
+        C("dur_b_ms", "float64", "ms", "llama.cpp dur(b,g,a) first value, as printed (whether "
+          "total or per call is not established)"),
+        C("dur_g_ms", "float64", "ms", "llama.cpp dur(b,g,a) second value (draft generation), as "
+          "printed"),
+        C("dur_a_ms", "float64", "ms", "llama.cpp dur(b,g,a) third value, as printed"),
+        C("stats", "string", "", "JSON: the tool's distribution rows as printed, e.g. TRT-LLM "
+          "{\"DT\": {\"MINIMUM\": 96.0, …}, \"ADT\": …, \"DAR\": …, \"AL\": …} (DT is an "
+          "upper bound: max_draft_len × iterations)"),
+        C("extra", "string", "", "JSON object: other printed values of the row (unmapped "
+          "labels of a result block or table columns), as printed"),
+        C("complete", "boolean", "", "False when a block was cut short (missing rows; the rows it "
+          "printed are kept); True otherwise, single lines included"),
+        C("end_line", "Int64", "", "line number of the row's last line (blocks and tables)"),
+    ),
+)
+
+BENCH_ITERS = Table(
+    "bench_iters",
+    "long form: one row per engine iteration of TensorRT-LLM (the PyTorch executor's "
+    "per-iteration log line, others.md §2.2, and iteration-stats records with "
+    "specDecodingStats, §2.3)",
+    _BENCH_WHERE + _BENCH_WHO + (
+        C("format", "category", "", "'iter_log' (per-iteration log line) or 'iter_stats' "
+          "(specDecodingStats JSON)"),
+        C("timestamp", "datetime64[us]", "", "the line's 'timestamp =' field when it reads as a "
+          "date and time; NA otherwise"),
+        C("iter", "Int64", "", "iteration number"),
+        C("global_rank", "Int64", "", "global process rank"),
+        C("rank", "Int64", "", "process rank"),
+        C("currank_requests", "Int64", "requests", "currank_total_requests, first number"),
+        C("total_requests", "Int64", "requests", "currank_total_requests, second number"),
+        C("host_step_time_ms", "float64", "ms", "host wall time of the whole iteration (draft + "
+          "verify); includes whatever else the process did", "lower"),
+        C("prev_device_step_time_ms", "float64", "ms", "device time of the PREVIOUS iteration, "
+          "as printed on this line", "lower"),
+        C("device_step_time_ms", "float64", "ms", "device time of THIS iteration: "
+          "prev_device_step_time of the line of iter + 1 on the same rank (NaN for the last)",
+          "lower"),
+        C("num_scheduled_requests", "Int64", "requests", "batch size of the iteration"),
+        C("num_ctx_requests", "Int64", "requests", "requests with context (prefill) work"),
+        C("num_ctx_tokens", "Int64", "tokens", "context tokens computed"),
+        C("num_generation_tokens", "Int64", "tokens", "generation tokens, DRAFT TOKENS INCLUDED "
+          "(requests × (1 + draft length))"),
+        C("kv_cache_util", "float64", "", "KV-cache utilisation as printed (later versions)"),
+        C("num_draft_tokens", "Int64", "tokens", "specDecodingStats numDraftTokens"),
+        C("num_accepted_tokens", "Int64", "tokens", "specDecodingStats numAcceptedTokens (draft "
+          "tokens, bonus excluded)"),
+        C("num_requests_with_drafts", "Int64", "requests", "specDecodingStats "
+          "numRequestsWithDraftTokens"),
+        C("accept_len", "float64", "tokens/step", "specDecodingStats acceptanceLength as printed: "
+          "(accepted + requests) / requests, bonus included, requests with drafts only",
+          "higher"),
+        C("accept_len_derived", "float64", "tokens/step", "1 + num_accepted_tokens / "
+          "num_requests_with_drafts (the same definition, unrounded)", "higher"),
+        C("iter_latency_ms", "float64", "ms", "specDecodingStats iterLatencyMS: the draft-token "
+          "generation part of the iteration only", "lower"),
+        C("draft_overhead", "float64", "fraction", "specDecodingStats draftOverhead: draft "
+          "phase's share of the iteration latency", "lower"),
+        C("extra", "string", "", "JSON object: other keys of the line or record, as printed"),
+    ),
+)
+
 CORE = {
     "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
             "complete n_phases phase_sum_ms end_line",
@@ -419,6 +595,10 @@ CORE = {
                    "verification_ms stage_sum_ms",
     "vllm_iterations": "source line_no startup timestamp process pid dp iteration ctx_req "
                        "ctx_tokens gen_req gen_tokens iter_ms",
+    "bench": "source line_no startup tool engine scope format label accept_len accept_len_def "
+             "accept_len_derived acceptance_rate requests output_tok_s complete end_line",
+    "bench_iters": "source line_no startup tool engine format iter host_step_time_ms "
+                   "num_scheduled_requests accept_len",
 }
 
 
@@ -432,7 +612,7 @@ def _with_core(t: Table) -> Table:
 TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, DECODE, PREFILL,
                                                             SERVER_ARGS, REQUESTS, VLLM_SPEC,
                                                             VLLM_STATS, VLLM_STAGES,
-                                                            VLLM_ITERATIONS)}
+                                                            VLLM_ITERATIONS, BENCH, BENCH_ITERS)}
 
 # The columns of the two large tables that the analyses read (summary, breakeven, reconcile,
 # compare, sweep, export, plot, report); every command but `parse` asks for only these, which

@@ -1,4 +1,4 @@
-"""Golden tests: every format variant of sglang.md and eagle3_prof.md has a fixture whose
+"""Golden tests: every format variant of sglang.md, eagle3_prof.md and others.md has a fixture whose
 expected rows were written by hand from the documents (tests/fixtures/README.md)."""
 import json
 import math

@@ -37,7 +37,7 @@ def _iso_strings(df: pd.DataFrame, uniform: bool = False) -> pd.DataFrame:
     return out
 
 
-JSON_LIST_COLUMNS = {"accept_histogram"}
+JSON_LIST_COLUMNS = {"accept_histogram", "per_position"}
 
 
 def records(df: pd.DataFrame) -> list[dict]:

@@ -1,0 +1,193 @@
+"""others.md: grep counts per fixture, family sniffing, the accept-length arithmetic, identities,
+robustness and the CLI on benchmark outputs (the golden rows are in tests/test_fixtures.py)."""
+import json
+import math
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import eaglelog
+from eaglelog.parsers import ENGINES, choose_engine, others
+from conftest import FIXTURES
+
+OTHERS = FIXTURES / "others"
+# fixture -> [(marker regex, table, column, value)]: the lines grep finds for the marker are
+# exactly the rows of that table whose column has that value
+MARKERS = {
+    "llama_request": [("draft acceptance =", "bench", "scope", "request")],
+    "llama_statistics": [("#gen drafts", "bench", "scope", "aggregate")],
+    "llama_simple": [(r"^n_draft\s*=", "bench", "tool", "llama-speculative-simple")],
+    "trtllm_bench": [("DECODING STATISTICS", "bench", "tool", "trtllm-bench")],
+    "trtllm_bench_cut": [("DECODING STATISTICS", "bench", "tool", "trtllm-bench")],
+    "trtllm_iter_log": [("host_step_time", "bench_iters", "format", "iter_log")],
+    "trtllm_iter_stats": [("specDecodingStats", "bench_iters", "format", "iter_stats")],
+    "bench_serving": [("Serving Benchmark Result", "bench", "tool", "sglang.bench_serving")],
+    "bench_one_batch_server": [(r"^\|\s+\d", "bench", "format", "table"),
+                               ("acc_length: ", "bench", "format", "line")],
+    "bench_speculative": [("Finish i=", "bench", "format", "line"),
+                          ('"acc_length":', "bench", "format", "jsonl")],
+    "mtbench": [("#questions:", "bench", "format", "line"),
+                ('"accept_length":', "bench", "format", "jsonl")],
+    "send_one_lines": [("acc_length=", "bench", "tool", "sglang.send_one")],
+    "send_one_table": [(r"^\|\s+[\d.]", "bench", "tool", "sglang.send_one")],
+    "adaptive": [("Avg accept_len:", "bench", "format", "line"),
+                 (r"^\w+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", "bench", "format", "table")],
+    "run_eval": [("Speculative accept length", "bench", "tool", "sglang.run_eval")],
+    "vllm_bench_serve": [("Serving Benchmark Result", "bench", "tool", "vllm.bench_serve")],
+    "vllm_section_standalone": [("Speculative Decoding", "bench", "tool", "vllm.bench_serve")],
+    "vllm_offline": [("num_drafts:", "bench", "tool", "vllm.spec_decode_example")],
+    "specbench": [("Task:", "bench", "scope", "task")],
+    "specbench_answers": [('"accept_lengths"', "bench", "tool", "spec-bench")],
+    "eagle_answers": [('"idxs"', "bench", "tool", "eagle")],
+    "mixed_sglang_bench": [("Serving Benchmark Result", "bench", "tool", "sglang.bench_serving"),
+                           ("Decode batch", "decode", "source", None)],
+}
+ENGINE_OF = {"llama": "llamacpp", "trtllm": "trtllm", "mixed": "sglang+bench"}
+
+
+def test_every_fixture_has_markers():
+    assert sorted(p.stem for p in OTHERS.glob("*.log")) == sorted(MARKERS)
+
+
+@pytest.mark.parametrize("name", sorted(MARKERS))
+def test_record_count_equals_grep_count(name):
+    path = OTHERS / f"{name}.log"
+    log = eaglelog.parse(path)
+    lines = path.read_bytes().decode().split("\n")
+    for marker, table, col, value in MARKERS[name]:
+        pat = re.compile(marker if marker.startswith("^") else re.escape(marker))
+        want = [i for i, ln in enumerate(lines, 1) if pat.search(ln)]
+        df = log.table(table)
+        if value is not None:
+            df = df[df[col] == value]
+        assert sorted(df["line_no"].tolist()) == want, (marker, want)
+
+
+@pytest.mark.parametrize("name", sorted(MARKERS))
+def test_auto_picks_the_family(name):
+    head = (OTHERS / f"{name}.log").read_bytes()
+    want = next((e for k, e in ENGINE_OF.items() if name.startswith(k)), "bench")
+    if name == "vllm_offline":       # its interleaved vLLM logger line is the vllm family's
+        want = "vllm+bench"
+    assert choose_engine("auto", head).name == want
+    assert eaglelog.parse(OTHERS / f"{name}.log").sources[0].engine == want
+
+
+def test_auto_still_picks_sglang_on_server_logs():
+    for p in sorted((FIXTURES / "sglang").glob("*.log"))[:20]:
+        assert choose_engine("auto", p.read_bytes()).name == "sglang", p
+
+
+def test_a_mixed_log_is_split_by_family():
+    log = eaglelog.parse(OTHERS / "mixed_sglang_bench.log")
+    # the decode line printed inside the result block is a decode row, not a row of the block
+    assert log.decode["line_no"].tolist() == [2, 6, 11]
+    b = log.bench.iloc[0]
+    assert (b["line_no"], b["end_line"], b["accept_len"], b["requests"]) == (3, 10, 2.79, 64)
+    assert json.loads(b["extra"]) == {"Backend": "sglang"}
+    assert b["startup"] == 1 and log.sources[0].skipped == 0
+
+
+def test_an_engine_reads_only_its_family():
+    with pytest.raises(eaglelog.NoRecordsError) as e:
+        eaglelog.parse(OTHERS / "bench_serving.log", engine="trtllm")
+    for name in ENGINES:
+        assert f"{name} (" in str(e.value)
+
+
+# ------------------------------------------------------------------ the accept-length arithmetic
+def test_accept_length_conversions_worked_out():
+    rows = eaglelog.parse(OTHERS / "llama_statistics.log").bench
+    # 66 drafts, 120 accepted tokens: τ = 1 + 120/66 = 2.8181…, printed 2.82 (bonus included)
+    assert rows["accept_len_derived"][0] == pytest.approx(1 + 120 / 66) == pytest.approx(2.818181818)
+    assert rows["accept_len"][0] == 2.82
+    # Σ per-position = τ − 1: 0.833 + 0.606 + 0.379 = 1.818
+    assert sum(json.loads(rows["per_position"][0])) == pytest.approx(2.82 - 1, abs=0.005)
+    # mean draft length 168/66 = 2.545 below the maximum 3; accept rate 120/168 = 0.714
+    assert rows["mean_draft_len"][0] == pytest.approx(168 / 66)
+    assert rows["accept_rate_derived"][0] == pytest.approx(120 / 168)
+    v = eaglelog.parse(OTHERS / "vllm_bench_serve.log").bench.iloc[0]
+    # vLLM: 1 + 18810/10234 = 2.838 (printed 2.84); 18810/30702 = 61.27 % -> 0.6127 as a fraction
+    assert v["accept_len_derived"] == pytest.approx(2.83799101)
+    assert (v["accept_len"], v["acceptance_rate"]) == (2.84, pytest.approx(0.6127))
+    assert json.loads(v["per_position"]) == [0.7812, 0.6005, 0.4563]
+    it = eaglelog.parse(OTHERS / "trtllm_iter_stats.log").bench_iters
+    # TRT-LLM: (accepted + requests) / requests = (29 + 16) / 16 = 2.8125, (10 + 4) / 4 = 3.5
+    assert it["accept_len_derived"].tolist() == [2.8125, 3.5] == it["accept_len"].tolist()
+    e = eaglelog.parse(OTHERS / "eagle_answers.log").bench.iloc[0]
+    # EAGLE answer file: Σ new_tokens / Σ (idx + 1) = (201 + 139) / (60 + 42) = 3.333
+    assert e["accept_len"] == pytest.approx(340 / 102)
+    s = eaglelog.parse(OTHERS / "llama_simple.log").bench.iloc[0]
+    # no draft count printed: no τ; accept 53.889 % = 97/180
+    assert math.isnan(s["accept_len"]) and math.isnan(s["accept_len_derived"])
+    assert s["acceptance_rate"] == pytest.approx(97 / 180, abs=5e-6)
+
+
+def test_trt_device_time_is_aligned_with_the_previous_iteration():
+    it = eaglelog.parse(OTHERS / "trtllm_iter_log.log").bench_iters
+    assert it["prev_device_step_time_ms"].tolist() == [20.981, 21.016, 46.87]
+    assert it["device_step_time_ms"].tolist()[:2] == [21.016, 46.87]
+    assert math.isnan(it["device_step_time_ms"].iloc[2])
+
+
+def test_broken_identities_are_warned_and_the_rows_kept(write):
+    p = write("bad.log", "statistics     draft-eagle3: #calls(b,g,a) = 1, 66, 66, #gen drafts = "
+              "66, #acc drafts = 55, #gen tokens = 168, #acc tokens = 120, #mean acc len = 3.50, "
+              "#acc rate/pos = (0.833, 0.606, 0.379), dur(b,g,a) = 0.004, 241.870, 0.093 ms\n")
+    log = eaglelog.parse(p)
+    assert len(log.bench) == 1 and log.bench["accept_len"][0] == 3.5
+    kinds = [d.message for d in log.diagnostics if d.kind == "identity"]
+    assert kinds and "#mean acc len 3.50" in kinds[0]
+
+
+def test_a_cut_last_line_is_reported(write):
+    p = write("cut.log", "#questions: 80, Throughput: 412.07 token/s, Acceptance length: 3.48\n"
+              "#questions: 20, Throughput: 655.90 token/s, Accept")
+    log = eaglelog.parse(p)
+    assert len(log.bench) == 1
+    assert [(d.line_no, d.kind) for d in log.diagnostics] == [(2, "truncated")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_parsers_never_raise(text):
+    for fn in others.LINE_PARSERS.values():
+        fn(text)
+    sc = others.OthersScanner("x")
+    sc.feed(("Serving Benchmark Result\n" + text + "\nDECODING STATISTICS\n" + text).encode(
+        "utf-8", "replace"))
+    sc.finish()
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_parse_table_bench(run):
+    r = run("parse", "--table", "bench", "-f", "json", OTHERS / "vllm_bench_serve.log")
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows[0]["tool"] == "vllm.bench_serve" and rows[0]["accept_len"] == 2.84
+    r = run("parse", "--table", "bench-iters", OTHERS / "trtllm_iter_log.log")
+    assert r.exit_code == 0 and "1530" in r.stdout
+
+
+def test_cli_overview_names_the_bench_tables(run):
+    r = run("parse", OTHERS / "trtllm_bench.log")
+    assert r.exit_code == 0 and "bench 1" in r.stdout and "trtllm" in r.stdout
+
+
+def test_cli_summary_on_a_benchmark_output(run):
+    r = run("summary", OTHERS / "bench_serving.log")
+    assert r.exit_code == 0, r.stderr
+    assert "sglang.bench_serving" in r.stdout and "3.12" in r.stdout
+    r = run("summary", "-f", "json", OTHERS / "llama_statistics.log")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["runs"][0]["accept_len"] == 2.82
+
+
+def test_cli_no_records_names_every_family(run, write):
+    p = write("none.log", "hello\nworld\n")
+    r = run("parse", p)
+    assert r.exit_code == 1
+    for name in ENGINES:
+        assert f"{name} (" in r.stderr
