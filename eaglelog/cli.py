@@ -268,10 +268,8 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
                 raise click.UsageError(f"-o {out} is also an input: refusing to overwrite it")
     from .api import parse
 
-    from ._memory import fix_mmap_threshold
     from .schema import ANALYSIS_COLUMNS
 
-    fix_mmap_threshold()
     log = parse(list(logs), engine=engine, keep_going=keep_going,
                 base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"),
                 cache=not ctx.obj.get("no_cache"),

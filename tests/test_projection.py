@@ -70,7 +70,3 @@ def test_the_table_cache_serves_a_projection_only_what_it_holds(monkeypatch, tmp
     assert set(again.decode.columns) <= set(schema.ANALYSIS_COLUMNS["decode"])
     pd.testing.assert_frame_equal(again.decode, a.decode, check_categorical=False)
 
-
-def test_the_cli_fixes_glibc_s_mmap_threshold():
-    from eaglelog._memory import fix_mmap_threshold
-    assert fix_mmap_threshold() is True          # Linux with glibc, as CI runs

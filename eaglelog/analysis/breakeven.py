@@ -165,7 +165,7 @@ def diluted(dec: pd.DataFrame) -> bool:
     if "header" not in dec.columns:      # vLLM rows only: no SGLang release to dilute
         return False
     spec = dec["accept_len"].notna()
-    old = spec & dec["accept_rate"].isna() & (dec["header"].astype("string") == ".")
+    old = spec & dec["accept_rate"].isna() & (dec["header"] == ".").fillna(False)
     return bool(old.any())
 
 
