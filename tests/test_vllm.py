@@ -164,3 +164,59 @@ def test_summary_and_breakeven_on_the_v1_sample(run):
     assert b["accept_len"]["estimate"] == pytest.approx(accept, rel=1e-12)
     assert b["speedup"]["estimate"] == pytest.approx(accept * step / cycle, rel=1e-12)    # 0.731
     assert b["verdict"] == "below"
+
+
+def v0_log(n=12):
+    """A V0 log: per 5 s a throughput line, a cumulative spec line and a stage-times line."""
+    out, acc, drafts, emitted = [], 0, 0, 0
+    for i in range(n):
+        t = f"10-02 13:{i // 12:02d}:{(i * 5) % 60:02d}"
+        out.append(f"INFO {t} metrics.py:341] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+                   f"throughput: {80 + i % 3}.0 tokens/s, Running: 4 reqs, Swapped: 0 reqs, "
+                   f"Pending: 0 reqs, GPU KV cache usage: 8.0%, CPU KV cache usage: 0.0%.")
+        drafts += 400                            # proposals (k = 4 draft tokens each)
+        acc += 280 + 10 * (i % 2)
+        emitted += 400 + 280 + 10 * (i % 2)      # one bonus token per proposal + accepted
+        out.append(f"INFO {t} metrics.py:351] Speculative metrics: Draft acceptance rate: "
+                   f"{acc / (drafts * 4):.3f}, System efficiency: 0.600, Number of speculative "
+                   f"tokens: 4, Number of accepted tokens: {acc}, Number of draft tokens: "
+                   f"{drafts * 4}, Number of emitted tokens: {emitted}.")
+        out.append(f"INFO {t} spec_decode_worker.py:829] SpecDecodeWorker stage times: "
+                   f"average_time_per_proposal_tok_ms={3.5 + 0.1 * (i % 2):.2f} "
+                   f"scoring_time_ms={22 + i % 4}.00 verification_time_ms=0.90")
+    return "\n".join(out) + "\n"
+
+
+def test_v0_stage_times_give_the_cycle_breakdown(run, write):
+    """12 stage lines, each a window of equal weight: draft = 4 × (3.5 or 3.6) ms → mean 14.2;
+    scoring 22..25 cycling → mean (22+23+24+25)/4 = 23.5; verification 0.9; sum 38.6 ms."""
+    path = write("v0.log", v0_log())
+    d = json.loads(run("-q", "summary", "-f", "json", "--date", "2025-10-02", path).stdout)
+    got = {p["phase"]: p["ms_per_cycle"]["estimate"] for p in d["phases"]}
+    assert got == pytest.approx({"Draft (proposal)": 14.2, "Scoring (target)": 23.5,
+                                 "Verification": 0.9})
+    assert d["cycle_ms"]["estimate"] == pytest.approx(38.6)
+    assert d["cycle_ms"]["n"] == 12 and d["bottleneck"] == "Scoring (target)"
+    assert any("lower bound" in n for n in d["notes"])
+    text = run("-q", "summary", "--date", "2025-10-02", path).stdout
+    assert "12 SpecDecodeWorker stage-time lines (stage sum) (a lower bound" in text
+    assert "Scoring (target)" in text and "← bottleneck" in text
+
+
+def test_sweep_and_compare_on_vllm_logs(run, write):
+    """Two vLLM runs: compare and sweep give their usual JSON keys."""
+    a = write("a.log", v0_log())
+    b = write("b.log", v0_log().replace("Running: 4 reqs", "Running: 5 reqs"))
+    cmp = json.loads(run("-q", "compare", "-f", "json", "--date", "2025-10-02", a, b).stdout)
+    # windows 2..12 (the first has no start): 6 with 290 accepted, 5 with 280, 400 drafts each
+    acc = next(m for m in cmp["metrics"] if m["metric"] == "accept_len")
+    assert acc["reference_mean"] == pytest.approx((6 * 690 + 5 * 680) / (11 * 400))
+    ref = json.loads(run("-q", "compare", "-f", "json", SAMPLES / "eagle3_5step.log",
+                         SAMPLES / "eagle3_2step.log").stdout)
+    assert set(cmp) == set(ref)
+    sw = run("-q", "sweep", "-f", "json", "--baseline-toks", "60", "--date", "2025-10-02", a, b)
+    assert sw.exit_code == 0, sw.stderr
+    rows = json.loads(sw.stdout)
+    ref_rows = json.loads(run("-q", "sweep", "-f", "json", "--baseline-toks", "90",
+                              *sorted((SAMPLES / "sweep").glob("*.log"))).stdout)
+    assert set(rows) == set(ref_rows)

@@ -105,8 +105,9 @@ def summary_block(s) -> str:
         parts += [f"{k} {c[k]}" for k in ("tp", "dp") if c.get(k) is not None]
         out.append(f"  {'config':<16}{' · '.join(parts)}")
     if s.cycle_ms is not None:
-        out.append(f"  {'cycle':<16}{s.cycle_ms.estimate:.2f} ms  {ci(s.cycle_ms)}   "
-                   f"{s.blocks} no-sync EAGLE3_PROF blocks, {s.cycles:,} cycles")
+        where = f"{s.blocks} no-sync EAGLE3_PROF blocks, {s.cycles:,} cycles" if s.blocks \
+            else f"{s.cycle_ms.source} (a lower bound: scheduling left out)"
+        out.append(f"  {'cycle':<16}{s.cycle_ms.estimate:.2f} ms  {ci(s.cycle_ms)}   {where}")
         for p in s.phases:
             mark = "   ← bottleneck" if p.phase == s.bottleneck else ""
             e = p.ms_per_cycle
