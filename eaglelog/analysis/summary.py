@@ -141,7 +141,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
             notes.append(f"cycle breakdown from {n_stage} vLLM 'SpecDecodeWorker stage times' "
                          "lines: draft + scoring + verification leave scheduling out (a lower "
                          "bound of the cycle); break-even uses the cycle derived from throughput")
-        spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
+    spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
     acc_sg = accept_from_windows(spec_w, confidence) if len(spec_w) else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
