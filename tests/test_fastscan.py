@@ -72,7 +72,9 @@ def test_it_reads_the_common_layouts_itself():
             stops.append(line_no)
             pos = data.index(b"\n", pos) + 1
             line_no += 1
-    got = fs.take()
+    got = {}
+    fs.take_into(got)
+    got = {t: (d[""], d) for t, d in got.items()}
     lines = data.split(b"\n")
     assert [n for n in stops if b"server_args=" in lines[n - 1]] == [stops[0]]
     assert [n for n in stops if b"Finish: obj=" in lines[n - 1]] == stops[1:]

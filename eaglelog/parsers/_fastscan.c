@@ -14,7 +14,8 @@
  * the Python parser reads it and the result is the same, row for row (tests/test_fastscan.py).
  *
  * Rows go into growable per-column arrays (int64 with INT64_MIN for NA, double with NaN for NA,
- * int8 with -1 for NA, int32 category codes with -1 for NA); take() hands them over as bytes.
+ * int8 with -1 for NA, int32 category codes with -1 for NA); take_into() appends them to one
+ * bytearray per column.
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -34,6 +35,7 @@ typedef struct {
     Py_ssize_t cap;
     char type;        /* 'q' int64, 'd' double, 'b' int8, 'i' int32 */
     int active;       /* a value column holds data once a line printed its key */
+    int skip;         /* a column the caller did not ask for: never stored */
 } Col;
 
 static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' ? 4 : 1; }
@@ -352,6 +354,8 @@ static int key_lookup(LineTable *T, int seg, const char *k, int n) {
 }
 
 #define STAGE(T, c, type) (((type *)(T)->cols[c].data)[(T)->rows])
+/* store a value of the row being staged, in a column that holds data */
+#define SETV(T, c, type, v) do { if ((T)->cols[c].active) STAGE(T, c, type) = (v); } while (0)
 
 static void fill_na(char *p, char type, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
@@ -367,7 +371,7 @@ static void fill_na(char *p, char type, Py_ssize_t n) {
  * for the row being staged (the columns of keys a log never prints cost nothing). */
 static int activate(LineTable *T, int c) {
     Col *col = &T->cols[c];
-    if (col->active) return 0;
+    if (col->active || col->skip) return 0;
     int sz = col_size(T->coltype[c]);
     if (col_grow(col, (T->rows + 1) * sz)) return -1;
     fill_na(col->data, T->coltype[c], T->rows + 1);
@@ -391,12 +395,13 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         if (ki < 0) return 0;
         const char *v = colon + 2, *end = NULL;
         int c = T->col[ki];
+        if (T->kind[ki] == K_NONE) return 0;               /* a key whose lines Python reads */
         if (T->kind[ki] != K_GRAPH && activate(T, c)) return 0;
         switch (T->kind[ki]) {
         case K_INT: {
             int64_t x;
             end = scan_int(v, e, &x);
-            if (end) STAGE(T, c, int64_t) = x;
+            if (end) SETV(T, c, int64_t, x);
             if (c == T->queue_col) have_queue = 1;
             break;
         }
@@ -405,14 +410,14 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
             double x;
             end = scan_dec(v, e, &x);
             if (end && T->kind[ki] == K_PCT && end < e && *end == '%') end++;
-            if (end) STAGE(T, c, double) = x;
+            if (end) SETV(T, c, double, x);
             break;
         }
         case K_GRAPH:
             if (activate(T, LC_GRAPH) || activate(T, LC_GRAPH_BACKEND)) return 0;
-            if (e - v >= 4 && memcmp(v, "True", 4) == 0) { end = v + 4; STAGE(T, LC_GRAPH, int8_t) = 1; }
-            else if (e - v >= 5 && memcmp(v, "False", 5) == 0) { end = v + 5; STAGE(T, LC_GRAPH, int8_t) = 0; }
-            if (end) STAGE(T, LC_GRAPH_BACKEND, int8_t) = (int8_t)c;  /* c holds the label index */
+            if (e - v >= 4 && memcmp(v, "True", 4) == 0) { end = v + 4; SETV(T, LC_GRAPH, int8_t, 1); }
+            else if (e - v >= 5 && memcmp(v, "False", 5) == 0) { end = v + 5; SETV(T, LC_GRAPH, int8_t, 0); }
+            if (end) SETV(T, LC_GRAPH_BACKEND, int8_t, (int8_t)c);  /* c holds the label index */
             break;
         default:
             return 0;
@@ -424,7 +429,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         p = end + 2;
     }
     if (!have_queue) return 0;
-    STAGE(T, LC_TRAILING, int8_t) = (int8_t)trailing;
+    SETV(T, LC_TRAILING, int8_t, (int8_t)trailing);
     return 1;
 }
 
@@ -444,14 +449,14 @@ static void commit_row(LineTable *T) {
 }
 
 static int stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t startup) {
-    STAGE(T, LC_LINE, int64_t) = line_no;
-    STAGE(T, LC_STARTUP, int64_t) = startup;
-    STAGE(T, LC_TS, int64_t) = pf->ts;
-    STAGE(T, LC_RANKS, int32_t) = pf->ranks;
+    SETV(T, LC_LINE, int64_t, line_no);
+    SETV(T, LC_STARTUP, int64_t, startup);
+    SETV(T, LC_TS, int64_t, pf->ts);
+    SETV(T, LC_RANKS, int32_t, pf->ranks);
     for (int i = 0; i < N_TAGS; i++)
         if (pf->tag[i] != NA_I64) {
             if (activate(T, LC_DP + i)) return -1;
-            STAGE(T, LC_DP + i, int64_t) = pf->tag[i];
+            SETV(T, LC_DP + i, int64_t, pf->tag[i]);
         }
     return 0;
 }
@@ -485,9 +490,9 @@ static int batch_line(FastScanner *self, int decode, const char *p, const char *
     if (stage_prefix(T, pf, line_no, startup)) return -1;
     if (iter != NA_I64) {
         if (activate(T, LC_ITER)) return -1;
-        STAGE(T, LC_ITER, int64_t) = iter;
+        SETV(T, LC_ITER, int64_t, iter);
     }
-    STAGE(T, LC_HEADER, int8_t) = iter != NA_I64 ? 2 : punct == '.' ? 0 : 1;
+    SETV(T, LC_HEADER, int8_t, iter != NA_I64 ? 2 : punct == '.' ? 0 : 1);
     commit_row(T);
     return 1;
 }
@@ -955,13 +960,30 @@ fail:
 
 static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
     (void)kw;
-    PyObject *dkeys, *pkeys;
-    if (!PyArg_ParseTuple(args, "OO", &dkeys, &pkeys)) return -1;
+    PyObject *dkeys, *pkeys, *keep = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O", &dkeys, &pkeys, &keep)) return -1;
     table_free(&self->decode);
     table_free(&self->prefill);
     memset(&self->decode, 0, sizeof self->decode);
     memset(&self->prefill, 0, sizeof self->prefill);
     if (table_init(&self->decode, dkeys) || table_init(&self->prefill, pkeys)) return -1;
+    /* keep: {table: columns} of the decode/prefill columns wanted (None: all) */
+    LineTable *tabs[2] = {&self->decode, &self->prefill};
+    const char *tnames[2] = {"decode", "prefill"};
+    for (int t = 0; keep != Py_None && t < 2; t++) {
+        PyObject *want = PyMapping_GetItemString(keep, tnames[t]);
+        if (!want) { PyErr_Clear(); continue; }
+        if (want == Py_None) { Py_DECREF(want); continue; }
+        for (int c = 0; c < tabs[t]->ncols; c++) {
+            int has = PySequence_Contains(want, PyTuple_GET_ITEM(tabs[t]->colnames, c));
+            if (has < 0) { Py_DECREF(want); return -1; }
+            if (!has) {
+                tabs[t]->cols[c].skip = 1;
+                tabs[t]->cols[c].active = 0;
+            }
+        }
+        Py_DECREF(want);
+    }
     for (int c = 0; c < PC_N; c++) self->prof[c].type = PROF_TYPES[c];
     for (int c = 0; c < HC_N; c++) self->phase[c].type = PHASE_TYPES[c];
     return 0;
@@ -1003,23 +1025,6 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
                          (long long)r.first_skipped, (long long)r.last_line, r.last_end, bad);
 }
 
-/* {name: bytes} of n columns (names: a tuple, or NULL with cnames); the columns are emptied */
-static PyObject *take_cols(Col *cols, int n, PyObject *names, const char **cnames) {
-    PyObject *d = PyDict_New();
-    if (!d) return NULL;
-    for (int c = 0; c < n; c++) {
-        if (names && !cols[c].active) continue;
-        PyObject *b = PyBytes_FromStringAndSize(cols[c].data ? cols[c].data : "", cols[c].len);
-        if (!b) { Py_DECREF(d); return NULL; }
-        int rc = names ? PyDict_SetItem(d, PyTuple_GET_ITEM(names, c), b)
-                       : PyDict_SetItemString(d, cnames[c], b);
-        Py_DECREF(b);
-        if (rc) { Py_DECREF(d); return NULL; }
-        cols[c].len = 0;
-    }
-    return d;
-}
-
 static PyObject *types_of(int n, PyObject *names, const char **cnames, const char *types) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
@@ -1044,38 +1049,80 @@ static PyObject *labels_list(const Labels *L) {
     return out;
 }
 
-static int put(PyObject *out, const char *table, Py_ssize_t rows, PyObject *cols) {
-    PyObject *v = cols ? Py_BuildValue("(nN)", rows, cols) : NULL;
-    int rc = v ? PyDict_SetItemString(out, table, v) : -1;
-    Py_XDECREF(v);
-    return rc;
+/* Append a column's rows to target[name] (a bytearray; created with NA for the rows handed
+ * over before this column held data) and empty it. */
+static int append_col(PyObject *target, PyObject *name, Col *c, char type, Py_ssize_t before) {
+    PyObject *ba = PyDict_GetItemWithError(target, name);
+    if (!ba) {
+        if (PyErr_Occurred()) return -1;
+        ba = PyByteArray_FromStringAndSize(NULL, before * col_size(type));
+        if (!ba) return -1;
+        fill_na(PyByteArray_AS_STRING(ba), type, before);
+        int rc = PyDict_SetItem(target, name, ba);
+        Py_DECREF(ba);
+        if (rc) return -1;
+    } else if (!PyByteArray_Check(ba)) {
+        PyErr_SetString(PyExc_TypeError, "take_into: columns must be bytearrays");
+        return -1;
+    }
+    Py_ssize_t old = PyByteArray_GET_SIZE(ba);
+    if (c->len && PyByteArray_Resize(ba, old + c->len)) return -1;
+    if (c->len) memcpy(PyByteArray_AS_STRING(ba) + old, c->data, (size_t)c->len);
+    c->len = 0;
+    return 0;
 }
 
-/* take() -> {table: (rows, {column: bytes}), 'labels': {...}}; the buffers are emptied */
-static PyObject *FastScanner_take(FastScanner *self, PyObject *noargs) {
-    (void)noargs;
-    PyObject *out = PyDict_New();
-    if (!out) return NULL;
-    int rc = put(out, "decode", self->decode.rows,
-                 take_cols(self->decode.cols, self->decode.ncols, self->decode.colnames, NULL));
-    self->decode.rows = 0;
-    rc = rc ? rc : put(out, "prefill", self->prefill.rows,
-                       take_cols(self->prefill.cols, self->prefill.ncols, self->prefill.colnames, NULL));
-    self->prefill.rows = 0;
-    rc = rc ? rc : put(out, "prof", self->prof_rows, take_cols(self->prof, PC_N, NULL, PROF_NAMES));
-    self->prof_rows = 0;
-    rc = rc ? rc : put(out, "prof_phases", self->phase_rows,
-                       take_cols(self->phase, HC_N, NULL, PHASE_NAMES));
-    self->phase_rows = 0;
-    if (!rc) {
-        PyObject *labels = Py_BuildValue("{s:N,s:N,s:N}", "ranks", labels_list(&self->ranks),
-                                         "phase", labels_list(&self->phases),
-                                         "mode", labels_list(&self->modes));
-        rc = labels ? PyDict_SetItemString(out, "labels", labels) : -1;
-        Py_XDECREF(labels);
+static PyObject *table_dict(PyObject *target, const char *table) {
+    PyObject *d = PyDict_GetItemString(target, table);     /* borrowed */
+    if (d) return d;
+    d = PyDict_New();
+    if (!d || PyDict_SetItemString(target, table, d)) { Py_XDECREF(d); return NULL; }
+    Py_DECREF(d);
+    return d;
+}
+
+/* take_into(target) appends the rows collected so far to target = {table: {column: bytearray,
+ * "": rows}} (one growing array per column: no per-chunk objects); returns the labels. */
+static PyObject *FastScanner_take_into(FastScanner *self, PyObject *args) {
+    PyObject *target;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &target)) return NULL;
+    LineTable *tabs[2] = {&self->decode, &self->prefill};
+    const char *tnames[4] = {"decode", "prefill", "prof", "prof_phases"};
+    Py_ssize_t rows[4] = {self->decode.rows, self->prefill.rows, self->prof_rows, self->phase_rows};
+    for (int t = 0; t < 4; t++) {
+        if (!rows[t]) continue;
+        PyObject *d = table_dict(target, tnames[t]);
+        if (!d) return NULL;
+        PyObject *had = PyDict_GetItemString(d, "");
+        Py_ssize_t before = had ? PyLong_AsSsize_t(had) : 0;
+        if (before < 0 && PyErr_Occurred()) return NULL;
+        if (t < 2) {
+            LineTable *T = tabs[t];
+            for (int c = 0; c < T->ncols; c++)
+                if (T->cols[c].active &&
+                    append_col(d, PyTuple_GET_ITEM(T->colnames, c), &T->cols[c], T->coltype[c],
+                               before))
+                    return NULL;
+            T->rows = 0;
+        } else {
+            int n = t == 2 ? PC_N : HC_N;
+            Col *cols = t == 2 ? self->prof : self->phase;
+            const char **names = t == 2 ? PROF_NAMES : PHASE_NAMES;
+            const char *types = t == 2 ? PROF_TYPES : PHASE_TYPES;
+            for (int c = 0; c < n; c++) {
+                PyObject *name = PyUnicode_FromString(names[c]);
+                int rc = !name ? -1 : append_col(d, name, &cols[c], types[c], before);
+                Py_XDECREF(name);
+                if (rc) return NULL;
+            }
+        }
+        PyObject *now = PyLong_FromSsize_t(before + rows[t]);
+        if (!now || PyDict_SetItemString(d, "", now)) { Py_XDECREF(now); return NULL; }
+        Py_DECREF(now);
     }
-    if (rc) { Py_DECREF(out); return NULL; }
-    return out;
+    self->prof_rows = self->phase_rows = 0;
+    return Py_BuildValue("{s:N,s:N,s:N}", "ranks", labels_list(&self->ranks),
+                         "phase", labels_list(&self->phases), "mode", labels_list(&self->modes));
 }
 
 /* types() -> {table: {column: 'q' int64 | 'd' double | 'i' int32 code | 'b' int8}} */
@@ -1111,7 +1158,8 @@ static PyObject *line_stats(PyObject *mod, PyObject *args) {
 
 static PyMethodDef FastScanner_methods[] = {
     {"scan", (PyCFunction)FastScanner_scan, METH_VARARGS, "scan(chunk, pos, line_no, startup)"},
-    {"take", (PyCFunction)FastScanner_take, METH_NOARGS, "take() -> collected rows"},
+    {"take_into", (PyCFunction)FastScanner_take_into, METH_VARARGS,
+     "take_into({table: {column: bytearray, '': rows}}) -> labels"},
     {"types", (PyCFunction)FastScanner_types, METH_NOARGS, "column element types"},
     {NULL}};
 

@@ -102,12 +102,12 @@ class Scanner:
         self.columns = columns
         # the C accelerator reads the common layouts; EAGLELOG_PURE_PYTHON=1 turns it off
         self.fast = (_fastscan.FastScanner(_key_spec(sglang.DECODE_KEYS),
-                                           _key_spec(sglang.PREFILL_KEYS))
+                                           _key_spec(sglang.PREFILL_KEYS), columns)
                      if fast and _fastscan is not None and not _PURE else None)
         self.base_date = base_date
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-        self._fast_acc = FastRows(self.fast.types() if self.fast is not None else None, columns)
+        self._fast_acc = FastRows(self.fast, columns)
         self.diags: list[Diagnostic] = []
         self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
         self._kept: dict[str, int] = {}
@@ -421,7 +421,7 @@ class Scanner:
         """Turn the rows the Python parser collected into typed partial frames, and take the
         C accelerator's rows as column arrays (bounded memory: no per-chunk frames)."""
         if self.fast is not None:
-            self._fast_acc.add(self.fast.take())
+            self._fast_acc.add()
         for name, rows in self.rows.items():
             if rows:
                 df = build_frame(TABLES[name], rows, keep=("_time_only",))
@@ -481,37 +481,27 @@ class Scanner:
 
 _HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
 _FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
-_FAST_NA = {"q": -(1 << 63), "d": float("nan"), "i": -1, "b": -1}
 
 
 class FastRows:
-    """The C accelerator's rows, gathered as column arrays chunk by chunk and made into one typed
-    frame per table at the end (one copy per column, no per-chunk frames to concatenate)."""
+    """The C accelerator's rows, appended chunk by chunk to one growing array per column
+    (FastScanner.take_into) and made into one typed frame per table at the end, without a copy
+    of the numbers."""
 
-    def __init__(self, types: dict | None = None, columns: dict | None = None) -> None:
-        self.types = types or {}        # table -> column -> 'q' | 'd' | 'i' | 'b'
-        self.keep = columns or {}       # table -> the columns kept (others dropped as they come)
-        self.cols: dict[str, dict[str, list]] = {}
-        self.rows: dict[str, int] = {}
+    def __init__(self, fast, columns: dict | None = None) -> None:
+        self.fast = fast
+        self.types = fast.types() if fast is not None else {}   # table -> column -> 'q'|'d'|…
+        self.keep = columns or {}       # table -> the columns kept (C stores no others)
+        self.cols: dict[str, dict] = {}  # table -> {column: bytearray, "": rows}
         self.labels: dict[str, list[str]] = {}
 
-    def add(self, got: dict) -> None:
-        self.labels = got.pop("labels")
-        for name, (rows, raw) in got.items():
-            if not rows:
-                continue
-            at = self.rows.get(name, 0)
-            self.rows[name] = at + rows
-            acc = self.cols.setdefault(name, {})
-            keep = self.keep.get(name)
-            for col, data in raw.items():     # a column first printed later starts later
-                if keep is None or col in keep:
-                    acc.setdefault(col, []).append((at, data))
+    def add(self) -> None:
+        self.labels = self.fast.take_into(self.cols)
 
     def frame(self, name: str, source: str) -> pd.DataFrame | None:
         import numpy as np
-        rows = self.rows.pop(name, 0)
         acc = self.cols.pop(name, {})
+        rows = acc.pop("", 0)
         if not rows:
             return None
         cats = {"ranks": self.labels["ranks"], "mode": self.labels["mode"],
@@ -534,17 +524,7 @@ class FastRows:
                 elif c.core:
                     cols[c.name] = _all_na(c.dtype, rows)
                 continue
-            kind = self.types[name][c.name]
-            parts = acc.pop(c.name)
-            if parts[0][0] == 0:
-                a = np.concatenate([np.frombuffer(p, dtype=_FAST_DTYPES[kind])
-                                    for _, p in parts])
-            else:
-                a = np.full(rows, _FAST_NA[kind], dtype=_FAST_DTYPES[kind])
-                for at, p in parts:
-                    v = np.frombuffer(p, dtype=_FAST_DTYPES[kind])
-                    a[at:at + len(v)] = v
-            del parts
+            a = np.frombuffer(acc.pop(c.name), dtype=_FAST_DTYPES[self.types[name][c.name]])
             if c.dtype == "category":
                 if not c.core and (a < 0).all():
                     continue
