@@ -22,7 +22,7 @@ import pandas as pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import strip_ansi
-from .scan import MARKERS, MAX_KEPT, Diagnostic, ScanStats, count_blank
+from .scan import MARKERS, ScannerBase, ScanStats, count_blank
 
 # ---------------------------------------------------------------------------------- markers
 # group name -> family; a marker finds the (first) line of a record
@@ -982,7 +982,7 @@ class _Blocks:
         self.open: dict = {}
 
 
-class OthersScanner:
+class OthersScanner(ScannerBase):
     """The ``parsers.scan.Scanner`` interface for the formats of others.md (``kinds``: the
     marker groups this engine reads)."""
 
@@ -995,9 +995,7 @@ class OthersScanner:
         self.markers = markers(self.kinds)
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES_HERE}
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES_HERE}
-        self.diags: list[Diagnostic] = []
-        self.dropped: dict[str, int] = {}
-        self._kept: dict[str, int] = {}
+        self._init_diags()
         self.stats = ScanStats()
         self.blocks = _Blocks()
         self.block: Block | None = None
@@ -1011,19 +1009,6 @@ class OthersScanner:
         # last chunk fed (a mixed-family scan hands the other lines to the server-log scanner)
 
     # ------------------------------------------------------------------ helpers
-    def diag(self, line_no, kind, message, severity="warning") -> None:
-        n = self._kept.get(kind, 0)
-        if n >= MAX_KEPT:
-            self.dropped[kind] = self.dropped.get(kind, 0) + 1
-            return
-        self._kept[kind] = n + 1
-        self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
-
-    def overflow(self) -> list[Diagnostic]:
-        return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
-                           f"{MAX_KEPT:,} are)", "warning", more=n)
-                for kind, n in self.dropped.items() if n]
-
     def _emit(self, line_no: int, end_line: int, rec: dict) -> None:
         table = "bench_iters" if rec.get("format", "").startswith("iter_") else "bench"
         rec["source"] = self.source
@@ -1255,17 +1240,8 @@ class OthersScanner:
         self._line += nl
         self.flush()
 
-    def checkpoint(self) -> dict | None:
-        if self.block is not None or self.offline is not None or self.started:
-            return None
-        st = self.stats
-        return {"_line": self._line,
-                "stats": [st.lines, st.blank, st.consumed, st.first_skipped, st.bytes]}
-
-    def restore(self, state: dict) -> None:
-        self._line = state["_line"]
-        st = self.stats
-        st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
+    def _resumable(self) -> bool:
+        return self.block is None and self.offline is None and not self.started
 
     def flush(self) -> None:
         for name, rows in self.rows.items():

@@ -92,7 +92,51 @@ def fast_available() -> bool:
     return _fastscan is not None
 
 
-class Scanner:
+class ScannerBase:
+    """What every family's scanner shares: diagnostics (the first MAX_KEPT per kind kept, the
+    rest counted) and the state a later run resumes from (the attributes named in _STATE plus
+    the line counts).  A subclass says when it cannot be resumed (a block open, say)."""
+
+    _STATE: tuple[str, ...] = ("_line",)
+
+    def _init_diags(self) -> None:
+        self.diags: list[Diagnostic] = []
+        self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
+        self._kept: dict[str, int] = {}
+
+    def diag(self, line_no, kind, message, severity="warning") -> None:
+        n = self._kept.get(kind, 0)
+        if n >= MAX_KEPT:
+            self.dropped[kind] = self.dropped.get(kind, 0) + 1
+            return
+        self._kept[kind] = n + 1
+        self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
+
+    def overflow(self) -> list[Diagnostic]:
+        """One diagnostic per kind standing for those counted and not kept."""
+        return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
+                           f"{MAX_KEPT:,} are)", "warning", more=n)
+                for kind, n in self.dropped.items() if n]
+
+    def _resumable(self) -> bool:
+        return True
+
+    def checkpoint(self) -> dict | None:
+        """The state after the last fed chunk, or None where a later run cannot resume."""
+        if not self._resumable():
+            return None
+        st = self.stats
+        return {**{k: getattr(self, k) for k in self._STATE},
+                "stats": [st.lines, st.blank, st.consumed, st.first_skipped, st.bytes]}
+
+    def restore(self, state: dict) -> None:
+        for k in self._STATE:
+            setattr(self, k, state[k])
+        st = self.stats
+        st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
+
+
+class Scanner(ScannerBase):
     engine = "sglang"
 
     def __init__(self, source: str, base_date: _dt.date | None = None,
@@ -108,9 +152,7 @@ class Scanner:
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         self._fast_acc = FastRows(self.fast, columns)
-        self.diags: list[Diagnostic] = []
-        self.dropped: dict[str, int] = {}     # kind -> diagnostics counted, not kept
-        self._kept: dict[str, int] = {}
+        self._init_diags()
         self.stats = ScanStats()
         self.blocks = eagle3_prof.BlockAssembler()
         self._line = 0            # number of lines before the current chunk
@@ -123,14 +165,6 @@ class Scanner:
         self.overrun = False      # past the end of a byte range: only finish open blocks
 
     # ------------------------------------------------------------------ helpers
-    def diag(self, line_no, kind, message, severity="warning") -> None:
-        n = self._kept.get(kind, 0)
-        if n >= MAX_KEPT:
-            self.dropped[kind] = self.dropped.get(kind, 0) + 1
-            return
-        self._kept[kind] = n + 1
-        self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
-
     def _identity_diags(self, chunk: bytes, line: int, start: int, end: int, n: int) -> None:
         """Word the warnings of a block the C accelerator read and found to break an identity
         (the bytes [start, end) of the chunk, from its header at line ``line``)."""
@@ -149,11 +183,6 @@ class Scanner:
         for p in asm.done[0].identity_problems():
             self.diag(line, "identity", f"EAGLE3_PROF block breaks an identity: {p}")
 
-    def overflow(self) -> list[Diagnostic]:
-        """One diagnostic per kind standing for those counted and not kept."""
-        return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
-                           f"{MAX_KEPT:,} are)", "warning", more=n)
-                for kind, n in self.dropped.items() if n]
 
     def _account(self, chunk: bytes, ls: int, line_no: int, end: int) -> None:
         """The line(s) at bytes [ls, end) ending at ``line_no`` were consumed; the lines between
@@ -403,19 +432,8 @@ class Scanner:
     # the state that lets a later run resume after the last chunk (eaglelog/cache.py)
     _STATE = ("_line", "startup", "_day_offset", "_last_tod", "time_only")
 
-    def checkpoint(self) -> dict | None:
-        """The state after the last fed chunk, or None while a block is open there."""
-        if self.blocks.open:
-            return None
-        st = self.stats
-        return {**{k: getattr(self, k) for k in self._STATE},
-                "stats": [st.lines, st.blank, st.consumed, st.first_skipped, st.bytes]}
-
-    def restore(self, state: dict) -> None:
-        for k in self._STATE:
-            setattr(self, k, state[k])
-        st = self.stats
-        st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
+    def _resumable(self) -> bool:
+        return not self.blocks.open          # a block open at the end of the chunk
 
     def flush(self) -> None:
         """Turn the rows the Python parser collected into typed partial frames, and take the

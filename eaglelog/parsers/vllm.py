@@ -31,7 +31,7 @@ import pandas as pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import WRAPPER_TIME_RX, strip_ansi
-from .scan import MAX_KEPT, Diagnostic, ScanStats, count_blank
+from .scan import Diagnostic, ScannerBase, ScanStats, count_blank
 
 MARKERS = re.compile(
     rb"(?P<v1spec>SpecDecoding metrics: )|(?P<spec>Speculative metrics: )|"
@@ -415,7 +415,7 @@ class _NoBlocks:
         pass
 
 
-class VllmScanner:
+class VllmScanner(ScannerBase):
     """Scan one input's chunks for vLLM lines (the interface of ``scan.Scanner``)."""
 
     engine = "vllm"
@@ -426,9 +426,7 @@ class VllmScanner:
         self.base_date = base_date
         self.columns = columns     # vLLM logs are small: every column is kept
         self.rows: dict[str, list[dict]] = {t: [] for t in OWN_TABLES}
-        self.diags: list[Diagnostic] = []
-        self.dropped: dict[str, int] = {}
-        self._kept: dict[str, int] = {}
+        self._init_diags()
         self.stats = ScanStats()
         self.blocks = _NoBlocks()
         self.startup = 0
@@ -442,20 +440,6 @@ class VllmScanner:
         self._k: dict[str, int] = {}         # process -> k of its latest V0 spec line
         self._pending: dict[str, dict] = {}  # process -> throughput record awaiting its spec
         self._years_used = False
-
-    # the same helpers as scan.Scanner
-    def diag(self, line_no, kind, message, severity="warning") -> None:
-        n = self._kept.get(kind, 0)
-        if n >= MAX_KEPT:
-            self.dropped[kind] = self.dropped.get(kind, 0) + 1
-            return
-        self._kept[kind] = n + 1
-        self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
-
-    def overflow(self) -> list[Diagnostic]:
-        return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
-                           f"{MAX_KEPT:,} are)", "warning", more=n)
-                for kind, n in self.dropped.items() if n]
 
     # ------------------------------------------------------------------ the loop
     def feed(self, chunk: bytes) -> None:
@@ -616,19 +600,8 @@ class VllmScanner:
     # ------------------------------------------------------------------ state
     _STATE = ("_line", "_yoff", "_last_month", "_v0", "_k", "startup")
 
-    def checkpoint(self) -> dict | None:
-        """The state after the last chunk; None while a throughput line awaits its spec line."""
-        if self._pending:
-            return None
-        st = self.stats
-        return {**{k: getattr(self, k) for k in self._STATE},
-                "stats": [st.lines, st.blank, st.consumed, st.first_skipped, st.bytes]}
-
-    def restore(self, state: dict) -> None:
-        for k in self._STATE:
-            setattr(self, k, state[k])
-        st = self.stats
-        st.lines, st.blank, st.consumed, st.first_skipped, st.bytes = state["stats"]
+    def _resumable(self) -> bool:
+        return not self._pending        # a throughput line awaits its spec line
 
     # ------------------------------------------------------------------ frames
     def _year0(self, mtime: float | None, note: bool) -> int:
