@@ -22,7 +22,7 @@ import pandas as pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import strip_ansi
-from .scan import MARKERS, ScannerBase, ScanStats, count_blank
+from .scan import MARKERS, ScannerBase, ScanStats, count_blank, marker_line
 
 # ---------------------------------------------------------------------------------- markers
 # group name -> family; a marker finds the (first) line of a record
@@ -1212,13 +1212,10 @@ class OthersScanner(ScannerBase):
                     consumed_here.append(line_no)
                 pos = end + 1
                 continue
-            m = search(chunk, pos)
-            if m is None:
+            hit = marker_line(search, chunk, pos, counted_to, line_no)
+            if hit is None:
                 break
-            ls = chunk.rfind(b"\n", 0, m.start()) + 1
-            le = chunk.find(b"\n", m.end())
-            end = n if le < 0 else le
-            line_no += chunk.count(b"\n", counted_to, ls)
+            m, ls, le, end, line_no = hit
             counted_to = ls
             line = chunk[ls:end].decode("utf-8", "replace")
             if self._dispatch(m.lastgroup, line, line_no, le < 0):

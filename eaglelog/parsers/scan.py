@@ -92,6 +92,18 @@ def fast_available() -> bool:
     return _fastscan is not None
 
 
+def marker_line(search, chunk: bytes, pos: int, counted_to: int, line_no: int):
+    """The next line from ``pos`` that holds a marker: (match, line start, newline offset or -1,
+    line end, its line number), or None.  ``line_no`` is the number of the line starting at
+    ``counted_to``; newlines are counted between the two (memchr speed)."""
+    m = search(chunk, pos)
+    if m is None:
+        return None
+    ls = chunk.rfind(b"\n", 0, m.start()) + 1
+    le = chunk.find(b"\n", m.end())
+    return m, ls, le, len(chunk) if le < 0 else le, line_no + chunk.count(b"\n", counted_to, ls)
+
+
 class ScannerBase:
     """What every family's scanner shares: diagnostics (the first MAX_KEPT per kind kept, the
     rest counted) and the state a later run resumes from (the attributes named in _STATE plus
@@ -331,13 +343,10 @@ class Scanner(ScannerBase):
                 counted_to = pos
                 if pos >= n:
                     break
-            m = search(chunk, pos)
-            if m is None:
+            hit = marker_line(search, chunk, pos, counted_to, line_no)
+            if hit is None:
                 break
-            ls = chunk.rfind(b"\n", 0, m.start()) + 1
-            le = chunk.find(b"\n", m.end())
-            end = n if le < 0 else le
-            line_no += chunk.count(b"\n", counted_to, ls)
+            m, ls, le, end, line_no = hit
             counted_to = ls
             line = chunk[ls:end].decode("utf-8", "replace")
             if m.lastgroup == "server_args" and len(line) >= DOCKER_SPLIT:

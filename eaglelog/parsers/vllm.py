@@ -31,7 +31,7 @@ import pandas as pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import WRAPPER_TIME_RX, strip_ansi
-from .scan import Diagnostic, ScannerBase, ScanStats, count_blank
+from .scan import Diagnostic, ScannerBase, ScanStats, count_blank, marker_line
 
 MARKERS = re.compile(
     rb"(?P<v1spec>SpecDecoding metrics: )|(?P<spec>Speculative metrics: )|"
@@ -455,13 +455,10 @@ class VllmScanner(ScannerBase):
         line_no = self._line + 1
         expected = self._line + 1          # first line not yet accounted for
         while pos < n:
-            m = MARKERS.search(chunk, pos)
-            if m is None:
+            hit = marker_line(MARKERS.search, chunk, pos, counted_to, line_no)
+            if hit is None:
                 break
-            ls = chunk.rfind(b"\n", 0, m.start()) + 1
-            le = chunk.find(b"\n", m.end())
-            end = n if le < 0 else le
-            line_no += chunk.count(b"\n", counted_to, ls)
+            m, ls, le, end, line_no = hit
             counted_to = ls
             line = strip_ansi(chunk[ls:end].decode("utf-8", "replace"))
             if "\r" in line:          # progress-bar fragments: the one with the marker
