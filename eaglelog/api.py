@@ -139,10 +139,6 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def _families() -> str:
-    return "; ".join(f"{e.name} ({e.description})" for e in ENGINES.values())
-
-
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
               mtime: float | None = None, columns: dict | None = None) -> dict[str, pd.DataFrame]:
@@ -189,7 +185,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     safe["fp"] = cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES)
                     safe["crc"] = cache.prefix_crc(spec, safe["offset"])
                 return _finish_scan(info, frames, st, pdiags, diags, head.find(b"\x00"), head,
-                                    cdir if state else None, state, safe, False, columns)
+                                    cdir if state else None, state, safe, False, columns,
+                                    engine, head)
         scanner = None
         nul = -1
         chunk_head = b""
@@ -245,7 +242,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         safe["crc"] = cache.prefix_crc(spec, safe["offset"])
     return _finish_scan(info, frames, scanner.stats, scanner.diags + scanner.overflow(), diags, nul,
                         chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only,
-                        columns)
+                        columns, engine, chunk_head)
 
 
 def _workers() -> int:
@@ -266,7 +263,8 @@ def _covers(cached: dict | None, wanted: dict | None) -> bool:
 
 
 def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnostic], nul: int,
-                 head: bytes, cdir, state, safe, time_only: bool, columns: dict | None = None):
+                 head: bytes, cdir, state, safe, time_only: bool, columns: dict | None = None,
+                 requested: str = "auto", sniffed: bytes = b""):
     """Counts, the no-record errors, and the table cache, for both scan paths."""
     from . import cache
 
@@ -279,9 +277,17 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
             nul_line = head.count(b"\n", 0, nul) + 1
             raise InputError(f"{name}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
-        raise NoRecordsError(f"{name}: no speculative-decoding records in {st.lines:,} "
-                             f"line{'s' if st.lines != 1 else ''}; "
-                             f"families tried: {_families()}")
+        msg = (f"{name}: no speculative-decoding records in {st.lines:,} "
+               f"line{'s' if st.lines != 1 else ''}; families tried: "
+               f"{', '.join(ENGINES) if requested == 'auto' else requested}"
+               + (" (looked for SGLang 'Decode batch' lines and EAGLE3_PROF blocks, vLLM "
+                  "'SpecDecoding metrics', llama.cpp and TensorRT-LLM statistics, benchmark "
+                  "summaries)" if requested == "auto" else ""))
+        other = [e.name for e in ENGINES.values() if e.name != info.engine and e.sniff(sniffed)]
+        if requested != "auto" and other:
+            msg += (f"; it holds {' and '.join(other)} lines: drop --engine (auto) or pass "
+                    f"--engine {other[0]}")
+        raise NoRecordsError(msg)
     scan_diags = sorted(scan_diags, key=lambda d: (d.line_no is None, d.line_no or 0))
     diags.extend(scan_diags)
     if state is not None and cdir is not None and not time_only:

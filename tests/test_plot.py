@@ -273,10 +273,11 @@ def test_missing_matplotlib_is_one_line_naming_the_extra(run, tmp_path, monkeypa
     out = tmp_path / "x.png"
     r = run("plot", "-o", out, FIVE)
     assert r.exit_code == 1
-    assert r.stderr == "eaglelog: error: plotting needs matplotlib: pip install 'eaglelog[plot]'\n"
+    assert r.stderr == ("eaglelog: error: plotting needs matplotlib: pip install "
+                        "'eaglelog[plot]' (in a checkout: pip install '.[plot]')\n")
     assert not out.exists() and r.stdout == ""
     r = run("report", "-o", tmp_path / "r.html", FIVE)
-    assert r.exit_code == 1 and r.stderr.endswith("pip install 'eaglelog[plot]'\n")
+    assert r.exit_code == 1 and r.stderr.endswith("pip install '.[plot]')\n")
     with pytest.raises(eaglelog.EaglelogError, match=r"eaglelog\[plot\]"):
         plot.timeline_figure(eaglelog.parse(FIVE))
 

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 KINDS = ("timeline", "phases", "breakeven", "sweep", "compare")
 FORMATS = ("png", "svg", "pdf")
-INSTALL_HINT = "plotting needs matplotlib: pip install 'eaglelog[plot]'"
+INSTALL_HINT = ("plotting needs matplotlib: pip install 'eaglelog[plot]' "
+                "(in a checkout: pip install '.[plot]')")
 
 # Okabe & Ito (2008), the colour-blind-safe palette; declared once, used everywhere
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky blue": "#56B4E9",
