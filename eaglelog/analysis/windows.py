@@ -94,7 +94,7 @@ def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
     if len(plines):
         pl = np.sort(plines)
         # prefill lines printed after the previous decode line and before this one
-        count = np.searchsorted(pl, lines[1:]) - np.searchsorted(pl, lines[:-1])
+        count = np.diff(np.searchsorted(pl, lines))
         rest[(count > 0) & (rest == 0)] = 2
         del count
     if prompt is not None:
