@@ -33,7 +33,6 @@ typedef struct {
     char *data;
     Py_ssize_t len;   /* bytes used */
     Py_ssize_t cap;
-    char type;        /* 'q' int64, 'd' double, 'b' int8, 'i' int32 */
     int active;       /* a value column holds data once a line printed its key */
     int skip;         /* a column the caller did not ask for: never stored */
 } Col;
@@ -984,8 +983,6 @@ static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
         }
         Py_DECREF(want);
     }
-    for (int c = 0; c < PC_N; c++) self->prof[c].type = PROF_TYPES[c];
-    for (int c = 0; c < HC_N; c++) self->phase[c].type = PHASE_TYPES[c];
     return 0;
 }
 
