@@ -420,6 +420,9 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
     tables = {name: concat_frames(TABLES[name], parts[name], consume=True) for name in TABLES}
+    if sum(i.bytes for i in infos) >= parallel.MIN_PARALLEL:
+        from ._memory import trim
+        trim()                  # the scan's freed buffers back to the system before analysis
     return ParsedLog(tables, infos, diags)
 
 

@@ -93,6 +93,8 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
                                 [chunk_size] * len(parts), [columns] * len(parts)))
     if any(r[4] for r in results):
         return None
+    from ._memory import trim
+    trim()                      # the workers' scan buffers, before their frames are merged
     line_base, startup_base = 0, 0
     results = list(results)
     resumable = results[-1][5]
