@@ -70,3 +70,9 @@ def test_the_table_cache_serves_a_projection_only_what_it_holds(monkeypatch, tmp
     assert set(again.decode.columns) <= set(schema.ANALYSIS_COLUMNS["decode"])
     pd.testing.assert_frame_equal(again.decode, a.decode, check_categorical=False)
 
+
+
+def test_memory_trim_reaches_glibc():
+    from eaglelog import _memory
+    _memory.trim()
+    assert _memory._libc not in (None, False)     # Linux with glibc, as CI runs
