@@ -253,7 +253,8 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
         return
     for info in log.sources:
         if info.skipped:
-            click.echo(f"eaglelog: note: {info.name}: {info.skipped:,} lines without a record "
+            click.echo(f"eaglelog: note: {info.name}: {info.skipped:,} "
+                       f"line{'s' if info.skipped != 1 else ''} without a record "
                        f"skipped (first at line {info.first_skipped})", err=True)
 
 

@@ -132,7 +132,8 @@ def render_overview(items: list[dict]) -> str:
                          "the analyses treat each start-up as its own run")
         notes = []
         if it["skipped_lines"]:
-            notes.append(f"{it['skipped_lines']:,} lines without a record skipped"
+            n = it['skipped_lines']
+            notes.append(f"{n:,} line{'s' if n != 1 else ''} without a record skipped"
                          + (f" (first at line {it['first_skipped_line']})"
                             if it.get("first_skipped_line") else ""))
         inc = it["incomplete_blocks"]
