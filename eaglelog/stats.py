@@ -81,6 +81,13 @@ def batch_labels(n: int, b: int | None = None) -> np.ndarray:
     return (np.arange(n) * b) // max(n, 1)
 
 
+def batch_starts(n: int, b: int | None = None) -> np.ndarray:
+    """Index of the first window of each batch of ``batch_labels(n, b)``: ⌈k·n/B⌉ for batch k
+    (B values, not n)."""
+    b = b or n_batches(n)
+    return -(-np.arange(b, dtype=np.int64) * n // b)
+
+
 def insufficient(value: float, n: int, confidence: float, source: str | None = None) -> Estimate:
     return Estimate(float(value) if value is not None else math.nan, None, None, n, confidence,
                     None, None, source)
@@ -132,7 +139,7 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
     theta = float(np.sum(wv) / np.sum(w)) if n and w.sum() > 0 else math.nan
     if n < MIN_WINDOWS or not np.isfinite(theta) or theta <= 0:
         return insufficient(theta, n, confidence, source)
-    starts = np.flatnonzero(np.diff(batch_labels(n), prepend=-1))
+    starts = batch_starts(n)
     s_wv, s_w = np.add.reduceat(wv, starts), np.add.reduceat(w, starts)
     with np.errstate(divide="ignore", invalid="ignore"):
         loo = (s_wv.sum() - s_wv) / (s_w.sum() - s_w)

@@ -278,3 +278,11 @@ def test_a_partial_baseline_matches_the_same_windows_on_both_sides(write, tmp_pa
     assert all(b.verdict == "above" for b in r.by_batch)
     assert r.verdict == "above"
     assert any("running_req 16, 32" in n and "left out" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("n", [10, 11, 17, 99, 100, 101, 399, 400, 401, 12345, 3790831])
+def test_batch_starts_match_the_batch_labels(n):
+    import numpy as np
+    from eaglelog.stats import batch_labels, batch_starts
+    labels = batch_labels(n)
+    assert np.array_equal(batch_starts(n), np.flatnonzero(np.diff(labels, prepend=-1)))

@@ -76,3 +76,4 @@ def test_memory_trim_reaches_glibc():
     from eaglelog import _memory
     _memory.trim()
     assert _memory._libc not in (None, False)     # Linux with glibc, as CI runs
+
