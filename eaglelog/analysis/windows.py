@@ -129,7 +129,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
         keep = tp == low
         if not keep.all():
             d, key = d[keep].reset_index(drop=True), key[keep]
-    d["series"] = pd.Categorical.from_codes(key, labels)
+    new = {"series": pd.Categorical.from_codes(key, labels)}   # the columns added, set at once
     r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
     g = d["gen_throughput"].to_numpy(dtype=float)
     a = d["accept_len"].to_numpy(dtype=float)
@@ -138,12 +138,12 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
         derived = 1000.0 * per_iter
         derived /= g
     derived[~((g > 0) & (r > 0))] = np.nan
-    d["req_steps"] = r * interval
+    new["req_steps"] = r * interval
     if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
-        dr = d["drafts"].to_numpy(dtype=float)
-        d["req_steps"] = np.where(np.isfinite(dr), dr, d["req_steps"].to_numpy(dtype=float))
-    d["tokens_per_iter"] = per_iter
-    d["derived_ms"] = derived
+        dr = d["drafts"].to_numpy(dtype=float, na_value=np.nan)
+        new["req_steps"] = np.where(np.isfinite(dr), dr, new["req_steps"])
+    new["tokens_per_iter"] = per_iter
+    new["derived_ms"] = derived
     reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
     lines = d["line_no"].to_numpy(dtype=np.int64)
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
@@ -161,9 +161,10 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
             _reasons(sub, lines[idx], ts[idx] if ts is not None else None,
                      plines[pkey == key[idx[0]]], pt[idx] if pt is not None else None)
             reason[idx] = sub
-    d["reason"] = pd.Categorical.from_codes(reason, REASONS)
-    d["clean"] = reason == 0
-    return d
+    new["reason"] = pd.Categorical.from_codes(reason, REASONS)
+    new["clean"] = reason == 0
+    # one frame sharing the decode columns' arrays (setting columns one by one copies each)
+    return pd.DataFrame({**{c: d[c].array for c in d.columns}, **new}, copy=False)
 
 
 def bucket_labels(running_req: pd.Series) -> pd.Series:
