@@ -130,6 +130,23 @@ class ScannerBase:
                            f"{MAX_KEPT:,} are)", "warning", more=n)
                 for kind, n in self.dropped.items() if n]
 
+    def _check_parsed(self, table: str, res, line_no: int, unterminated: bool) -> bool | None:
+        """What a parser's LineResult for a marker line means for the scan: False, not a
+        record; True, accounted for by a report (malformed, or a last line cut short); None,
+        a record to keep (its unreadable values reported)."""
+        if res.record is None:
+            if res.problems:
+                self.diag(line_no, "malformed", f"{table} line not parsed: {res.problems[0]}")
+                return True
+            return False
+        if unterminated:
+            self.diag(line_no, "truncated", f"last line has no newline (cut short?); "
+                      f"{table} record not parsed")
+            return True
+        for p in res.problems:
+            self.diag(line_no, "bad_value", f"{table} line: {p}")
+        return None
+
     def _resumable(self) -> bool:
         return True
 
@@ -289,17 +306,9 @@ class Scanner(ScannerBase):
             return True
         table, fn = LINE_PARSERS[kind]
         res = fn(line)
-        if res.record is None:
-            if res.problems:
-                self.diag(line_no, "malformed", f"{table} line not parsed: {res.problems[0]}")
-                return True
-            return False
-        if unterminated:
-            self.diag(line_no, "truncated", f"last line has no newline (cut short?); "
-                      f"{table} record not parsed")
-            return True
-        for p in res.problems:
-            self.diag(line_no, "bad_value", f"{table} line: {p}")
+        done = self._check_parsed(table, res, line_no, unterminated)
+        if done is not None:
+            return done
         if table == "requests":
             for p in sglang.check_request_identities(res.record):
                 self.diag(line_no, "identity", f"request breaks an identity: {p}")

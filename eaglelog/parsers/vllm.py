@@ -485,17 +485,9 @@ class VllmScanner(ScannerBase):
     def _dispatch(self, kind: str, line: str, line_no: int, unterminated: bool) -> bool:
         table = TABLE_OF[kind]
         res = PARSERS[kind](line)
-        if res.record is None:
-            if res.problems:
-                self.diag(line_no, "malformed", f"{table} line not parsed: {res.problems[0]}")
-                return True
-            return False
-        if unterminated:
-            self.diag(line_no, "truncated", f"last line has no newline (cut short?); {table} "
-                      "record not parsed")
-            return True
-        for p in res.problems:
-            self.diag(line_no, "bad_value", f"{table} line: {p}")
+        done = self._check_parsed(table, res, line_no, unterminated)
+        if done is not None:
+            return done
         rec = res.record
         rec["line_no"] = line_no
         self._date(rec, line_no)
