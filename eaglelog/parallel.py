@@ -38,22 +38,39 @@ def ranges(path: str, n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+def _line_end(fd: int, at: int, end: int) -> int:
+    """The offset just after the newline that ends the line holding byte ``at - 1`` (``end``
+    when that is at or past ``end``, which is a line end)."""
+    if at >= end:
+        return end
+    pos = at - 1
+    while pos < end:
+        piece = os.pread(fd, min(OVERRUN_STEP, end - pos), pos)
+        if not piece:
+            return end
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(piece)
+    return end
+
+
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,
                chunk_size: int, columns: dict | None = None):
     sc = engine_named(engine).scanner(name, base_date, columns)
     with open(path, "rb") as f:
-        f.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = f.read(min(chunk_size, left))
+        fd = f.fileno()
+        pos = start
+        while pos < end:
+            # one read of exactly the bytes up to a line end: no second buffer for the rest
+            # of a line (a chunk's memory is freed whole and reused by the next chunk)
+            cut = _line_end(fd, pos + chunk_size, end)
+            chunk = os.pread(fd, cut - pos, pos)
             if not chunk:
                 break
-            left -= len(chunk)
-            if left > 0 and not chunk.endswith(b"\n"):
-                extra = f.readline()             # ranges end at line ends: never split a line
-                chunk += extra
-                left -= len(extra)
+            pos += len(chunk)
             sc.feed(chunk)
+        f.seek(pos)
         if sc.blocks.open:                       # finish the blocks that started in the range
             lines, blank, nbytes = sc.stats.lines, sc.stats.blank, sc.stats.bytes
             sc.overrun = True
@@ -66,9 +83,9 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             sc.stats.lines, sc.stats.blank, sc.stats.bytes = lines, blank, nbytes
     # where a later run may resume: the end of the range, unless a block is open there
     resumable = not sc.blocks.open and not sc.overrun
-    frames = sc.finish(None)
+    raw, parts = sc.finish_raw()
     st = sc.stats
-    return (frames, [(d.line_no, d.kind, d.message, d.severity, d.more)
+    return (raw, parts, [(d.line_no, d.kind, d.message, d.severity, d.more)
                      for d in sc.diags + sc.overflow()],
             (st.lines, st.blank, st.consumed, st.first_skipped, st.bytes), sc.startup,
             sc.time_only, resumable)
@@ -91,26 +108,34 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
                                 [b for _, b in parts], [name] * len(parts),
                                 [engine] * len(parts), [base_date] * len(parts),
                                 [chunk_size] * len(parts), [columns] * len(parts)))
-    if any(r[4] for r in results):
+    if any(r[5] for r in results):
         return None
     from ._memory import trim
     trim()                      # the workers' scan buffers, before their frames are merged
     line_base, startup_base = 0, 0
     results = list(results)
-    resumable = results[-1][5]
+    resumable = results[-1][6]
     tables: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     diags, stats = [], ScanStats()
+    fast = None
     while results:
-        frames, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _ = \
-            results.pop(0)             # let each worker's frames go once they are merged
-        for t, df in frames.items():
-            if len(df):                # the worker's frame is ours: columns replaced, not copied
-                df["line_no"] = df["line_no"] + line_base
-                for col in ("block", "end_line"):
-                    if col in df.columns:
-                        df[col] = df[col] + line_base
-                df["startup"] = df["startup"] + startup_base
-            tables[t].append(df)
+        raw, parts, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _ = \
+            results.pop(0)             # let each worker's rows go once they are merged
+        if fast is None:
+            fast = raw
+        else:                          # the C accelerator's arrays: appended in place
+            fast.merge(raw, line_base, startup_base)
+        del raw
+        for t, dfs in parts.items():
+            for df in dfs:             # the worker's frame is ours: columns replaced, not copied
+                if line_base:
+                    df["line_no"] = df["line_no"] + line_base
+                    for col in ("block", "end_line"):
+                        if col in df.columns:
+                            df[col] = df[col] + line_base
+                if startup_base:
+                    df["startup"] = df["startup"] + startup_base
+                tables[t].append(df)
         diags += [Diagnostic(name, None if ln is None else ln + line_base, k, m, sv, more)
                   for ln, k, m, sv, more in dg]
         stats.lines += lines
@@ -121,12 +146,13 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
             stats.first_skipped = first_skipped + line_base
         line_base += lines
         startup_base += startups
+    # one copy into line order: the ranges, and in each the C accelerator's rows and the few
+    # the Python parser read (blocks across chunk ends, odd layouts, blocks read past a range)
     frames = {}
     for t in TABLES:
-        df = concat_frames(TABLES[t], tables[t], consume=True)
-        if len(df) and not df["line_no"].is_monotonic_increasing:   # blocks read past a range
-            df = df.sort_values("line_no", kind="stable", ignore_index=True)
-        frames[t] = df
+        df = fast.frame(t, name)
+        frames[t] = concat_frames(TABLES[t], ([df] if df is not None else []) + tables[t],
+                                  consume=True, order_by="line_no")
     safe = None
     size = os.path.getsize(path)
     with open(path, "rb") as f:

@@ -14,8 +14,8 @@
  * the Python parser reads it and the result is the same, row for row (tests/test_fastscan.py).
  *
  * Rows go into growable per-column arrays (int64 with INT64_MIN for NA, double with NaN for NA,
- * int8 with -1 for NA, int32 category codes with -1 for NA); take_into() appends them to one
- * bytearray per column.
+ * int8 with -1 for NA, int32 category codes with -1 for NA); take_into() hands them over as
+ * Column objects, without a copy.
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -39,16 +39,157 @@ typedef struct {
 
 static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' ? 4 : 1; }
 
+/* Column storage: on Linux its own anonymous mappings, grown with mremap (the bytes already
+ * written are never copied, and pages count only once written) and advised as huge pages
+ * (a fault per 2 MiB, not per 4 KiB); elsewhere malloc. */
+#ifdef __linux__
+#include <sys/mman.h>
+#define PAGE_ROUND(n) (((n) + 4095) & ~(Py_ssize_t)4095)
+static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap) {
+    void *q = p ? mremap(p, (size_t)old, (size_t)cap, MREMAP_MAYMOVE)
+                : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+    if (q == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (cap >= (4 << 20)) madvise(q, (size_t)cap, MADV_HUGEPAGE);
+#endif
+    return q;
+}
+static void buf_free(char *p, Py_ssize_t cap) { if (p) munmap(p, (size_t)cap); }
+#else
+#define PAGE_ROUND(n) (n)
+static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap) {
+    (void)old;
+    return realloc(p, (size_t)cap);
+}
+static void buf_free(char *p, Py_ssize_t cap) { (void)cap; free(p); }
+#endif
+
 static int col_grow(Col *c, Py_ssize_t need) {
     if (c->len + need <= c->cap) return 0;
     Py_ssize_t cap = c->cap ? c->cap : 1 << 16;
     while (cap < c->len + need) cap *= 2;
-    char *p = realloc(c->data, (size_t)cap);
+    char *p = buf_resize(c->data, c->cap, cap);
     if (!p) return -1;
     c->data = p;
     c->cap = cap;
     return 0;
 }
+
+/* ------------------------------------------------------------------ Column: a buffer owner */
+/* The scanner's column arrays leave C without a copy: take_into() hands each over as a Column,
+ * a Python object that owns the malloc'd array and exposes it through the buffer protocol
+ * (numpy.frombuffer views it in place).  extend() appends another Column's bytes, growing in
+ * place (realloc: mremap for large arrays, so the bytes already there are not copied). */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len, cap;
+    Py_ssize_t exports;   /* buffer views alive: no resizing meanwhile */
+} ColumnObject;
+
+static PyTypeObject ColumnType;
+static char EMPTY[8];
+
+static ColumnObject *column_new(void) {
+    ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
+    if (c) { c->data = NULL; c->len = c->cap = 0; c->exports = 0; }
+    return c;
+}
+
+static void Column_dealloc(ColumnObject *self) {
+    buf_free(self->data, self->cap);
+    PyObject_Free(self);
+}
+
+static int Column_getbuffer(ColumnObject *self, Py_buffer *view, int flags) {
+    int rc = PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : EMPTY,
+                               self->len, 0, flags);
+    if (rc == 0) self->exports++;
+    return rc;
+}
+
+static void Column_releasebuffer(ColumnObject *self, Py_buffer *view) {
+    (void)view;
+    self->exports--;
+}
+
+static int column_reserve(ColumnObject *self, Py_ssize_t need) {
+    if (self->exports) {
+        PyErr_SetString(PyExc_BufferError, "Column: a view of it is alive; cannot grow");
+        return -1;
+    }
+    if (self->len + need <= self->cap) return 0;
+    Py_ssize_t cap = self->cap + self->cap / 2;
+    if (cap < self->len + need) cap = self->len + need;
+    cap = PAGE_ROUND(cap);
+    char *p = buf_resize(self->data, self->cap, cap);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    self->data = p;
+    self->cap = cap;
+    return 0;
+}
+
+static int column_append(ColumnObject *self, const char *src, Py_ssize_t n) {
+    if (n <= 0) return 0;
+    if (column_reserve(self, n)) return -1;
+    memcpy(self->data + self->len, src, (size_t)n);
+    self->len += n;
+    return 0;
+}
+
+static void fill_na(char *p, char type, Py_ssize_t n);
+
+/* extend(other): append other's bytes */
+static PyObject *Column_extend(ColumnObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    int rc = column_append(self, view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Column.na(type, n): n missing values of element type 'q' | 'd' | 'i' | 'b' */
+static PyObject *Column_na(PyObject *cls, PyObject *args) {
+    (void)cls;
+    const char *type;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "sn", &type, &n)) return NULL;
+    if (n < 0 || !strchr("qdib", type[0]) || !type[0]) {
+        PyErr_SetString(PyExc_ValueError, "Column.na(type, n): type q, d, i or b; n >= 0");
+        return NULL;
+    }
+    ColumnObject *c = column_new();
+    if (!c) return NULL;
+    if (column_reserve(c, n * col_size(type[0]))) { Py_DECREF(c); return NULL; }
+    fill_na(c->data, type[0], n);
+    c->len = n * col_size(type[0]);
+    return (PyObject *)c;
+}
+
+static Py_ssize_t Column_length(ColumnObject *self) { return self->len; }
+
+static PyBufferProcs Column_as_buffer = {(getbufferproc)Column_getbuffer,
+                                         (releasebufferproc)Column_releasebuffer};
+static PySequenceMethods Column_as_sequence = {.sq_length = (lenfunc)Column_length};
+static PyMethodDef Column_methods[] = {
+    {"extend", (PyCFunction)Column_extend, METH_VARARGS, "extend(buffer): append its bytes"},
+    {"na", (PyCFunction)Column_na, METH_VARARGS | METH_CLASS,
+     "Column.na(type, n): n missing values of element type q, d, i or b"},
+    {NULL}};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "eaglelog.parsers._fastscan.Column",
+    .tp_basicsize = sizeof(ColumnObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Column_dealloc,
+    .tp_as_buffer = &Column_as_buffer,
+    .tp_as_sequence = &Column_as_sequence,
+    .tp_methods = Column_methods,
+    .tp_doc = "one column's array (bytes), owned here and viewed in place by numpy",
+};
 
 /* ------------------------------------------------------------------ interned labels */
 #define MAX_LABELS 256
@@ -873,7 +1014,7 @@ static void run_scan(FastScanner *self, Run *r) {
 
 /* ------------------------------------------------------------------ Python type */
 static void table_free(LineTable *T) {
-    for (int c = 0; c < MAX_COLS; c++) free(T->cols[c].data);
+    for (int c = 0; c < MAX_COLS; c++) buf_free(T->cols[c].data, T->cols[c].cap);
     for (int i = 0; i < T->nkeys; i++) free((void *)T->key[i]);
     Py_XDECREF(T->colnames);
 }
@@ -881,8 +1022,8 @@ static void table_free(LineTable *T) {
 static void FastScanner_dealloc(FastScanner *self) {
     table_free(&self->decode);
     table_free(&self->prefill);
-    for (int c = 0; c < PC_N; c++) free(self->prof[c].data);
-    for (int c = 0; c < HC_N; c++) free(self->phase[c].data);
+    for (int c = 0; c < PC_N; c++) buf_free(self->prof[c].data, self->prof[c].cap);
+    for (int c = 0; c < HC_N; c++) buf_free(self->phase[c].data, self->phase[c].cap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1006,7 +1147,7 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     run_scan(self, &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
-    if (r.oom) { free(r.bad.data); return PyErr_NoMemory(); }
+    if (r.oom) { buf_free(r.bad.data, r.bad.cap); return PyErr_NoMemory(); }
     Py_ssize_t nbad = r.bad.len / (Py_ssize_t)(4 * sizeof(int64_t));
     PyObject *bad = PyList_New(nbad);
     for (Py_ssize_t i = 0; bad && i < nbad; i++) {
@@ -1016,7 +1157,7 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
         if (!t) { Py_CLEAR(bad); break; }
         PyList_SET_ITEM(bad, i, t);
     }
-    free(r.bad.data);
+    buf_free(r.bad.data, r.bad.cap);
     if (!bad) return NULL;
     return Py_BuildValue("nLLLLnN", r.pos, (long long)r.line_no, (long long)r.consumed,
                          (long long)r.first_skipped, (long long)r.last_line, r.last_end, bad);
@@ -1046,25 +1187,40 @@ static PyObject *labels_list(const Labels *L) {
     return out;
 }
 
-/* Append a column's rows to target[name] (a bytearray; created with NA for the rows handed
- * over before this column held data) and empty it. */
+/* Hand a column's rows to target[name], a Column: the array itself when target has none yet
+ * (no copy; preceded by NA for the rows handed over before this column held data), else
+ * appended to it.  The scanner's column is left empty. */
 static int append_col(PyObject *target, PyObject *name, Col *c, char type, Py_ssize_t before) {
-    PyObject *ba = PyDict_GetItemWithError(target, name);
-    if (!ba) {
-        if (PyErr_Occurred()) return -1;
-        ba = PyByteArray_FromStringAndSize(NULL, before * col_size(type));
-        if (!ba) return -1;
-        fill_na(PyByteArray_AS_STRING(ba), type, before);
-        int rc = PyDict_SetItem(target, name, ba);
-        Py_DECREF(ba);
-        if (rc) return -1;
-    } else if (!PyByteArray_Check(ba)) {
-        PyErr_SetString(PyExc_TypeError, "take_into: columns must be bytearrays");
+    PyObject *have = PyDict_GetItemWithError(target, name);
+    if (!have && PyErr_Occurred()) return -1;
+    if (have && !PyObject_TypeCheck(have, &ColumnType)) {
+        PyErr_SetString(PyExc_TypeError, "take_into: columns must be Columns");
         return -1;
     }
-    Py_ssize_t old = PyByteArray_GET_SIZE(ba);
-    if (c->len && PyByteArray_Resize(ba, old + c->len)) return -1;
-    if (c->len) memcpy(PyByteArray_AS_STRING(ba) + old, c->data, (size_t)c->len);
+    if (!have && before == 0) {           /* adopt the array */
+        ColumnObject *col = column_new();
+        if (!col) return -1;
+        col->data = c->data;
+        col->len = c->len;
+        col->cap = c->cap;
+        c->data = NULL;
+        c->len = c->cap = 0;
+        int rc = PyDict_SetItem(target, name, (PyObject *)col);
+        Py_DECREF(col);
+        return rc;
+    }
+    if (!have) {
+        ColumnObject *col = column_new();
+        if (!col) return -1;
+        if (column_reserve(col, before * col_size(type) + c->len)) { Py_DECREF(col); return -1; }
+        fill_na(col->data, type, before);
+        col->len = before * col_size(type);
+        int rc = PyDict_SetItem(target, name, (PyObject *)col);
+        Py_DECREF(col);
+        if (rc) return -1;
+        have = (PyObject *)col;            /* borrowed from target */
+    }
+    if (column_append((ColumnObject *)have, c->data, c->len)) return -1;
     c->len = 0;
     return 0;
 }
@@ -1078,7 +1234,7 @@ static PyObject *table_dict(PyObject *target, const char *table) {
     return d;
 }
 
-/* take_into(target) appends the rows collected so far to target = {table: {column: bytearray,
+/* take_into(target) hands the rows collected so far to target = {table: {column: Column,
  * "": rows}} (one growing array per column: no per-chunk objects); returns the labels. */
 static PyObject *FastScanner_take_into(FastScanner *self, PyObject *args) {
     PyObject *target;
@@ -1156,7 +1312,7 @@ static PyObject *line_stats(PyObject *mod, PyObject *args) {
 static PyMethodDef FastScanner_methods[] = {
     {"scan", (PyCFunction)FastScanner_scan, METH_VARARGS, "scan(chunk, pos, line_no, startup)"},
     {"take_into", (PyCFunction)FastScanner_take_into, METH_VARARGS,
-     "take_into({table: {column: bytearray, '': rows}}) -> labels"},
+     "take_into({table: {column: Column, '': rows}}) -> labels"},
     {"types", (PyCFunction)FastScanner_types, METH_NOARGS, "column element types"},
     {NULL}};
 
@@ -1185,12 +1341,18 @@ PyMODINIT_FUNC PyInit__fastscan(void) {
         MARKER_LEN[k] = (int)strlen(MARKERS[k]);
         FIRST[(unsigned char)MARKERS[k][0]] |= (unsigned char)(1 << k);
     }
-    if (PyType_Ready(&FastScannerType) < 0) return NULL;
+    if (PyType_Ready(&FastScannerType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
     Py_INCREF(&FastScannerType);
     if (PyModule_AddObject(m, "FastScanner", (PyObject *)&FastScannerType) < 0) {
         Py_DECREF(&FastScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ColumnType);
+    if (PyModule_AddObject(m, "Column", (PyObject *)&ColumnType) < 0) {
+        Py_DECREF(&ColumnType);
         Py_DECREF(m);
         return NULL;
     }

@@ -454,31 +454,53 @@ class Scanner(ScannerBase):
         return not self.blocks.open          # a block open at the end of the chunk
 
     def flush(self) -> None:
-        """Turn the rows the Python parser collected into typed partial frames, and take the
-        C accelerator's rows as column arrays (bounded memory: no per-chunk frames)."""
-        if self.fast is not None:
-            self._fast_acc.add()
+        """Turn the rows the Python parser collected into typed partial frames (the C
+        accelerator keeps its rows in its own growing arrays until parts_so_far takes them)."""
         for name, rows in self.rows.items():
             if rows:
                 df = build_frame(TABLES[name], rows, keep=("_time_only",))
                 rows.clear()
+                if name == "prof":
+                    df["phase_sum_ms"] = _sum_rounded(df["phase_sum_ms"])
                 keep = (self.columns or {}).get(name)
                 if keep is not None:
                     df = df[[c for c in df.columns if c in keep or c == "_time_only"]]
                 self.parts[name].append(df)
 
+    def parts_so_far(self) -> dict[str, list[pd.DataFrame]]:
+        """The rows read so far as parts per table (the C accelerator's rows, then the Python
+        parser's), each part in line order but the parts interleaved: concat_frames(...,
+        order_by="line_no") merges them with one copy.  The scanner keeps nothing."""
+        fast_rows, out = self.finish_raw(close=False)
+        for name in TABLES:
+            fast = fast_rows.frame(name, self.source)
+            if fast is not None:
+                out[name].insert(0, fast)
+        return out
+
+    def finish_raw(self, close: bool = True) -> tuple["FastRows", dict[str, list[pd.DataFrame]]]:
+        """The rows read so far, without a frame for the C accelerator's: (its rows as column
+        arrays, the Python parser's partial frames per table); the scanner keeps nothing.  With
+        ``close``, the open blocks are closed first (the end of the input).  parallel.py merges
+        the arrays of several byte ranges in place (FastRows.merge)."""
+        if close:
+            self.blocks.finish()
+            self._close_blocks()
+        self.flush()
+        if self.fast is not None:
+            self._fast_acc.add()
+        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns)
+        out = {}
+        for name in TABLES:
+            out[name] = self.parts[name]
+            self.parts[name] = []
+        return fast_rows, out
+
     def frames_so_far(self) -> dict[str, pd.DataFrame]:
         """Every table of the rows read so far, in line order (blocks still open excluded)."""
-        self.flush()
         frames = {}
-        for name in TABLES:
-            fast = self._fast_acc.frame(name, self.source)
-            parts = ([fast] if fast is not None else []) + self.parts[name]
-            df = concat_frames(TABLES[name], parts, consume=True)
-            if len(df) and not df["line_no"].is_monotonic_increasing:
-                df = df.sort_values("line_no", kind="stable", ignore_index=True)
-            if name == "prof" and len(df):
-                df["phase_sum_ms"] = df["phase_sum_ms"].round(9)
+        for name, parts in self.parts_so_far().items():
+            df = concat_frames(TABLES[name], parts, consume=True, order_by="line_no")
             self.parts[name] = [df] if len(df) else []
             frames[name] = df
         return frames
@@ -487,7 +509,8 @@ class Scanner(ScannerBase):
         """Close open blocks and return this input's tables, in line order."""
         self.blocks.finish()
         self._close_blocks()
-        frames = self.frames_so_far()
+        frames = {name: concat_frames(TABLES[name], parts, consume=True, order_by="line_no")
+                  for name, parts in self.parts_so_far().items()}
         shift = self._date_shift(mtime) if self.time_only else None
         for name, df in frames.items():
             if "_time_only" in df.columns:
@@ -517,6 +540,7 @@ class Scanner(ScannerBase):
 
 _HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
 _FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
+_LABELLED = {"ranks": "ranks", "mode": "mode", "phase": "phase"}   # column -> its label list
 
 
 class FastRows:
@@ -533,6 +557,52 @@ class FastRows:
 
     def add(self) -> None:
         self.labels = self.fast.take_into(self.cols)
+
+    def merge(self, other: "FastRows", line_base: int, startup_base: int) -> None:
+        """Append the rows of a later byte range (its line and start-up numbers counted from
+        its own start) in place: its numbers shifted, its category codes recoded to ours, each
+        column appended to ours (realloc, then one copy of its bytes)."""
+        import numpy as np
+        for lab, theirs in other.labels.items():
+            ours = self.labels.setdefault(lab, [])
+            for x in theirs:
+                if x not in ours:
+                    ours.append(x)
+        for name, acc in other.cols.items():
+            n_other = acc.get("", 0)
+            if not n_other:
+                continue
+            mine = self.cols.setdefault(name, {})
+            n_mine = mine.get("", 0)
+            types = self.types[name]
+            seen = set()
+            for col in [c for c in acc if c != ""]:
+                buf = acc.pop(col)        # theirs goes as soon as it is appended
+                seen.add(col)
+                if col in ("line_no", "block", "end_line") and line_base:
+                    np.frombuffer(buf, dtype="int64")[:] += line_base
+                elif col == "startup" and startup_base:
+                    np.frombuffer(buf, dtype="int64")[:] += startup_base
+                elif col in _LABELLED and other.labels[_LABELLED[col]]:
+                    codes = np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])
+                    ours = self.labels[_LABELLED[col]]
+                    lut = np.array([ours.index(x) for x in other.labels[_LABELLED[col]]],
+                                   dtype=codes.dtype)
+                    known = codes >= 0
+                    codes[known] = lut[codes[known]]
+                    del codes
+                if col not in mine:
+                    if not n_mine:
+                        mine[col] = buf          # nothing of ours to append to: theirs
+                        continue
+                    mine[col] = _fastscan.Column.na(types[col], n_mine)
+                mine[col].extend(buf)
+                del buf
+            for col in mine:
+                if col != "" and col not in seen:
+                    mine[col].extend(_fastscan.Column.na(types[col], n_other))
+            mine[""] = n_mine + n_other
+        other.cols = {}
 
     def frame(self, name: str, source: str) -> pd.DataFrame | None:
         import numpy as np
@@ -570,7 +640,7 @@ class FastRows:
             elif c.dtype == "float64":
                 if not c.core and np.isnan(a).all():
                     continue
-                cols[c.name] = a
+                cols[c.name] = _sum_rounded(a) if c.name == "phase_sum_ms" else a
             elif c.dtype == "boolean":
                 na = a < 0
                 if not c.core and na.all():
@@ -583,6 +653,12 @@ class FastRows:
                 a[na] = 0
                 cols[c.name] = pd.arrays.IntegerArray(a, na)
         return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
+
+
+def _sum_rounded(a):
+    """phase_sum_ms to 9 decimals: C and Python add the phases in different orders"""
+    import numpy as np
+    return np.round(a, 9)
 
 
 def _all_na(dtype: str, rows: int):
