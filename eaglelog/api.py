@@ -6,9 +6,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
-import numpy as np
-import pandas as pd
 
+from ._lazy import np, pd
 from .errors import EaglelogError, InputError, NoRecordsError
 from .parsers import ENGINES, choose_engine, engine_named
 from .parsers.scan import Diagnostic

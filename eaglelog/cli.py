@@ -259,9 +259,12 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
 
 
 def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
-              skipped_note: bool = True, every_column: bool = False) -> "ParsedLog":
+              skipped_note: bool = True, every_column: bool = False,
+              preload: tuple[str, ...] = ()) -> "ParsedLog":
     """Parse the inputs; the analyses ask for the columns they read (schema.ANALYSIS_COLUMNS)
-    of the large tables, `parse` for every column."""
+    of the large tables, `parse` for every column.  The modules named in ``preload`` (the
+    command's analysis) and pandas are imported by a second thread meanwhile: the C scan of a
+    large log runs without the GIL, so the 0.3–0.5 s of imports overlap it."""
     out = ctx.params.get("output")
     if out and out != "-" and os.path.exists(out):
         for spec in logs:
@@ -271,12 +274,33 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
 
     from .schema import ANALYSIS_COLUMNS
 
+    _preload(("pandas",) + tuple(preload))
     log = parse(list(logs), engine=engine, keep_going=keep_going,
                 base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"),
                 cache=not ctx.obj.get("no_cache"),
                 columns=None if every_column else ANALYSIS_COLUMNS)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     return log
+
+
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import these modules in a daemon thread (an import that fails is left to the main
+    thread, which imports them again and reports it).  Only where the scan runs in threads:
+    a process pool forked while a thread holds an import lock could deadlock."""
+    import threading
+
+    from .parsers.scan import fast_available
+    if not fast_available():
+        return
+
+    def work():
+        import importlib
+        for m in modules:
+            try:
+                importlib.import_module(m)
+            except BaseException:      # noqa: BLE001 - the main thread's import reports it
+                return
+    threading.Thread(target=work, name="eaglelog-preload", daemon=True).start()
 
 
 def finish(ctx: click.Context, log: "ParsedLog") -> None:
@@ -360,8 +384,7 @@ def baseline_option(f):
 
 
 def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=True):
-    from .analysis.breakeven import Baseline
-    from .stats import parse_plus_minus
+    from .baseline import Baseline, parse_plus_minus
 
     if baseline_toks and baseline_log:
         raise click.UsageError("give --baseline-toks or --baseline-log, not both")
@@ -444,14 +467,15 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
       eaglelog breakeven --baseline-log base.log --by batch spec.log
       eaglelog breakeven --baseline-toks 90 --check server.log || echo "speculation is slower"
     """
-    from .analysis.breakeven import breakeven
-    from .report.blocks import breakeven_block
-
     if by == "batch" and not baseline_log:
         raise click.UsageError("--by batch needs --baseline-log: a stated baseline rate has no "
                                "batch size")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
+    from .analysis.breakeven import breakeven
+    from .report.blocks import breakeven_block
+
     results = per_unit(log, lambda sub: breakeven(sub, baseline, confidence=confidence,
                                                   by_batch=by == "batch",
                                                   cycle_from=cycle_from))
@@ -484,22 +508,27 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
       eaglelog summary --baseline-log base.log -f json spec.log
       eaglelog summary --follow --baseline-toks 90 gpu7:/data/logs/server.log
     """
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    if follow:
+        def results_of(log):
+            from .analysis.summary import summarize
+            return per_unit(log, lambda sub: summarize(sub, baseline=baseline,
+                                                       confidence=confidence))
+
+        def view(log):
+            from .report.blocks import summary_block
+            return "\n".join(summary_block(r) for r in results_of(log))
+
+        def final(log):
+            from .report.blocks import summary_block
+            results_output(results_of(log), fmt, output, summary_block, summary_rows)
+        run_follow(ctx, logs, base_date, view, final, output)
+        return
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"))
     from .analysis.summary import summarize
     from .report.blocks import summary_block
 
-    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    if follow:
-        def view(log):
-            return "\n".join(summary_block(r) for r in per_unit(
-                log, lambda sub: summarize(sub, baseline=baseline, confidence=confidence)))
-
-        def final(log):
-            results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
-                                                          confidence=confidence))
-            results_output(results, fmt, output, summary_block, summary_rows)
-        run_follow(ctx, logs, base_date, view, final, output)
-        return
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     if len(log.bench) and log.decode.empty and log.prof.empty:
         bench_summary_output(ctx, log, fmt, output)     # benchmark outputs only
         finish(ctx, log)
@@ -566,10 +595,11 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
       eaglelog reconcile server.log
       eaglelog reconcile -f json server.log
     """
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.reconcile", "eaglelog.report.blocks"))
     from .analysis.reconcile import reconcile
     from .report.blocks import reconcile_block
 
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence))
 
     def flat(r):
@@ -709,11 +739,12 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
       eaglelog sweep --key speculative_num_steps --baseline-toks 90 steps-*.log
       eaglelog sweep -f csv -o sweep.csv run-*.log
     """
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.sweep", "eaglelog.report.blocks"))
     from .analysis.sweep import sweep
     from .report.blocks import sweep_block
 
-    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
                    keep_going=keep_going)
     if fmt == "json":

@@ -13,14 +13,15 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-import pandas as pd
 
+from ._lazy import pd
 from .parsers import engine_named
 from .schema import TABLES
 from .tables import concat_frames
 
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
 OVERRUN_STEP = 1 << 16
+SWITCH_INTERVAL = 0.0002   # seconds (Python's default is 0.005)
 
 
 def ranges(path: str, n: int) -> list[tuple[int, int]]:
@@ -61,15 +62,25 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     with open(path, "rb") as f:
         fd = f.fileno()
         pos = start
+        # one buffer for every chunk, resized in place (a bytearray keeps its allocation when
+        # it shrinks by less than half): fresh memory costs a page fault per 4 KiB, and a
+        # gigabyte read into new buffers is 250,000 of them
+        buf = bytearray(chunk_size + OVERRUN_STEP)
         while pos < end:
-            # one read of exactly the bytes up to a line end: no second buffer for the rest
-            # of a line (a chunk's memory is freed whole and reused by the next chunk)
-            cut = _line_end(fd, pos + chunk_size, end)
-            chunk = os.pread(fd, cut - pos, pos)
-            if not chunk:
+            cut = _line_end(fd, pos + chunk_size, end)     # chunks end at line ends
+            n = cut - pos
+            if n < len(buf):
+                del buf[n:]
+            elif n > len(buf):
+                buf.extend(bytes(n - len(buf)))
+            got = os.preadv(fd, [buf], pos)
+            if got < n:                                     # the file shrank meanwhile
+                del buf[got:]
+            if not got:
                 break
-            pos += len(chunk)
-            sc.feed(chunk)
+            pos += got
+            sc.feed(buf)
+        del buf
         f.seek(pos)
         if sc.blocks.open:                       # finish the blocks that started in the range
             lines, blank, nbytes = sc.stats.lines, sc.stats.blank, sc.stats.bytes
@@ -103,11 +114,20 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
     pool_type = ThreadPoolExecutor if fast_available() else ProcessPoolExecutor
-    with pool_type(max_workers=len(parts)) as pool:
-        results = list(pool.map(scan_range, [path] * len(parts), [a for a, _ in parts],
-                                [b for _, b in parts], [name] * len(parts),
-                                [engine] * len(parts), [base_date] * len(parts),
-                                [chunk_size] * len(parts), [columns] * len(parts)))
+    import sys
+    switch = sys.getswitchinterval()
+    # the workers take the GIL between chunks, for a few Python lines; while another thread
+    # runs Python (the command's imports, cli._preload) each of those waits out the switch
+    # interval: shorter, they cost microseconds instead of milliseconds
+    sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
+    try:
+        with pool_type(max_workers=len(parts)) as pool:
+            results = list(pool.map(scan_range, [path] * len(parts), [a for a, _ in parts],
+                                    [b for _, b in parts], [name] * len(parts),
+                                    [engine] * len(parts), [base_date] * len(parts),
+                                    [chunk_size] * len(parts), [columns] * len(parts)))
+    finally:
+        sys.setswitchinterval(switch)
     if any(r[5] for r in results):
         return None
     from ._memory import trim

@@ -27,6 +27,12 @@ import numpy as np
 # half second scipy.stats takes to import
 from scipy import special as _sp
 
+from .baseline import parse_plus_minus
+
+__all__ = ["MIN_WINDOWS", "Estimate", "n_batches", "batch_labels", "batch_starts", "insufficient",
+           "jackknife", "from_log_se", "weighted_mean", "constant", "combine",
+           "parse_plus_minus"]   # the last lives in baseline.py (imported before any scan)
+
 MIN_WINDOWS = 10
 MIN_BATCHES = 5
 MAX_BATCHES = 20
@@ -175,13 +181,3 @@ def combine(estimate: float, parts: Sequence[tuple[Estimate, int]], confidence: 
     return from_log_se(estimate, math.sqrt(var), df, n, confidence, source)
 
 
-def parse_plus_minus(text: str) -> tuple[float, float | None]:
-    """'90' -> (90, None); '90±3' or '90+-3' -> (90, 3)."""
-    t = text.replace("+-", "±").replace("+/-", "±").strip()
-    if "±" in t:
-        a, b = t.split("±", 1)
-        value, sd = float(a), float(b)
-        if sd < 0:
-            raise ValueError("the uncertainty after ± must be ≥ 0")
-        return value, sd
-    return float(t), None

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pandas as pd
 
+from ._lazy import np, pd
 from .schema import Table
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from .. import stats
 from ..api import ParsedLog
+from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
 from .windows import bucket_labels, decode_interval, rows_where, windows
@@ -27,21 +28,6 @@ ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len
 
 def _estimates(obj) -> dict:
     return {k: getattr(obj, k).to_dict() for k in ESTIMATES}
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """What the run is compared with: a stated rate (``tok_s`` ± ``sd``) or a baseline log."""
-
-    tok_s: float | None = None
-    sd: float | None = None
-    log: ParsedLog | None = None
-
-    @property
-    def label(self) -> str:
-        if self.log is not None:
-            return self.log.sources[0].name
-        return f"{self.tok_s:g}" + (f"±{self.sd:g}" if self.sd else "") + " tok/s"
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 
+from .._lazy import np
 from .scan import MARKERS, ScanStats, Scanner
 from . import others
 from . import vllm as _vllm

@@ -76,6 +76,19 @@ static int col_grow(Col *c, Py_ssize_t need) {
     return 0;
 }
 
+/* n bytes equal: short keys, compared inline (a libc call per key costs more than the compare) */
+static inline int same(const char *a, const char *b, int n) {
+    for (; n >= 8; a += 8, b += 8, n -= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+    }
+    for (; n > 0; n--)
+        if (*a++ != *b++) return 0;
+    return 1;
+}
+
 /* ------------------------------------------------------------------ Column: a buffer owner */
 /* The scanner's column arrays leave C without a copy: take_into() hands each over as a Column,
  * a Python object that owns the malloc'd array and exposes it through the buffer protocol
@@ -220,6 +233,7 @@ static const char *LINE_FIXED_NAMES[LC_FIXED] = {
 static const char LINE_FIXED_TYPES[LC_FIXED] = "qqqiqqqqqqqbbbb";
 #define N_TAGS 6
 static const char *TAG_NAMES[N_TAGS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
+static const int TAG_LEN[N_TAGS] = {2, 2, 7, 6, 2, 2};
 
 enum { PC_LINE, PC_STARTUP, PC_TS, PC_RANKS, PC_DP, PC_PP, PC_ATTN_CP, PC_MOE_DP, PC_TP, PC_EP,
        PC_MODE, PC_CYCLES, PC_TOKENS, PC_TOTAL, PC_ACCEPT, PC_EFF, PC_NPHASES, PC_PHASE_SUM,
@@ -263,6 +277,9 @@ typedef struct {
     Col phase[HC_N];
     Py_ssize_t phase_rows;
     Labels ranks, phases, modes;
+    char last_date[11];         /* '[YYYY-MM-DD' of the last bracket read, and its day number */
+    int64_t last_days;
+    int date_ok;
 } FastScanner;
 
 
@@ -300,6 +317,9 @@ slow:;
     return strtod(tmp, NULL);
 }
 
+/* 0.5 * 10**-d, computed once with the same pow() as before (bit for bit) */
+static double HALF_UNIT[41];
+
 /* a number per eagle3_prof.py's _NUM, at p; returns its end or NULL; *hu = half a unit in its
  * last printed place (eagle3_prof.half_ulp) */
 static const char *scan_num(const char *p, const char *e, double *v, double *hu) {
@@ -319,7 +339,10 @@ static const char *scan_num(const char *p, const char *e, double *v, double *hu)
     }
     if (p - s > 40) return NULL;
     *v = to_double(s, p);
-    if (hu) *hu = dot ? 0.5 * pow(10.0, -(double)(p - dot - 1)) : 0.5;
+    if (hu) {
+        Py_ssize_t d = dot ? p - dot - 1 : 0;
+        *hu = !dot ? 0.5 : d < 41 ? HALF_UNIT[d] : 0.5 * pow(10.0, -(double)d);
+    }
     return p;
 }
 
@@ -389,15 +412,26 @@ static int dig(const char *p, int n, int *out) {
  * body start or NULL.  Time-only brackets, unknown or repeated tags, impossible dates: NULL. */
 static const char *read_bracket(FastScanner *self, const char *p, const char *e, Prefix *pf) {
     if (e - p < 21 || p[0] != '[') return NULL;
-    int y, mo, d, h, mi, s, ms = 0;
-    if (!dig(p + 1, 4, &y) || p[5] != '-' || !dig(p + 6, 2, &mo) || p[8] != '-' ||
-        !dig(p + 9, 2, &d) || p[11] != ' ' || !dig(p + 12, 2, &h) || p[14] != ':' ||
-        !dig(p + 15, 2, &mi) || p[17] != ':' || !dig(p + 18, 2, &s))
+    int h, mi, s, ms = 0;
+    int64_t days;
+    if (self->date_ok && same(p, self->last_date, 11)) {   /* '[YYYY-MM-DD' as on the last line */
+        days = self->last_days;
+    } else {
+        int y, mo, d;
+        if (!dig(p + 1, 4, &y) || p[5] != '-' || !dig(p + 6, 2, &mo) || p[8] != '-' ||
+            !dig(p + 9, 2, &d))
+            return NULL;
+        static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+        if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || y < 1) return NULL;
+        if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return NULL;
+        days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+        memcpy(self->last_date, p, 11);
+        self->last_days = days;
+        self->date_ok = 1;
+    }
+    if (p[11] != ' ' || !dig(p + 12, 2, &h) || p[14] != ':' || !dig(p + 15, 2, &mi) ||
+        p[17] != ':' || !dig(p + 18, 2, &s) || h > 23 || mi > 59 || s > 59)
         return NULL;
-    static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || h > 23 || mi > 59 || s > 59 || y < 1)
-        return NULL;
-    if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return NULL;
     const char *q = p + 20;
     if (q < e && (*q == '.' || *q == ',')) {
         if (e - q < 4 || !dig(q + 1, 3, &ms)) return NULL;
@@ -420,7 +454,7 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
         if (q == v0) return NULL;
         int which = -1;
         for (int i = 0; i < N_TAGS; i++)
-            if ((int)strlen(TAG_NAMES[i]) == nlen && memcmp(TAG_NAMES[i], n0, (size_t)nlen) == 0)
+            if (TAG_LEN[i] == nlen && memcmp(TAG_NAMES[i], n0, (size_t)nlen) == 0)
                 which = i;
         if (which < 0 || pf->tag[which] != NA_I64) return NULL;
         pf->tag[which] = v;
@@ -435,7 +469,7 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
         pf->ranks = intern(&self->ranks, pf->tags, pf->tags_len);
         if (pf->ranks < 0) return NULL;
     }
-    pf->ts = (days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s) *
+    pf->ts = (days * 86400 + h * 3600 + mi * 60 + s) *
              (int64_t)1000000 + (int64_t)ms * 1000;
     pf->bracket = 1;
     q++;
@@ -484,9 +518,9 @@ static int has_time_bracket(const char *p, const char *e) {
 /* ------------------------------------------------------------------ decode / prefill lines */
 static int key_lookup(LineTable *T, int seg, const char *k, int n) {
     int g = seg < MAX_SEGS ? T->guess[seg] : -1;
-    if (g >= 0 && T->klen[g] == n && memcmp(T->key[g], k, (size_t)n) == 0) return g;
+    if (g >= 0 && T->klen[g] == n && same(T->key[g], k, n)) return g;
     for (int i = 0; i < T->nkeys; i++)
-        if (T->klen[i] == n && memcmp(T->key[i], k, (size_t)n) == 0) {
+        if (T->klen[i] == n && same(T->key[i], k, n)) {
             if (seg < MAX_SEGS) T->guess[seg] = i;
             return i;
         }
@@ -529,8 +563,9 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
     int seg = 0, have_queue = 0;
     while (p < e) {
         const char *k = p;
-        const char *colon = memchr(p, ':', (size_t)(e - p));
-        if (!colon || colon + 1 >= e || colon[1] != ' ' || colon == k || *k == ' ') return 0;
+        const char *colon = p;                 /* keys are short: a loop, not memchr */
+        while (colon < e && *colon != ':') colon++;
+        if (colon >= e || colon + 1 >= e || colon[1] != ' ' || colon == k || *k == ' ') return 0;
         int ki = key_lookup(T, seg, k, (int)(colon - k));
         if (ki < 0) return 0;
         const char *v = colon + 2, *end = NULL;
@@ -859,7 +894,15 @@ static int is_ws_line(const char *p, const char *e) {
     return 1;
 }
 
+/* every byte printable ASCII (0x20-0x7e); eight at a time: a byte below 0x20 or above 0x7e
+ * sets its high bit in one of the two SWAR tests (both exact for these bounds) */
 static int plain_ascii(const char *p, const char *e) {
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    for (; e - p >= 8; p += 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        if (((x - ones * 0x20) & ~x & high) | (((x + ones * (127 - 0x7e)) | x) & high)) return 0;
+    }
     for (; p < e; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) return 0;
     return 1;
@@ -1337,6 +1380,7 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_fastscan",
                                        module_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
+    for (int d = 0; d < 41; d++) HALF_UNIT[d] = 0.5 * pow(10.0, -(double)d);
     for (int k = 0; k < 8; k++) {
         MARKER_LEN[k] = (int)strlen(MARKERS[k]);
         FIRST[(unsigned char)MARKERS[k][0]] |= (unsigned char)(1 << k);

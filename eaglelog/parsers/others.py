@@ -17,8 +17,8 @@ import json
 import math
 import re
 
-import pandas as pd
 
+from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import strip_ansi

@@ -16,8 +16,8 @@ import os
 import re
 from dataclasses import dataclass
 
-import pandas as pd
 
+from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
@@ -47,6 +47,7 @@ EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer th
 # diagnostics kept per kind and input; the rest are counted (a generated log can break an
 # identity in every one of its 100,000 blocks: the records are kept, 1,000 warnings say so)
 MAX_KEPT = 1000
+FLUSH_ROWS = 20_000    # Python-parsed rows kept as dicts until a table has this many
 _PURE = os.environ.get("EAGLELOG_PURE_PYTHON", "") not in ("", "0")
 
 
@@ -371,7 +372,7 @@ class Scanner(ScannerBase):
         if self.stats.first_skipped is None and self._acct_pos < n and not self.overrun:
             self._first_skipped_in(chunk, self._acct_pos, n)
         self._line += nl
-        self.flush()
+        self.flush(every=False)
 
     def _fast_scan(self, chunk: bytes, pos: int, line_no: int) -> tuple[int, int]:
         """Let the C accelerator read from pos (line line_no) to the next line it leaves to the
@@ -453,11 +454,14 @@ class Scanner(ScannerBase):
     def _resumable(self) -> bool:
         return not self.blocks.open          # a block open at the end of the chunk
 
-    def flush(self) -> None:
+    def flush(self, every: bool = True) -> None:
         """Turn the rows the Python parser collected into typed partial frames (the C
-        accelerator keeps its rows in its own growing arrays until parts_so_far takes them)."""
+        accelerator keeps its rows in its own growing arrays until parts_so_far takes them).
+        After a chunk (``every`` False) only a table holding FLUSH_ROWS rows or more: memory
+        stays bounded, and a scan whose few odd lines the C accelerator left does not need
+        pandas before its end (the command imports it meanwhile)."""
         for name, rows in self.rows.items():
-            if rows:
+            if rows and (every or len(rows) >= FLUSH_ROWS):
                 df = build_frame(TABLES[name], rows, keep=("_time_only",))
                 rows.clear()
                 if name == "prof":

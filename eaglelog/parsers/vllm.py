@@ -26,8 +26,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-import pandas as pd
 
+from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import WRAPPER_TIME_RX, strip_ansi
