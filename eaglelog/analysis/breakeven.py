@@ -99,9 +99,9 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str])
     p = log.prof[log.prof["source"] == source]
     if p.empty:
         return None
-    mode = p["mode"].astype("string")
+    mode = p["mode"]
     complete = p["complete"].fillna(False).astype(bool)
-    sync = mode.eq("sync").fillna(False)
+    sync = (mode == "sync").fillna(False).astype(bool)       # NA (no mode) is not sync
     if sync.any():
         notes.append(f"{int(sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
                      "synchronize after each phase distorts the cycle time")

@@ -103,14 +103,19 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
     notes: list[str] = []
     # span
-    stamps = [df.loc[df["source"] == source, "timestamp"].dropna()
-              for df in log.tables.values() if "timestamp" in df]
-    stamps = [s for s in stamps if len(s)]
+    ends = []                  # (first, last) timestamp of each table (NaT skipped)
+    for df in log.tables.values():
+        if "timestamp" not in df or not len(df):
+            continue
+        col = df["timestamp"]
+        if len(log.sources) > 1:
+            col = col[(df["source"] == source).to_numpy(dtype=bool)]
+        lo, hi = col.min(), col.max()
+        if not pd.isna(lo):
+            ends.append((lo, hi))
     span = None
-    if stamps:
-        lo = min(s.min() for s in stamps)
-        hi = max(s.max() for s in stamps)
-        span = (hi - lo).total_seconds()
+    if ends:
+        span = (max(h for _, h in ends) - min(lo for lo, _ in ends)).total_seconds()
     # cycle breakdown from no-sync complete blocks
     p = log.prof[log.prof["source"] == source]
     sync = (p["mode"] == "sync").to_numpy(dtype=bool)

@@ -92,11 +92,13 @@ def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
         reason[0] = 1
     rest = reason[1:]                                    # a view: written through
     if len(plines):
-        pl = np.sort(plines)
-        # prefill lines printed after the previous decode line and before this one
-        count = np.diff(np.searchsorted(pl, lines))
-        rest[(count > 0) & (rest == 0)] = 2
-        del count
+        # a window with a prefill line printed after the previous decode line and before its
+        # own: the decode line each prefill line comes before (prefill lines are the fewer)
+        after = np.searchsorted(lines, plines)
+        hit = np.zeros(len(lines), dtype=bool)
+        hit[after[(after > 0) & (after < len(lines))]] = True
+        rest[hit[1:] & (rest == 0)] = 2
+        del after, hit
     if prompt is not None:
         rest[(prompt[1:] > 0) & (rest == 0)] = 2
     if ts is not None and len(ts) > 2 and not (ts == np.iinfo(np.int64).min).any():
