@@ -174,3 +174,24 @@ def test_a_log_with_two_server_startups_is_two_runs(run, tmp_path):
     assert log.config(str(two), 1)["speculative_num_steps"] == 5
     assert log.config(str(two))["speculative_num_steps"] == 2
     json.dumps(log.config(str(two)))  # plain Python values
+
+
+def test_console_entry_exit_codes(tmp_path):
+    """The process entry point (cli.run: no interpreter teardown) keeps every exit code and
+    flushes the output: 0 with the output, 1 for an input error, 2 for usage, 3 for a gate."""
+    def sh(*args):
+        return subprocess.run([sys.executable, "-m", "eaglelog", *map(str, args)],
+                              capture_output=True, text=True)
+    ok = sh("-q", "summary", FIVE)
+    assert ok.returncode == 0 and ok.stdout.startswith(str(FIVE)) and ok.stderr == ""
+    assert ok.stdout.endswith("\n") and "accept length" in ok.stdout
+    missing = sh("summary", tmp_path / "nope.log")
+    assert missing.returncode == 1
+    assert missing.stderr == f"eaglelog: error: {tmp_path / 'nope.log'}: no such file\n"
+    usage = sh("summary", "--no-such-option", FIVE)
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+    gate = sh("-q", "breakeven", "--baseline-toks", "1000", "--check", FIVE)
+    assert gate.returncode == 3 and "below" in gate.stdout.lower()
+    out = tmp_path / "s.json"
+    written = sh("-q", "summary", "-f", "json", "-o", out, FIVE)
+    assert written.returncode == 0 and json.loads(out.read_text())["source"] == str(FIVE)

@@ -202,3 +202,25 @@ def test_perturbed_layouts(tmp_path_factory, monkeypatch, seed, chunk):
         assert got[0] == got[1]
     else:
         assert_same(*got)
+
+
+def test_column_buffers():
+    """Column: the C scanner's array handed over without a copy, viewed in place by numpy,
+    grown by extend, refused growth while a view is alive."""
+    import numpy as np
+    from eaglelog.parsers.scan import _fastscan
+    c = _fastscan.Column.na("q", 3)
+    a = np.frombuffer(c, dtype=np.int64)
+    assert (a == np.iinfo(np.int64).min).all() and len(c) == 24
+    with pytest.raises(BufferError):
+        c.extend(np.arange(2, dtype=np.int64))
+    a[0] = 7            # a writable view of the same memory
+    del a
+    c.extend(np.arange(2, dtype=np.int64))
+    assert np.frombuffer(c, dtype=np.int64).tolist()[:1] == [7]
+    assert np.frombuffer(c, dtype=np.int64).tolist()[3:] == [0, 1]
+    assert np.isnan(np.frombuffer(_fastscan.Column.na("d", 2), dtype=np.float64)).all()
+    assert np.frombuffer(_fastscan.Column.na("i", 2), dtype=np.int32).tolist() == [-1, -1]
+    assert len(_fastscan.Column.na("b", 0)) == 0
+    with pytest.raises(ValueError):
+        _fastscan.Column.na("z", 1)

@@ -46,3 +46,85 @@ def test_a_boundary_inside_interleaved_blocks(tmp_path, monkeypatch):
     par = eaglelog.parse(path)
     same(seq, par)
     assert len(par.prof) == 800 and par.prof["complete"].all()
+
+
+def test_ranges_whose_labels_and_columns_differ(tmp_path, monkeypatch):
+    """Each range's C scanner numbers its rank labels in the order it meets them and stores a
+    column only once a line prints it: the merge recodes and pads (FastRows.merge)."""
+    def dec(ranks, extra=""):
+        return (f"[2026-03-02 14:07:11 {ranks}] Decode batch. #running-req: 3, #token: 900, "
+                f"token usage: 0.10, accept len: 2.50, accept rate: 0.50, {extra}"
+                "cuda graph: True, gen throughput (token/s): 80.00, #queue-req: 0, \n")
+    first = [dec("DP0 TP0"), dec("DP1 TP0")] * 300
+    second = [dec("DP2 TP0", "#retracted-req: 1, "), dec("DP1 TP0", "#retracted-req: 2, "),
+              dec("DP0 TP0", "#retracted-req: 3, ")] * 200
+    path = tmp_path / "labels.log"
+    path.write_text("".join(first + second))
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    seq = eaglelog.parse(path)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "2")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    par = eaglelog.parse(path)
+    same(seq, par)
+    d = par.decode
+    assert list(d["ranks"].astype(str)[:2]) == ["DP0 TP0", "DP1 TP0"]
+    assert list(d["ranks"].astype(str)[600:603]) == ["DP2 TP0", "DP1 TP0", "DP0 TP0"]
+    assert list(d["dp"][600:603]) == [2, 1, 0]
+    extra = [c for c in d.columns if c not in seq.decode.columns]
+    assert not extra
+    col = next(c for c in d.columns if "retract" in c)
+    assert d[col][:600].isna().all() and list(d[col][600:603]) == [1, 2, 3]
+
+
+def test_lines_longer_than_a_chunk(tmp_path, monkeypatch):
+    """Chunks end at line ends whatever the chunk size: a 300 KB line among records, read
+    with 4 KB chunks (the reused buffer grows for it and shrinks back)."""
+    from conftest import SAMPLES
+    body = (SAMPLES / "eagle3_5step.log").read_bytes()
+    path = tmp_path / "long.log"
+    path.write_bytes(body + b"x" * 300_000 + b"\n" + body + b"y" * 5000 + b"\n" + body)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    seq = eaglelog.parse(path, chunk_size=4096)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "3")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    par = eaglelog.parse(path, chunk_size=4096)
+    same(seq, par)
+    assert len(par.decode) == 3 * 106 and par.sources[0].lines == seq.sources[0].lines
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ordered_concat_interleaves_parts(seed, monkeypatch):
+    """concat_frames(order_by=...) equals concatenating and sorting (stable), for every
+    dtype, whether the parts hardly interleave (a run per part) or thoroughly (the sort)."""
+    import numpy as np
+    from eaglelog.schema import TABLES
+    from eaglelog import tables
+    rng = np.random.default_rng(seed)
+    n = 3000
+    full = pd.DataFrame({
+        "source": pd.Categorical(["a.log"] * n),
+        "line_no": pd.array(np.arange(1, n + 1) * 2, dtype="Int64"),
+        "startup": pd.array(np.zeros(n, dtype=int), dtype="Int64"),
+        "timestamp": pd.to_datetime(1_700_000_000 + np.arange(n), unit="s").astype(
+            "datetime64[us]"),
+        "ranks": pd.Categorical(rng.choice(["TP0", "TP1", "DP1 TP0"], n)),
+        "running_req": pd.array(rng.integers(0, 9, n), dtype="Int64"),
+        "accept_len": rng.random(n),
+        "graph": pd.array(rng.random(n) > 0.5, dtype="boolean"),
+        "extra": pd.array(rng.choice(["x", None], n), dtype="string"),
+    })
+    few = rng.choice(n, size=int(rng.integers(1, 40)), replace=False)
+    big = full.drop(index=few).reset_index(drop=True)
+    cut = int(rng.integers(1, len(big)))
+    parts = [big[:cut].reset_index(drop=True), big[cut:].reset_index(drop=True),
+             full.iloc[np.sort(few)].reset_index(drop=True)]
+    for p in parts:     # each part's own category order
+        p["ranks"] = p["ranks"].cat.reorder_categories(
+            list(rng.permutation(list(p["ranks"].cat.categories))))
+    if seed % 2:
+        monkeypatch.setattr(tables, "MAX_SEGMENTS", 4)     # too many runs: it sorts instead
+    got = tables.concat_frames(TABLES["decode"], [p.copy() for p in parts], consume=True,
+                               order_by="line_no")
+    want = full[[c for c in got.columns]]
+    pd.testing.assert_frame_equal(got, want, check_categorical=False)
+    assert got["ranks"].astype(str).tolist() == full["ranks"].astype(str).tolist()
