@@ -191,3 +191,24 @@ def test_cli_no_records_names_every_family(run, write):
     r = run("parse", p)
     assert r.exit_code == 1
     assert f"families tried: {', '.join(ENGINES)} (looked for" in r.stderr
+
+
+def test_sniff_literals_never_hide_a_marker():
+    """Sniffing skips a kind's regex when the head holds none of its literals: on every fixture
+    and sample the answer is the regex's own, and every match contains one of the literals."""
+    from conftest import FIXTURES, SAMPLES
+    from eaglelog.parsers import ENGINES, _found, _kind_pattern
+    from eaglelog.parsers import others as oth
+    heads = [p.read_bytes()[:1 << 20] for p in sorted(FIXTURES.glob("*/*.log")) +
+             sorted(SAMPLES.glob("*.log"))]
+    checks = [(_kind_pattern(k), oth.SNIFF_LITERALS.get(k, ())) for k in oth.KIND_FAMILY] + \
+        [(e.pattern, e.literals) for e in ENGINES.values() if e.literals]
+    hits = 0
+    for pattern, lits in checks:
+        for head in heads:
+            assert _found(pattern, lits, head) == (pattern.search(head) is not None)
+            for m in pattern.finditer(head):
+                hits += 1
+                if lits:
+                    assert any(lit in m.group(0) for lit in lits), (pattern.pattern, m.group(0))
+    assert hits > 50

@@ -32,6 +32,14 @@ def _kind_pattern(kind: str) -> re.Pattern:
     return others.markers((kind,))
 
 
+def _found(pattern: re.Pattern, literals: tuple[bytes, ...], head: bytes) -> bool:
+    """pattern.search(head), skipped when the head holds none of the literals (one of which
+    every match contains): a literal find is ~30× faster than these regexes on a 1 MiB head."""
+    if literals and not any(lit in head for lit in literals):
+        return False
+    return pattern.search(head) is not None
+
+
 SGLANG_TABLES = ("prof", "prof_phases", "decode", "prefill", "server_args", "requests")
 
 
@@ -43,6 +51,7 @@ class Engine:
     markers: re.Pattern = MARKERS         # a server-log family's markers
     make: Callable = Scanner              # its scanner class
     tables: tuple[str, ...] | None = SGLANG_TABLES   # what its logs fill (None: every table)
+    literals: tuple[bytes, ...] = ()      # one of them is in every marker match (sniffing)
 
     @property
     def pattern(self) -> re.Pattern:
@@ -50,8 +59,9 @@ class Engine:
 
     def sniff(self, head: bytes) -> bool:
         if self.kinds:   # one pattern per kind: 30× faster than their alternation on a 1 MiB head
-            return any(_kind_pattern(k).search(head) is not None for k in self.kinds)
-        return self.pattern.search(head) is not None
+            return any(_found(_kind_pattern(k), others.SNIFF_LITERALS.get(k, ()), head)
+                       for k in self.kinds)
+        return _found(self.pattern, self.literals, head)
 
     def scanner(self, source: str, base_date=None, columns=None):
         if self.kinds:
@@ -65,7 +75,7 @@ ENGINES: dict[str, Engine] = {
     "vllm": Engine("vllm", "vLLM server logs: 'Speculative metrics:' / 'SpecDecoding metrics:', "
                    "'Avg prompt throughput:', 'SpecDecodeWorker stage times:', 'Iteration(N):' "
                    "lines", markers=_vllm.MARKERS, make=_vllm.VllmScanner,
-                   tables=_vllm.OWN_TABLES),
+                   tables=_vllm.OWN_TABLES, literals=_vllm.SNIFF_LITERALS),
     "llamacpp": Engine("llamacpp", "llama.cpp: 'draft acceptance =' and 'statistics … #gen "
                        "drafts' lines, llama-speculative-simple's n_drafted/n_accept summary",
                        others.FAMILY_KINDS["llamacpp"], tables=others.TABLES_HERE),

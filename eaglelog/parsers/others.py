@@ -57,6 +57,21 @@ _MARKER_TEXT = {
     "sb_answer": rb"\"accept_lengths\":",
     "eagle_answer": rb"\"idxs\":",
 }
+# Literals one of which every match of a kind's marker contains: a head holding none of them
+# has no such marker, found with bytes.find (a regex beginning with ^ or an alternation tries
+# every position of a 1 MiB head: ~5 ms each, and --engine auto asks about every kind)
+SNIFF_LITERALS = {
+    "llama_simple": (b"n_draft", b"n_predict", b"accept"),
+    "obbs_table": (b"acc length",),
+    "obbs_line": (b"acc_length: ",),
+    "bspec": (b"batch_size=",),
+    "send_one": (b"acc_length=",),
+    "send_one_table": (b"Acc Length",),
+    "adaptive_table": (b"Accept Len",),
+    "vllm_offline": (b"num_draft", b"num_accepted_tokens", b"mean acceptance length",
+                     b"acceptance at token"),
+    "specbench": (b"= Task:",),
+}
 for _k in _MARKER_TEXT:
     KIND_FAMILY.setdefault(_k, "bench")
 FAMILY_KINDS = {f: tuple(k for k, v in KIND_FAMILY.items() if v == f)

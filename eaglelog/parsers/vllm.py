@@ -37,6 +37,9 @@ MARKERS = re.compile(
     rb"(?P<v1spec>SpecDecoding metrics: )|(?P<spec>Speculative metrics: )|"
     rb"(?P<stages>SpecDecodeWorker stage times: )|(?P<tput>Avg prompt throughput: )|"
     rb"(?P<cache>Prefix cache hit rate: GPU: )|(?P<iter>Iteration\(\d+\): )")
+SNIFF_LITERALS = (b"SpecDecoding metrics: ", b"Speculative metrics: ",
+                  b"SpecDecodeWorker stage times: ", b"Avg prompt throughput: ",
+                  b"Prefix cache hit rate: GPU: ", b"Iteration(")   # one is in every match
 TABLE_OF = {"v1spec": "vllm_spec", "spec": "vllm_spec", "stages": "vllm_stages",
             "tput": "vllm_stats", "cache": "vllm_stats", "iter": "vllm_iterations"}
 # what `grep` finds for each table (tests and docs)
