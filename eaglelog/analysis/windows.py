@@ -102,7 +102,8 @@ def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
     if prompt is not None:
         rest[(prompt[1:] > 0) & (rest == 0)] = 2
     if ts is not None and len(ts) > 2 and not (ts == np.iinfo(np.int64).min).any():
-        gap = np.diff(ts) / 1e6
+        gap = np.subtract(ts[1:], ts[:-1], dtype=np.float64)   # exact: µs stamps are < 2**53
+        gap /= 1e6
         med = np.median(gap)
         if med > 0:
             rest[(gap > IDLE_FACTOR * med) & (rest == 0)] = 3
@@ -132,21 +133,28 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
         if not keep.all():
             d, key = d[keep].reset_index(drop=True), key[keep]
     new = {"series": pd.Categorical.from_codes(key, labels)}   # the columns added, set at once
+    # each array below is a column of the result or freed at once: a gigabyte log has millions
+    # of windows, and every fresh array of them is page faults before it is arithmetic
     r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
+    if d["running_req"].dtype != "Int64":      # (the schema's Int64 converts to a new array)
+        r = r.copy()                           # r is written below
     g = d["gen_throughput"].to_numpy(dtype=float)
     a = d["accept_len"].to_numpy(dtype=float)
-    per_iter = np.where(np.isfinite(a), a * r, r)
+    per_iter = a * r
+    np.copyto(per_iter, r, where=~np.isfinite(a))      # non-spec lines: one token a request
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = 1000.0 * per_iter
         derived /= g
     derived[~((g > 0) & (r > 0))] = np.nan
-    new["req_steps"] = r * interval
+    r *= interval                                      # r is req_steps from here on
     if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
         dr = d["drafts"].to_numpy(dtype=float, na_value=np.nan)
-        new["req_steps"] = np.where(np.isfinite(dr), dr, new["req_steps"])
+        np.copyto(r, dr, where=np.isfinite(dr))
+    new["req_steps"] = r
     new["tokens_per_iter"] = per_iter
     new["derived_ms"] = derived
-    reason = np.where(np.isfinite(derived), 0, 4).astype(np.int8)
+    reason = np.full(len(derived), 4, dtype=np.int8)
+    reason[np.isfinite(derived)] = 0
     lines = d["line_no"].to_numpy(dtype=np.int64)
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64) \
