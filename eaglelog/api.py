@@ -299,18 +299,37 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
     return frames
 
 
+BIG_TABLE = 1 << 20          # rows: a cached table this long is read a column at a time
+
+
 def _cached_frames(cdir: str, meta: dict, upto: int | None = None, columns: dict | None = None):
+    import pyarrow as pa
     import pyarrow.parquet as pq
+    # malloc for these buffers: what arrow frees goes back to the heap for pandas to reuse
+    # (arrow's own pool keeps it: a GB log's cached tables then peaked 300 MB higher)
+    default_pool = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        return _read_cached(cdir, meta, upto, columns, pq)
+    finally:
+        pa.set_memory_pool(default_pool)
+
+
+def _read_cached(cdir: str, meta: dict, upto: int | None, columns: dict | None, pq):
     frames = {}
     for t in TABLES:
         path = os.path.join(cdir, f"{t}.parquet")
         keep = (columns or {}).get(t)
-        want = None
-        if keep is not None:          # read only the columns asked for
-            want = [c for c in pq.ParquetFile(path).schema_arrow.names if c in keep]
+        pf = pq.ParquetFile(path)
+        want = [c for c in pf.schema_arrow.names if keep is None or c in keep]
         # pyarrow straight to pandas, each column its own block and each arrow buffer freed
-        # once converted: 4× faster than pandas.read_parquet on a GB log's decode table
-        df = pq.read_table(path, columns=want).to_pandas(split_blocks=True, self_destruct=True)
+        # once converted (4× faster than pandas.read_parquet on a GB log's decode table); a
+        # large table column by column, so that its arrow and pandas forms never coexist whole
+        if pf.metadata.num_rows >= BIG_TABLE:
+            df = pd.DataFrame({c: pf.read(columns=[c]).to_pandas(self_destruct=True)[c]
+                               for c in want}, copy=False)
+        else:
+            df = pf.read(columns=want).to_pandas(split_blocks=True, self_destruct=True)
         df = conform(TABLES[t], df)
         if upto is not None:
             df = df[df["line_no"] <= upto].reset_index(drop=True)

@@ -129,3 +129,22 @@ def test_an_edit_in_the_middle_plus_an_append_is_not_resumed(cache_on, tmp_path)
     fresh = eaglelog.parse(log, chunk_size=4096)
     frames_equal(fresh, again)
     assert (again.decode.accept_len >= 7).sum() == 1
+
+
+@pytest.mark.parametrize("columns", [None, "analysis"])
+def test_large_cached_tables_read_a_column_at_a_time(cache_on, tmp_path, monkeypatch, columns):
+    """A cached table of BIG_TABLE rows or more is read column by column (its arrow and pandas
+    forms never whole at once): the same frames, every dtype, with or without a projection."""
+    from eaglelog import api
+    from eaglelog.schema import ANALYSIS_COLUMNS
+    monkeypatch.setattr(api, "BIG_TABLE", 1)
+    cols = ANALYSIS_COLUMNS if columns else None
+    log = tmp_path / "s.log"
+    log.write_bytes(FIVE.read_bytes() + (SAMPLES / "vllm_v1.log").read_bytes())
+    first = eaglelog.parse(log, cache=True, columns=cols, engine="sglang")
+    second = eaglelog.parse(log, cache=True, columns=cols, engine="sglang")
+    assert second.sources[0].cached and not first.sources[0].cached
+    for t in eaglelog.TABLES:
+        pd.testing.assert_frame_equal(first.table(t), second.table(t), obj=t)
+    assert len(second.decode) == 106 and len(second.server_args) == 1
+    assert ("num_tokens" in second.decode.columns) == (columns is None)
