@@ -7,6 +7,12 @@ A record belongs to the range where its line starts; an EAGLE3_PROF block belong
 its header: a worker whose range ends inside a block reads on (``Scanner.overrun``) until the
 block closes, and the next worker's leading block lines, orphans for it, are skipped.  The
 result is the same tables as a sequential scan (tests/test_parallel.py).
+
+Memory is touched as little as possible, since on a virtual machine every fresh page is a fault
+that can cost tens of microseconds: each worker reads its chunks into one reused buffer, the C
+accelerator's column arrays are the final storage (the later ranges' appended to the first's in
+place, FastRows.merge), and the few rows the Python parser read are interleaved in line order
+with one copy (tables.concat_frames(order_by="line_no")).
 """
 from __future__ import annotations
 

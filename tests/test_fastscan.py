@@ -224,3 +224,27 @@ def test_column_buffers():
     assert len(_fastscan.Column.na("b", 0)) == 0
     with pytest.raises(ValueError):
         _fastscan.Column.na("z", 1)
+
+
+@pytest.mark.parametrize("n1, n2, kind", [(300_001, 200_003, "q"), (512, 400_000, "q"),
+                                          (262_144, 262_144, "q"), (1_234_567, 2_000_001, "b"),
+                                          (0, 300_000, "d"), (5, 3, "i")])
+def test_column_absorb(n1, n2, kind):
+    """absorb appends another column's bytes (its pages moved where they are large and the
+    system allows, copied otherwise) and empties it: the result is the two, in order."""
+    import numpy as np
+    from eaglelog.parsers.scan import _FAST_DTYPES, _fastscan
+    dt = _FAST_DTYPES[kind]
+    a, b = _fastscan.Column.na(kind, n1), _fastscan.Column.na(kind, n2)
+    va, vb = np.frombuffer(a, dtype=dt), np.frombuffer(b, dtype=dt)
+    va[:] = np.arange(n1) % 100
+    vb[:] = (np.arange(n1, n1 + n2) % 100)
+    with pytest.raises(BufferError):
+        a.absorb(b)           # views alive
+    del va, vb
+    a.absorb(b)
+    assert len(b) == 0 and len(a) == (n1 + n2) * np.dtype(dt).itemsize
+    assert np.array_equal(np.frombuffer(a, dtype=dt), np.arange(n1 + n2) % 100)
+    c = _fastscan.Column.na(kind, 2)
+    c.absorb(a)           # and again, onto a small one
+    assert np.array_equal(np.frombuffer(c, dtype=dt)[2:], np.arange(n1 + n2) % 100)

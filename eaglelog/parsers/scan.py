@@ -548,9 +548,10 @@ _LABELLED = {"ranks": "ranks", "mode": "mode", "phase": "phase"}   # column -> i
 
 
 class FastRows:
-    """The C accelerator's rows, appended chunk by chunk to one growing array per column
-    (FastScanner.take_into) and made into one typed frame per table at the end, without a copy
-    of the numbers."""
+    """The C accelerator's rows as one array per column (``_fastscan.Column``: the scanner's
+    own array, handed over by FastScanner.take_into without a copy), made into one typed frame
+    per table (numpy views of those arrays).  The arrays of later byte ranges are appended in
+    place (merge)."""
 
     def __init__(self, fast, columns: dict | None = None) -> None:
         self.fast = fast
@@ -565,7 +566,7 @@ class FastRows:
     def merge(self, other: "FastRows", line_base: int, startup_base: int) -> None:
         """Append the rows of a later byte range (its line and start-up numbers counted from
         its own start) in place: its numbers shifted, its category codes recoded to ours, each
-        column appended to ours (realloc, then one copy of its bytes)."""
+        column appended to ours (Column.absorb: its pages moved, not copied, on Linux)."""
         import numpy as np
         for lab, theirs in other.labels.items():
             ours = self.labels.setdefault(lab, [])
@@ -600,7 +601,7 @@ class FastRows:
                         mine[col] = buf          # nothing of ours to append to: theirs
                         continue
                     mine[col] = _fastscan.Column.na(types[col], n_mine)
-                mine[col].extend(buf)
+                mine[col].absorb(buf)            # its pages moved onto ours, not copied
                 del buf
             for col in mine:
                 if col != "" and col not in seen:
