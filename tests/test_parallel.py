@@ -7,6 +7,17 @@ from eaglelog import parallel
 from conftest import mixed_log
 
 
+def seq_and_par(path, monkeypatch, workers, **kw):
+    """The log parsed by one worker and by ``workers``; they must give the same tables."""
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    seq = eaglelog.parse(path, **kw)
+    monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    par = eaglelog.parse(path, **kw)
+    same(seq, par)
+    return seq, par
+
+
 def same(a, b):
     for t in eaglelog.TABLES:
         pd.testing.assert_frame_equal(a.table(t), b.table(t), check_categorical=False,
@@ -18,13 +29,8 @@ def same(a, b):
 @pytest.mark.parametrize("workers", [2, 3, 7])
 def test_parallel_equals_sequential(tmp_path, monkeypatch, workers):
     path = mixed_log(tmp_path)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
-    seq = eaglelog.parse(path, chunk_size=1 << 16)
-    monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
-    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
-    par = eaglelog.parse(path, chunk_size=1 << 16)
+    seq, par = seq_and_par(path, monkeypatch, workers, chunk_size=1 << 16)
     assert len(parallel.ranges(str(path), workers)) == workers
-    same(seq, par)
     assert par.sources[0].lines == seq.sources[0].lines
     assert par.sources[0].skipped == seq.sources[0].skipped
     assert len(par.prof) > 300 and par.decode["startup"].max() == seq.decode["startup"].max()
@@ -39,12 +45,7 @@ def test_a_boundary_inside_interleaved_blocks(tmp_path, monkeypatch):
     block = "".join(lines)
     path = tmp_path / "inter.log"
     path.write_text(block * 400)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
-    seq = eaglelog.parse(path)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "6")
-    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
-    par = eaglelog.parse(path)
-    same(seq, par)
+    _, par = seq_and_par(path, monkeypatch, 6)
     assert len(par.prof) == 800 and par.prof["complete"].all()
 
 
@@ -60,12 +61,7 @@ def test_ranges_whose_labels_and_columns_differ(tmp_path, monkeypatch):
               dec("DP0 TP0", "#retracted-req: 3, ")] * 200
     path = tmp_path / "labels.log"
     path.write_text("".join(first + second))
-    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
-    seq = eaglelog.parse(path)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "2")
-    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
-    par = eaglelog.parse(path)
-    same(seq, par)
+    seq, par = seq_and_par(path, monkeypatch, 2)
     d = par.decode
     assert list(d["ranks"].astype(str)[:2]) == ["DP0 TP0", "DP1 TP0"]
     assert list(d["ranks"].astype(str)[600:603]) == ["DP2 TP0", "DP1 TP0", "DP0 TP0"]
@@ -83,12 +79,7 @@ def test_lines_longer_than_a_chunk(tmp_path, monkeypatch):
     body = (SAMPLES / "eagle3_5step.log").read_bytes()
     path = tmp_path / "long.log"
     path.write_bytes(body + b"x" * 300_000 + b"\n" + body + b"y" * 5000 + b"\n" + body)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
-    seq = eaglelog.parse(path, chunk_size=4096)
-    monkeypatch.setenv("EAGLELOG_WORKERS", "3")
-    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
-    par = eaglelog.parse(path, chunk_size=4096)
-    same(seq, par)
+    seq, par = seq_and_par(path, monkeypatch, 3, chunk_size=4096)
     assert len(par.decode) == 3 * 106 and par.sources[0].lines == seq.sources[0].lines
 
 
