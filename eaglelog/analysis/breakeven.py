@@ -10,6 +10,7 @@ when it straddles 1, ``insufficient data`` when an interval cannot be had.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +21,7 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .windows import bucket_labels, decode_interval, rows_where, windows
+from .windows import bucket_labels, decode_interval, derived_ms, rows_where, windows
 
 VERDICTS = ("above", "below", "inconclusive", "insufficient data")
 ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
@@ -125,22 +126,34 @@ def derived_cycle(w: pd.DataFrame, confidence: float, notes: list[str],
     use = rows_where(w, w["clean"])
     label = f"decode lines ({len(use)} clean windows of {len(w)})"
     if len(use) < stats.MIN_WINDOWS:
-        rest = rows_where(w, np.isfinite(w["derived_ms"]) & (w["reason"] != "first"))
+        rest = rows_where(w, np.isfinite(derived_ms(w)) & (w["reason"] != "first").to_numpy())
         if len(rest) > len(use):
             notes.append(f"only {len(use)} of {len(w)} decode windows are free of prefill and "
                          f"idle time: the derived {what} time uses {len(rest)} windows and "
                          "includes that time (an upper bound)")
             use = rest
             label = f"decode lines ({len(use)} windows incl. prefill/idle time)"
-    est = stats.weighted_mean(use["derived_ms"].to_numpy(), np.ones(len(use)), confidence, label)
+    est = stats.weighted_mean(derived_ms(use), np.ones(len(use)), confidence, label)
     return est, use
 
 
+_ACCEPT_MEMO: dict[int, tuple[weakref.ref, dict]] = {}   # id(frame) -> (its ref, estimates)
+
+
 def accept_from_windows(w: pd.DataFrame, confidence: float) -> Estimate:
-    a = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float)))
-    return stats.weighted_mean(a["accept_len"].to_numpy(dtype=float),
-                               a["req_steps"].to_numpy(dtype=float), confidence,
-                               f"decode lines ({len(a)} windows, request-step weighted)")
+    """Request-step weighted accept length of the windows; remembered for as long as the frame
+    object lives (summary and its break-even ask about the same windows)."""
+    hit = _ACCEPT_MEMO.get(id(w))
+    if hit is None or hit[0]() is not w:
+        hit = (weakref.ref(w, lambda _, k=id(w): _ACCEPT_MEMO.pop(k, None)), {})
+        _ACCEPT_MEMO[id(w)] = hit
+    memo = hit[1]
+    if confidence not in memo:
+        a = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float)))
+        memo[confidence] = stats.weighted_mean(
+            a["accept_len"].to_numpy(dtype=float), a["req_steps"].to_numpy(dtype=float),
+            confidence, f"decode lines ({len(a)} windows, request-step weighted)")
+    return memo[confidence]
 
 
 def diluted(dec: pd.DataFrame) -> bool:
@@ -311,7 +324,9 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
 
 
 def lag1(x: np.ndarray) -> float:
-    x = x[np.isfinite(x)]
+    finite = np.isfinite(x)
+    if not finite.all():
+        x = x[finite]
     d = x - x.mean()
     den = float(np.dot(d, d))
     return float(np.dot(d[1:], d[:-1]) / den) if den > 0 else 0.0
@@ -322,7 +337,7 @@ def joint_ratio(w: pd.DataFrame, confidence: float) -> Estimate:
     windows, mean derived cycle over clean ones), jackknifed over batches of windows."""
     a = w["accept_len"].to_numpy(dtype=float)
     rs = w["req_steps"].to_numpy(dtype=float)
-    c = w["derived_ms"].to_numpy(dtype=float)
+    c = derived_ms(w)
     clean = w["clean"].to_numpy(dtype=bool)
     if clean.sum() < stats.MIN_WINDOWS:
         clean = np.isfinite(c) & (w["reason"].to_numpy() != "first")

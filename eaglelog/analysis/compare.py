@@ -22,6 +22,7 @@ from ..errors import EaglelogError
 from ..stats import Estimate
 from .breakeven import Baseline, breakeven
 from .metrics import Series, run_metrics
+from .windows import derived_ms, rows_where
 
 EXPORT_KEY = "eaglelog_export"
 NOT_CONFIG = {"port", "host", "nccl_port", "random_seed", "dist_init_addr", "metrics_port"}
@@ -92,7 +93,8 @@ def extra_from_series(run: Run, baseline: Baseline, confidence: float) -> dict:
     if baseline.log is not None:
         from .breakeven import baseline_steps
         _, base_w = baseline_steps(baseline, confidence, [])
-        step = float(base_w.loc[base_w["clean"], "derived_ms"].mean())
+        clean = derived_ms(rows_where(base_w, base_w["clean"]))
+        step = float(np.nanmean(clean)) if np.isfinite(clean).any() else math.nan
     else:
         step = 1000.0 / baseline.tok_s
     cyc, acc = cyc_s.estimate(confidence), acc_s.estimate(confidence)

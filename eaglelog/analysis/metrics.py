@@ -15,6 +15,7 @@ import numpy as np
 from .. import stats
 from ..api import ParsedLog
 from .breakeven import one_source
+from .windows import derived_ms
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def run_metrics(log: ParsedLog) -> dict[str, Series]:
                                            "gen throughput, windows without prefill/idle time")
             name, label = (("cycle_ms_derived", "derived cycle time") if len(spec)
                            else ("step_ms_derived", "derived step time"))
-            out[name] = Series(name, label, "ms", "lower", clean["derived_ms"].to_numpy(float),
+            out[name] = Series(name, label, "ms", "lower", derived_ms(clean),
                                np.ones(len(clean)), "1000 × accept len × running_req / gen "
                                "throughput, clean windows")
     return out

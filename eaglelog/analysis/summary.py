@@ -11,7 +11,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
-from .windows import rows_where
+from .windows import rows_where, tokens_per_iter
 from .breakeven import Baseline, BreakevenResult, accept_from_windows, breakeven, one_source
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
@@ -155,18 +155,27 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     t_all, t_clean, n_clean = None, None, 0
     if len(w):
         gen = w["gen_throughput"].to_numpy(float)
-        tokens = w["tokens_per_iter"].to_numpy(float)   # per iteration; × interval cancels
+        tokens = tokens_per_iter(w)   # per iteration; × interval cancels
         ok = (w["reason"] != "first").to_numpy(dtype=bool) & (gen > 0)
-        if ok.any():
-            t_all = float(tokens[ok].sum() / (tokens[ok] / gen[ok]).sum())
+        if ok.any():       # (divided in place: arrays of millions of windows, as few as can be)
+            tk = tokens[ok]
+            total = tk.sum()
+            tk /= gen[ok]
+            t_all = float(total / tk.sum())
+            del tk
         clean = w["clean"].to_numpy(dtype=bool)
         n_clean = int(clean.sum())
         if n_clean:
             # pooled like the all-windows figure: tokens over wall time (each window's weight is
             # its wall time, tokens / throughput)
-            wall = tokens[clean] / gen[clean]
-            t_clean = stats.weighted_mean(gen[clean], wall, confidence,
+            wall = tokens[clean]
+            del tokens
+            g_clean = gen[clean]
+            wall /= g_clean
+            t_clean = stats.weighted_mean(g_clean, wall, confidence,
                                           f"{n_clean} windows without prefill or idle time")
+        else:
+            del tokens
     sizes = sorted(int(x) for x in w["running_req"].dropna().unique()) if len(w) else []
     if len(sizes) > 1:
         notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: throughput and cycle "

@@ -109,10 +109,40 @@ def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
             rest[(gap > IDLE_FACTOR * med) & (rest == 0)] = 3
 
 
+def _running(w: pd.DataFrame) -> np.ndarray:
+    """running_req as floats (NaN where not printed), an array of its own."""
+    r = w["running_req"].to_numpy(dtype=float, na_value=np.nan)
+    return r if w["running_req"].dtype == "Int64" else r.copy()   # Int64 converts to a new one
+
+
+def tokens_per_iter(w: pd.DataFrame) -> np.ndarray:
+    """Tokens one decode iteration of each window produced: accept_len × running_req on
+    speculative lines, running_req (a token a request) on the others.  Computed when asked
+    (8 bytes a window kept for nothing otherwise)."""
+    r = _running(w)
+    a = w["accept_len"].to_numpy(dtype=float)
+    out = a * r
+    np.copyto(out, r, where=~np.isfinite(a))
+    return out
+
+
+def derived_ms(w: pd.DataFrame) -> np.ndarray:
+    """Each window's derived cycle (step) time, 1000 × tokens_per_iter / gen_throughput; NaN
+    where the line has no positive throughput or batch size."""
+    out = tokens_per_iter(w)
+    g = w["gen_throughput"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out *= 1000.0
+        out /= g
+    out[~((g > 0) & (_running(w) > 0))] = np.nan
+    return out
+
+
 def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.DataFrame:
     """Decode lines of ONE source as windows, in line order, with columns
-    series, running_req, accept_len, gen_throughput, req_steps, tokens_per_iter, derived_ms,
-    clean, reason (why not clean: 'first', 'prefill', 'idle', 'no throughput')."""
+    series, running_req, accept_len, gen_throughput, req_steps, clean, reason (why not clean:
+    'first', 'prefill', 'idle', 'no throughput'); tokens_per_iter(w) and derived_ms(w) give
+    the per-window token counts and derived cycle times."""
     cols = [c for c in ("source", "line_no", "startup", "timestamp", "running_req", "accept_len",
                         "accept_rate", "gen_throughput", "header", "tp", "engine", "drafts",
                         "prompt_throughput") + SERIES_TAGS
@@ -135,26 +165,14 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     new = {"series": pd.Categorical.from_codes(key, labels)}   # the columns added, set at once
     # each array below is a column of the result or freed at once: a gigabyte log has millions
     # of windows, and every fresh array of them is page faults before it is arithmetic
-    r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
-    if d["running_req"].dtype != "Int64":      # (the schema's Int64 converts to a new array)
-        r = r.copy()                           # r is written below
-    g = d["gen_throughput"].to_numpy(dtype=float)
-    a = d["accept_len"].to_numpy(dtype=float)
-    per_iter = a * r
-    np.copyto(per_iter, r, where=~np.isfinite(a))      # non-spec lines: one token a request
-    with np.errstate(divide="ignore", invalid="ignore"):
-        derived = 1000.0 * per_iter
-        derived /= g
-    derived[~((g > 0) & (r > 0))] = np.nan
-    r *= interval                                      # r is req_steps from here on
+    reason = np.full(len(d), 4, dtype=np.int8)
+    reason[np.isfinite(derived_ms(d))] = 0
+    r = _running(d)
+    r *= interval                                      # request-steps
     if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
         dr = d["drafts"].to_numpy(dtype=float, na_value=np.nan)
         np.copyto(r, dr, where=np.isfinite(dr))
     new["req_steps"] = r
-    new["tokens_per_iter"] = per_iter
-    new["derived_ms"] = derived
-    reason = np.full(len(derived), 4, dtype=np.int8)
-    reason[np.isfinite(derived)] = 0
     lines = d["line_no"].to_numpy(dtype=np.int64)
     plines = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64) \
