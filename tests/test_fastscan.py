@@ -66,7 +66,7 @@ def test_it_reads_the_common_layouts_itself():
     pos, line_no, stops, consumed = 0, 1, [], 0
     while pos < len(data):
         pos, line_no, c, _, _, _, bad = fs.scan(data, pos, line_no, 0)
-        assert bad == []
+        assert bad == b""
         consumed += c
         if pos < len(data):
             stops.append(line_no)

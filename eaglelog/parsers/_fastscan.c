@@ -1227,8 +1227,9 @@ static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
 }
 
 /* scan(chunk, pos, line_no, startup) -> (pos, line_no, consumed, first_skipped, last_line,
- * last_end, bad_blocks).  Reads lines from byte pos (a line start; line_no is its number) until a line the
- * Python parser must read, or the end of the chunk, with the GIL released. */
+ * last_end, bad_blocks: bytes of int64 quadruples).  Reads lines from byte pos (a line start;
+ * line_no is its number) until a line the Python parser must read, or the end of the chunk,
+ * with the GIL released. */
 static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
@@ -1247,15 +1248,9 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (r.oom) { buf_free(r.bad.data, r.bad.cap); return PyErr_NoMemory(); }
-    Py_ssize_t nbad = r.bad.len / (Py_ssize_t)(4 * sizeof(int64_t));
-    PyObject *bad = PyList_New(nbad);
-    for (Py_ssize_t i = 0; bad && i < nbad; i++) {
-        const int64_t *q = (const int64_t *)r.bad.data + 4 * i;
-        PyObject *t = Py_BuildValue("LLLL", (long long)q[0], (long long)q[1], (long long)q[2],
-                                    (long long)q[3]);
-        if (!t) { Py_CLEAR(bad); break; }
-        PyList_SET_ITEM(bad, i, t);
-    }
+    /* the blocks that break an identity: int64 (header line, start, end, problems) each, as
+     * bytes (a generated log has one a block: no tuple per block) */
+    PyObject *bad = PyBytes_FromStringAndSize(r.bad.data ? r.bad.data : "", r.bad.len);
     buf_free(r.bad.data, r.bad.cap);
     if (!bad) return NULL;
     return Py_BuildValue("nLLLLnN", r.pos, (long long)r.line_no, (long long)r.consumed,

@@ -383,8 +383,13 @@ class Scanner(ScannerBase):
         self._acct_pos, self._next_expected = pos, line_no   # all before pos is accounted for
         pos, line_no, consumed, first_skipped, last_line, last_end, bad = self.fast.scan(
             chunk, pos, line_no, self.startup)
-        for block_line, start, end, problems in bad:
-            self._identity_diags(chunk, block_line, start, end, problems)
+        if bad:        # int64 quadruples: (header line, start, end, problems)
+            q = memoryview(bad).cast("q")
+            if self._kept.get("identity", 0) >= MAX_KEPT:     # counted, not worded
+                self.dropped["identity"] = self.dropped.get("identity", 0) + sum(q[3::4])
+            else:
+                for i in range(0, len(q), 4):
+                    self._identity_diags(chunk, q[i], q[i + 1], q[i + 2], q[i + 3])
         st.consumed += consumed
         if first_skipped and st.first_skipped is None:
             st.first_skipped = first_skipped
