@@ -119,3 +119,15 @@ def test_ordered_concat_interleaves_parts(seed, monkeypatch):
     want = full[[c for c in got.columns]]
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
     assert got["ranks"].astype(str).tolist() == full["ranks"].astype(str).tolist()
+
+
+def test_parallel_without_the_accelerator(tmp_path, monkeypatch):
+    """Built without a C compiler, the ranges are scanned by processes (the Python parser holds
+    the GIL) and merged the same way."""
+    from conftest import SAMPLES
+    from eaglelog.parsers import scan
+    monkeypatch.setattr(scan, "_fastscan", None)
+    path = tmp_path / "nofast.log"
+    path.write_bytes(b"".join(p.read_bytes() for p in sorted(SAMPLES.glob("eagle3_*.log"))) * 2)
+    seq, par = seq_and_par(path, monkeypatch, 2)
+    assert len(par.decode) == len(seq.decode) > 200 and len(par.prof) == len(seq.prof) > 80
