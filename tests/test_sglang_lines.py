@@ -200,3 +200,20 @@ def test_the_fast_decode_path_equals_key_value_segmentation():
                 assert fast == slow, line
                 seen += 1
     assert seen > 500
+
+
+def test_a_rank_tag_too_long_for_a_rank(tmp_path):
+    """A bracket whose rank has 10 or more digits is no SGLang prefix (the C accelerator reads
+    at most 9): the record keeps its time, without ranks, instead of failing the parse."""
+    import eaglelog
+    body = ("Decode batch. #running-req: 8, #token: 53175, token usage: 0.38, accept len: 2.10, "
+            "accept rate: 0.35, cuda graph: True, gen throughput (token/s): 92.96, "
+            "#queue-req: 0, \n")
+    path = tmp_path / "tags.log"
+    path.write_text(f"[2026-01-20 10:00:00 TP99999999999999999999] {body}"
+                    f"[2026-01-20 10:00:01 TP1234567890] {body}"
+                    f"[2026-01-20 10:00:02 TP123456789] {body}")
+    d = eaglelog.parse(path).decode
+    assert len(d) == 3 and d["ranks"].isna().tolist() == [True, True, False]
+    assert d["tp"].tolist()[2] == 123456789 and d["tp"].isna().tolist()[:2] == [True, True]
+    assert d["timestamp"].astype(str).tolist()[0] == "2026-01-20 10:00:00"

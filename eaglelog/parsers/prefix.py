@@ -13,7 +13,7 @@ from dataclasses import dataclass
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 BRACKET_RX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d{2}-\d{2}) )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
-    r"(?P<tags>(?: [A-Z][A-Z_]*\d+)*)\]")
+    r"(?P<tags>(?: [A-Z][A-Z_]*\d{1,9})*)\]")   # a rank of 10 digits is no SGLang rank
 TAG_RX = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
 WRAPPER_TIME_RX = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})"
                              r"(?:[.,](?P<frac>\d+))?")
