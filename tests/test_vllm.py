@@ -220,3 +220,31 @@ def test_sweep_and_compare_on_vllm_logs(run, write):
     ref_rows = json.loads(run("-q", "sweep", "-f", "json", "--baseline-toks", "90",
                               *sorted((SAMPLES / "sweep").glob("*.log"))).stdout)
     assert set(rows) == set(ref_rows)
+
+
+def test_counts_beyond_64_bits_are_reported_not_fatal(tmp_path):
+    """A count no 64-bit column holds is a bad value said on stderr (the line is not parsed when
+    the count is one it needs), never an overflow of the frame building."""
+    huge = "9" * 23
+    path = tmp_path / "huge.log"
+    path.write_text(
+        f"INFO 01-20 10:00:00 [loggers.py:100] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+        f"Avg generation throughput: 80.0 tokens/s, Running: {huge} reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n"
+        "INFO 01-20 10:00:01 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+        f"Accepted throughput: 10.0 tokens/s, Drafted throughput: 20.0 tokens/s, Accepted: {huge} "
+        "tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.500\n"
+        "INFO 01-20 10:00:02 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.50, "
+        "Accepted throughput: 10.0 tokens/s, Drafted throughput: 20.0 tokens/s, Accepted: 100 "
+        "tokens, Drafted: 200 tokens, Per-position acceptance rate: 0.700, 0.500\n"
+        f"INFO 01-20 10:00:03 [core.py:100] Iteration({huge}): 1 context requests, 10 context "
+        "tokens, 2 generation requests, 2 generation tokens, iteration elapsed time: 30.0 ms\n")
+    log = eaglelog.parse(path, base_date="2026-01-20")
+    msgs = sorted((d.line_no, d.kind, d.message) for d in log.diagnostics if d.line_no)
+    assert msgs == [
+        (1, "malformed", f"vllm_stats line not parsed: bad value '{huge}' for running_req"),
+        (2, "malformed", f"vllm_spec line not parsed: bad value '{huge}' for accepted_tokens"),
+        (4, "bad_value", f"vllm_iterations line: bad value '{huge}' for iteration")]
+    assert len(log.vllm_spec) == 1 and log.vllm_spec["accepted_tokens"].tolist() == [100]
+    it = log.vllm_iterations
+    assert len(it) == 1 and it["iteration"].isna().all() and it["iter_ms"].tolist() == [30.0]

@@ -92,14 +92,17 @@ def _nums(text: str) -> list[float]:
 
 
 def _int(x):
+    """An integer as printed (or a float that is one); None when it is none, or does not fit
+    the 64-bit integer columns."""
     try:
-        return int(x)
+        v = int(x)
     except (TypeError, ValueError):
         try:
             f = float(x)
-            return int(f) if f == int(f) else None
+            v = int(f) if f == int(f) else None
         except (TypeError, ValueError, OverflowError):
             return None
+    return v if v is None or -(1 << 63) <= v < (1 << 63) else None
 
 
 def _float(x):

@@ -50,11 +50,30 @@ GREP_MARKERS = {"vllm_spec": ("Speculative metrics: ", "SpecDecoding metrics: ")
 OWN_TABLES = ("decode",) + tuple(GREP_MARKERS)
 
 PREFIX_RX = re.compile(
-    r"(?:\((?P<proc>\w+) pid=(?P<pid>\d+)[^)]*\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"(?:\((?P<proc>\w+) pid=(?P<pid>\d{1,18})[^)]*\) )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?P<md>\d{2}-\d{2}) (?P<hms>\d{2}:\d{2}:\d{2})(?:\.\d+)? \[?(?P<src>[\w./-]+):(?P<lineno>\d+)"
     r"\] ")
-_DP_RX = re.compile(r"_DP(\d+)$")
+_DP_RX = re.compile(r"_DP(\d{1,9})$")
 _NUM = r"(\d+(?:\.\d+)?)"
+_I64 = 1 << 63
+
+
+def _count(v: str) -> int:
+    """A printed count; beyond a 64-bit integer it is a bad value (ValueError)."""
+    x = int(v)
+    if x >= _I64:
+        raise ValueError(v)
+    return x
+
+
+def _put(rec: dict, col: str, conv, text: str, problems: list[str]) -> bool:
+    """rec[col] = conv(text), or a problem said when the value is unreadable."""
+    try:
+        rec[col] = conv(text)
+        return True
+    except (ValueError, OverflowError):
+        problems.append(f"bad value {text[:30]!r} for {col}")
+        return False
 
 
 @dataclass
@@ -103,10 +122,10 @@ def _leftover(body: str, spans: list[tuple[int, int]]) -> str | None:
 _V0_KEYS = {
     "draft_acceptance_rate": (re.compile(r"Draft acceptance rate: " + _NUM), float),
     "system_efficiency": (re.compile(r"System efficiency: " + _NUM), float),
-    "k": (re.compile(r"Number of speculative tokens: (\d+)"), int),
-    "accepted_tokens": (re.compile(r"Number of accepted tokens: (\d+)"), int),
-    "draft_tokens": (re.compile(r"Number of draft tokens(?: tokens)?: (\d+)"), int),
-    "emitted_tokens": (re.compile(r"Number of emitted tokens(?: tokens)?: (\d+)"), int),
+    "k": (re.compile(r"Number of speculative tokens: (\d+)"), _count),
+    "accepted_tokens": (re.compile(r"Number of accepted tokens: (\d+)"), _count),
+    "draft_tokens": (re.compile(r"Number of draft tokens(?: tokens)?: (\d+)"), _count),
+    "emitted_tokens": (re.compile(r"Number of emitted tokens(?: tokens)?: (\d+)"), _count),
 }
 _V1_KEYS = {
     "draft_acceptance_rate": (re.compile(r"(?:^|: |, )Draft acceptance rate: " + _NUM + r"(%?)"),
@@ -115,8 +134,8 @@ _V1_KEYS = {
     "mean_acceptance_length": (re.compile(r"Mean acceptance length: " + _NUM), float),
     "accepted_throughput": (re.compile(r"Accepted throughput: " + _NUM + " tokens/s"), float),
     "drafted_throughput": (re.compile(r"Drafted throughput: " + _NUM + " tokens/s"), float),
-    "accepted_tokens": (re.compile(r"Accepted: (\d+) tokens"), int),
-    "draft_tokens": (re.compile(r"Drafted: (\d+) tokens"), int),
+    "accepted_tokens": (re.compile(r"Accepted: (\d+) tokens"), _count),
+    "draft_tokens": (re.compile(r"Drafted: (\d+) tokens"), _count),
 }
 _PP_KEY = re.compile(r"Per-position acceptance rate: ")
 _PP_NUM = re.compile(r"\d+\.\d+")
@@ -184,12 +203,12 @@ def _parse_spec(line: str) -> LineResult:
         for col, (rx, conv) in _V0_KEYS.items():
             m = rx.search(body)
             if m is not None:
-                rec[col] = conv(m.group(1))
                 spans.append(m.span())
+                _put(rec, col, conv, m.group(1), problems)
         missing = [c for c in ("k", "accepted_tokens", "draft_tokens", "emitted_tokens")
                    if c not in rec]
         if missing:
-            return LineResult(None, [f"V0 spec line without {', '.join(missing)}"])
+            return LineResult(None, problems or [f"V0 spec line without {', '.join(missing)}"])
         rec["variant"] = "v0-a" if "tokens tokens" in body else "v0-b"
         rec["cumulative"] = True
         rec["rate_unit"] = "fraction"
@@ -198,20 +217,22 @@ def _parse_spec(line: str) -> LineResult:
     else:
         keys = _V1_KEYS if v1 else {"draft_acceptance_rate": _V1_KEYS["draft_acceptance_rate"],
                                     "accepted_tokens": (re.compile(r"Number of accepted tokens: "
-                                                                   r"(\d+)"), int),
+                                                                   r"(\d+)"), _count),
                                     "draft_tokens": (re.compile(r"Number of draft tokens: (\d+)"),
-                                                     int)}
+                                                     _count)}
         got: dict = {}
         unit = "fraction"
         for col, (rx, conv) in keys.items():
             m = rx.search(body)
             if m is not None:
-                got[col] = conv(m.group(1))
                 spans.append(m.span())
+                if not _put(got, col, conv, m.group(1), problems):
+                    continue
                 if col == "draft_acceptance_rate" and m.group(2):
                     unit = "percent"
         if "accepted_tokens" not in got or "draft_tokens" not in got:
-            return LineResult(None, ["spec line without the accepted and drafted token counts"])
+            return LineResult(None, problems or ["spec line without the accepted and drafted "
+                                                 "token counts"])
         if "avg_rate" in got:
             got["draft_acceptance_rate"] = got.pop("avg_rate")
             unit = "percent"
@@ -292,12 +313,12 @@ def _derive(rec: dict, accepted: int, drafts: float, emitted: int | None = None)
 _TPUT_KEYS = {
     "prompt_throughput": (re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"), float),
     "gen_throughput": (re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"), float),
-    "running_req": (re.compile(r"Running: (\d+) reqs"), int),
-    "swapped_req": (re.compile(r"Swapped: (\d+) reqs"), int),
-    "waiting_req": (re.compile(r"(?:Waiting|Pending): (\d+) reqs"), int),
-    "deferred_req": (re.compile(r"Deferred: (\d+) reqs"), int),
-    "preemptions": (re.compile(r"Preemptions: (\d+)"), int),
-    "corrupted_req": (re.compile(r"Corrupted: (\d+) reqs"), int),
+    "running_req": (re.compile(r"Running: (\d+) reqs"), _count),
+    "swapped_req": (re.compile(r"Swapped: (\d+) reqs"), _count),
+    "waiting_req": (re.compile(r"(?:Waiting|Pending): (\d+) reqs"), _count),
+    "deferred_req": (re.compile(r"Deferred: (\d+) reqs"), _count),
+    "preemptions": (re.compile(r"Preemptions: (\d+)"), _count),
+    "corrupted_req": (re.compile(r"Corrupted: (\d+) reqs"), _count),
     "gpu_kv_usage": (re.compile(r"GPU KV cache usage: " + _NUM + "%"), float),
     "cpu_kv_usage": (re.compile(r"CPU KV cache usage: " + _NUM + "%"), float),
     "prefix_hit_rate": (re.compile(r"(?<!External p)(?<!External P)Prefix cache hit rate: "
@@ -321,17 +342,19 @@ def parse_throughput_line(line: str) -> LineResult:
     rec = read_prefix(before[:e.start()] if e else before)
     if e is not None:
         if e.group("engine") is not None:
-            rec["dp"] = int(e.group("engine"))
+            rec["dp"] = _count(e.group("engine")[-9:])     # (a rank of 10 digits is no rank)
         else:
-            rec["engines_aggregated"] = int(e.group("n"))
+            rec["engines_aggregated"] = _count(e.group("n")[-9:])
     spans = []
+    problems: list[str] = []
     for col, (rx, conv) in _TPUT_KEYS.items():
         m = rx.search(body)
         if m is not None:
-            rec[col] = conv(m.group(1))
             spans.append(m.span())
+            _put(rec, col, conv, m.group(1), problems)
     if "gen_throughput" not in rec or "running_req" not in rec:
-        return LineResult(None, ["throughput line without generation throughput or Running"])
+        return LineResult(None, problems or ["throughput line without generation throughput or "
+                                             "Running"])
     if "swapped_req" in rec or "cpu_kv_usage" in rec:
         rec["variant"] = "v0"
     elif "engines_aggregated" in rec or any(c in rec for c in _CONDITIONAL):
@@ -343,7 +366,7 @@ def parse_throughput_line(line: str) -> LineResult:
     extra = _leftover(body, spans)
     if extra:
         rec["extra"] = extra
-    return LineResult(rec)
+    return LineResult(rec, problems)
 
 
 _CACHE_RX = re.compile(r"Prefix cache hit rate: GPU: " + _NUM + r"%, CPU: " + _NUM + "%")
@@ -396,9 +419,10 @@ def parse_iteration_line(line: str) -> LineResult:
         return LineResult(None, ["iteration line not understood"]) \
             if "iteration elapsed time" in line else LineResult(None)
     rec = read_prefix(line[:m.start()])
+    problems: list[str] = []
     for k, v in m.groupdict().items():
-        rec[k] = float(v) if k == "iter_ms" else int(v)
-    return LineResult(rec)
+        _put(rec, k, float if k == "iter_ms" else _count, v, problems)
+    return LineResult(rec, problems)
 
 
 PARSERS = {"v1spec": parse_spec_line, "spec": parse_spec_line, "tput": parse_throughput_line,
