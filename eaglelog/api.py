@@ -276,6 +276,15 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
             nul_line = head.count(b"\n", 0, nul) + 1
             raise InputError(f"{name}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
+        unread = [d for d in scan_diags if d.kind in ("malformed", "truncated")]
+        if unread:        # record lines there were, but none could be read: say the first
+            first = min((d for d in unread if d.line_no), key=lambda d: d.line_no, default=None)
+            n = sum(d.more or 1 for d in unread)
+            if first is not None:
+                raise NoRecordsError(
+                    f"{name}:{first.line_no}: no record could be read: {first.message}"
+                    + (f" (and {n - 1:,} more record line{'s' if n > 2 else ''} not parsed)"
+                       if n > 1 else ""))
         msg = (f"{name}: no speculative-decoding records in {st.lines:,} "
                f"line{'s' if st.lines != 1 else ''}; families tried: "
                f"{', '.join(ENGINES) if requested == 'auto' else requested}"

@@ -236,3 +236,15 @@ def test_runs_of_blank_lines_are_all_blank(write):
     assert count_blank(b"x\n") == 0
     log = eaglelog.parse(write("b.log", "noise\n\n\n\n" + DECODE + "\n\n\nmore noise\n"))
     assert log.sources[0].skipped == 2 and log.sources[0].first_skipped == 1
+
+
+def test_record_lines_none_of_them_readable(run, write):
+    """A log whose record lines are all unreadable names the first one and its reason (not the
+    families tried: the family was found)."""
+    p = write("bad.log", "EAGLE3_PROF (99999999999999999999999 cycles, 10 tok, no sync)\n"
+              "  TOTAL: 10.00 ms/cycle\n\n" * 3)
+    r = run("parse", p)
+    assert r.exit_code == 1
+    assert err_line(r) == (f"eaglelog: error: {p}:1: no record could be read: EAGLE3_PROF header "
+                           "not understood: EAGLE3_PROF (99999999999999999999999 cycles, 10 tok, "
+                           "no sync) (and 2 more record lines not parsed)")
