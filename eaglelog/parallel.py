@@ -10,15 +10,15 @@ result is the same tables as a sequential scan (tests/test_parallel.py).
 
 Memory is touched as little as possible, since on a virtual machine every fresh page is a fault
 that can cost tens of microseconds: each worker reads its chunks into one reused buffer, the C
-accelerator's column arrays are the final storage (the later ranges' appended to the first's in
-place, FastRows.merge), and the few rows the Python parser read are interleaved in line order
+accelerator's column arrays are the final storage (a later range's pages are moved onto the
+first's, FastRows.merge), and the few rows the Python parser read are interleaved in line order
 with one copy (tables.concat_frames(order_by="line_no")).
 """
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-
 
 from ._lazy import pd
 from .parsers import engine_named
@@ -120,7 +120,6 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
     pool_type = ThreadPoolExecutor if fast_available() else ProcessPoolExecutor
-    import sys
     switch = sys.getswitchinterval()
     # the workers take the GIL between chunks, for a few Python lines; while another thread
     # runs Python (the command's imports, cli._preload) each of those waits out the switch

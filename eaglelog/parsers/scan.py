@@ -549,7 +549,7 @@ class Scanner(ScannerBase):
 
 _HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
 _FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
-_LABELLED = {"ranks": "ranks", "mode": "mode", "phase": "phase"}   # column -> its label list
+_LABELLED = ("ranks", "mode", "phase")   # category columns coded by the scanner's label lists
 
 
 class FastRows:
@@ -593,11 +593,10 @@ class FastRows:
                     np.frombuffer(buf, dtype="int64")[:] += line_base
                 elif col == "startup" and startup_base:
                     np.frombuffer(buf, dtype="int64")[:] += startup_base
-                elif col in _LABELLED and other.labels[_LABELLED[col]]:
+                elif col in _LABELLED and other.labels.get(col):
                     codes = np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])
-                    ours = self.labels[_LABELLED[col]]
-                    lut = np.array([ours.index(x) for x in other.labels[_LABELLED[col]]],
-                                   dtype=codes.dtype)
+                    ours = self.labels[col]
+                    lut = np.array([ours.index(x) for x in other.labels[col]], dtype=codes.dtype)
                     known = codes >= 0
                     codes[known] = lut[codes[known]]
                     del codes
