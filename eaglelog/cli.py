@@ -6,6 +6,7 @@ Every EaglelogError becomes one line on stderr (``eaglelog: error: …``) and it
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections import OrderedDict
@@ -179,7 +180,12 @@ def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
 
     if len(logs) != 1:
         raise click.UsageError("--follow reads one log")
-    tty = sys.stdout.isatty() and not output
+    # the refreshes are a text view for people: with -f json/csv/… on stdout they go to stderr,
+    # so that stdout holds only the final result in that format
+    to_err = ctx.params.get("fmt", "table") != "table" and not output
+    stream = sys.stderr if to_err else sys.stdout
+    tty = stream.isatty() and (to_err or not output)
+    shown = {"text": None}
 
     def emit_view(text: str, final: bool) -> None:
         if final:
@@ -187,12 +193,16 @@ def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
                 return
             emit(text, output)
             return
+        if not tty and text == shown["text"]:
+            return                      # nothing new since the last refresh printed
+        shown["text"] = text
         if tty:
-            click.echo("\x1b[H\x1b[2J", nl=False)
+            click.echo("\x1b[H\x1b[2J", nl=False, err=to_err)
         else:
             import datetime as _dt
-            click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (following; Ctrl-C to stop) ---")
-        click.echo(text, nl=False)
+            click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (following; Ctrl-C to stop) ---",
+                       err=to_err)
+        click.echo(text, nl=False, err=to_err)
 
     log = follow(logs[0], render, emit_view, base_date=base_date.date() if base_date else None,
                  remote=ctx.obj.get("remote"), interval=ctx.params.get("interval", 5.0),
@@ -394,8 +404,9 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
         except ValueError:
             raise click.BadParameter(f"{baseline_toks!r} is not a rate like 90 or 90±3",
                                      param_hint="--baseline-toks") from None
-        if value <= 0:
-            raise click.BadParameter("must be > 0", param_hint="--baseline-toks")
+        if not math.isfinite(value) or value <= 0 or (sd is not None and not math.isfinite(sd)):
+            raise click.BadParameter(f"{baseline_toks!r}: the rate must be a finite number > 0 "
+                                     "(and its ± a finite number)", param_hint="--baseline-toks")
         return Baseline(tok_s=value, sd=sd)
     if baseline_log:
         return Baseline(log=read_logs(ctx, [baseline_log], engine, False, base_date,

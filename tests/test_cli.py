@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 import eaglelog
 from conftest import SAMPLES
@@ -195,3 +196,12 @@ def test_console_entry_exit_codes(tmp_path):
     out = tmp_path / "s.json"
     written = sh("-q", "summary", "-f", "json", "-o", out, FIVE)
     assert written.returncode == 0 and json.loads(out.read_text())["source"] == str(FIVE)
+
+
+@pytest.mark.parametrize("rate", ["0", "-1", "abc", "inf", "1e400", "nan", "90+-nan", "90±inf"])
+def test_a_baseline_rate_must_be_a_finite_positive_number(run, rate):
+    """A rate that is no rate is a usage error (exit 2), never a division by zero or a NaN
+    verdict that --check lets pass."""
+    r = run("breakeven", "--check", "--baseline-toks", rate, FIVE)
+    assert r.exit_code == 2 and "--baseline-toks" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""

@@ -17,47 +17,49 @@ def start(*args, env=None):
     p = subprocess.Popen([sys.executable, "-m", "eaglelog", *map(str, args)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env={**os.environ, **(env or {})})
-    p.seen = ""
+    p.seen = {"stdout": "", "stderr": ""}
     return p
 
 
-def wait_for(proc, text, timeout=20):
-    """Read stdout until ``text`` appears (the refreshes are printed as they come)."""
+def wait_for(proc, text, timeout=20, stream="stdout"):
+    """Read ``stream`` until ``text`` appears (the refreshes are printed as they come: on
+    stderr when the output format is not the text table)."""
     import select
     deadline = time.monotonic() + timeout
-    fd = proc.stdout.fileno()
+    fd = getattr(proc, stream).fileno()
     while time.monotonic() < deadline:
         ready, _, _ = select.select([fd], [], [], 0.2)
         if ready:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            proc.seen += chunk.decode()
-            if text in proc.seen:
-                return proc.seen
-    raise AssertionError(f"{text!r} did not appear; got {proc.seen[-500:]!r}")
+            proc.seen[stream] += chunk.decode()
+            if text in proc.seen[stream]:
+                return proc.seen[stream]
+    raise AssertionError(f"{text!r} did not appear; got {proc.seen[stream][-500:]!r}")
 
 
 def stop(proc):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
-    return proc.returncode, proc.seen + out.decode(), err.decode()
+    return (proc.returncode, proc.seen["stdout"] + out.decode(),
+            proc.seen["stderr"] + err.decode())
 
 
 def test_follow_a_growing_and_rotated_local_log(tmp_path):
     log = tmp_path / "server.log"
     log.write_bytes(FIVE[:len(FIVE) // 2])
     p = start("parse", "--follow", "--interval", "0.3", "-f", "json", log)
-    wait_for(p, "following; Ctrl-C to stop")
+    wait_for(p, "following; Ctrl-C to stop", stream="stderr")
     with open(log, "ab") as f:
         f.write(FIVE[len(FIVE) // 2:])            # the rest of the first run
     time.sleep(1.0)
     os.rename(log, tmp_path / "server.log.1")     # rotation: a new file under the old name
     log.write_bytes(TWO)
-    wait_for(p, "server-args 2")
+    wait_for(p, "server-args 2", stream="stderr")
     code, out, err = stop(p)
     assert code == 0, err
-    final = json.loads(out[out.index("[\n"):])
+    final = json.loads(out)          # stdout holds the final JSON only; the views went to stderr
     assert final[0]["tables"] == {"prof": 90, "prof_phases": 360, "decode": 226,
                                   "prefill": 80, "server_args": 2, "requests": 80}
     assert "Traceback" not in err
@@ -68,8 +70,10 @@ def test_follow_summary_stops_cleanly_on_sigint(tmp_path):
     log.write_bytes(FIVE)
     p = start("summary", "--follow", "--interval", "0.3", "--baseline-toks", "90", log)
     wait_for(p, "BELOW break-even")
+    time.sleep(1.2)                  # four more polls of an unchanged log: nothing reprinted
     code, out, err = stop(p)
     assert code == 0 and "Traceback" not in err
+    assert out.count("(following; Ctrl-C to stop) ---") == 1
     final = out[out.rindex("(following; Ctrl-C to stop) ---"):]
     assert final.count("cycle           27.28 ms") == 2   # the last refresh, then the final view
 
@@ -89,13 +93,13 @@ def test_follow_a_remote_log():
         path = server.put("live.log", FIVE)
         p = start("parse", "--follow", "--interval", "0.3", "-f", "json", f"testhost:{path}",
                   env={"EAGLELOG_SSH": server.ssh})
-        wait_for(p, "decode 106")
+        wait_for(p, "decode 106", stream="stderr")
         with open(path, "ab") as f:
             f.write(TWO)
-        wait_for(p, "decode 226")
+        wait_for(p, "decode 226", stream="stderr")
         code, out, err = stop(p)
         assert code == 0, err
-        final = json.loads(out[out.index("[\n"):])
+        final = json.loads(out)
         assert final[0]["tables"]["decode"] == 226 and final[0]["tables"]["prof"] == 90
     finally:
         server.stop()
@@ -106,15 +110,15 @@ def test_copytruncate_between_two_polls_is_noticed(tmp_path):
     log = tmp_path / "server.log"
     log.write_bytes(FIVE[:len(FIVE) // 2])
     p = start("parse", "--follow", "--interval", "0.3", "-f", "json", log)
-    wait_for(p, "following; Ctrl-C to stop")
+    wait_for(p, "following; Ctrl-C to stop", stream="stderr")
     (tmp_path / "server.log.1").write_bytes(log.read_bytes())
     with open(log, "r+b") as f:                  # truncate and refill before the next poll
         f.truncate(0)
         f.write(TWO)
-    wait_for(p, "2 server start-ups")
+    wait_for(p, "2 server start-ups", stream="stderr")
     code, out, err = stop(p)
     assert code == 0, err
-    final = json.loads(out[out.index("[\n"):])
+    final = json.loads(out)
     want = FIVE[:len(FIVE) // 2].count(b"Decode batch") + TWO.count(b"Decode batch")
     assert final[0]["tables"]["decode"] == want
 
