@@ -719,7 +719,12 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
             raise click.BadParameter(f"{fail_on!r} is not a compared metric; these are: "
                                      f"{', '.join(sorted(known))}",
                                      param_hint="--fail-on-regression")
-        if any(m.worse and fail_on in ("any", m.metric) for m in result.metrics):
+        worse = [m for m in result.metrics if m.worse and fail_on in ("any", m.metric)]
+        if worse:
+            if not ctx.obj["quiet"]:
+                click.echo("eaglelog: regression: " + "; ".join(
+                    f"{m.run}: {m.metric} {m.reference_mean:.4g} → {m.mean:.4g} {m.unit} "
+                    f"({m.verdict})" for m in worse), err=True)
             ctx.exit(3)
     if log is not None:
         finish(ctx, log)

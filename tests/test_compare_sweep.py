@@ -107,6 +107,10 @@ def test_fail_on_regression(run):
     assert run("-q", "compare", "--fail-on-regression", "accept_len", FIVE, TWO).exit_code == 3
     assert run("-q", "compare", FIVE, TWO, "--fail-on-regression").exit_code == 3
     assert run("-q", "compare", "--fail-on-regression", "any", FIVE, TWO).exit_code == 3
+    r = run("compare", "--fail-on-regression", "accept_len", FIVE, TWO)   # says what regressed
+    assert r.exit_code == 3 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("eaglelog: regression: ") and \
+        "accept_len 2.286 → 1.987 tokens/verify" in r.stderr
     assert run("-q", "compare", FIVE, FIVE, "--fail-on-regression").exit_code == 0
     r = run("-q", "compare", "--fail-on-regression", FIVE, TWO, FIVE)
     assert r.exit_code == 2 and "put the option after the logs" in r.stderr

@@ -102,3 +102,18 @@ def test_reconcile_aligns_by_timestamp_when_blocks_have_one():
     assert r.profiler_accept_len.estimate == pytest.approx(1.0102, abs=1e-4)
     assert r.sglang_accept_len.n >= 100
     assert r.sglang_accept_len.estimate == pytest.approx(1.99, abs=0.02)
+
+
+def test_the_batch_size_note_is_said_once():
+    """summary with a baseline: the break-even's note on mixed batch sizes stands for the
+    summary's own (it also says what to do)."""
+    import eaglelog
+    from eaglelog.analysis.summary import summarize
+    from eaglelog.baseline import Baseline
+    from conftest import SAMPLES
+    log = eaglelog.parse(SAMPLES / "batch_eagle3.log")
+    alone = summarize(log)
+    assert sum("the run spans batch sizes" in n for n in alone.notes) == 1
+    s = summarize(log, baseline=Baseline(tok_s=90.0))
+    said = [n for n in s.notes + s.breakeven.notes if "the run spans batch sizes" in n]
+    assert len(said) == 1 and "--by batch" in said[0]

@@ -183,6 +183,9 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     be = None
     if baseline is not None and (len(use) or len(spec_w)):
         be = breakeven(log, baseline, source=source, confidence=confidence)
+        if any(n.startswith("the run spans batch sizes") for n in be.notes):
+            # the break-even's note says it (with what to do): one note, not two
+            notes = [n for n in notes if not n.startswith("the run spans batch sizes")]
     elif baseline is not None:
         notes.append("not a speculative run (no EAGLE3_PROF blocks, no accept len): there is no "
                      "break-even to compute")
