@@ -36,6 +36,8 @@ def wait_for(proc, text, timeout=20, stream="stdout"):
             proc.seen[stream] += chunk.decode()
             if text in proc.seen[stream]:
                 return proc.seen[stream]
+    proc.kill()                  # a failed test leaves no follower polling behind
+    proc.communicate()
     raise AssertionError(f"{text!r} did not appear; got {proc.seen[stream][-500:]!r}")
 
 
