@@ -327,7 +327,7 @@ _TPUT_KEYS = {
                                  float),
     "mm_cache_hit_rate": (re.compile(r"MM cache hit rate: " + _NUM + "%"), float),
 }
-_ENGINE_RX = re.compile(r"(?:Engine (?P<engine>\d+)|(?P<n>\d+) Engines Aggregated): $")
+_ENGINE_RX = re.compile(r"(?:Engine (?P<engine>\d{1,9})|(?P<n>\d{1,9}) Engines Aggregated): $")
 _CONDITIONAL = ("deferred_req", "preemptions", "corrupted_req", "external_prefix_hit_rate",
                 "mm_cache_hit_rate")
 
@@ -342,9 +342,9 @@ def parse_throughput_line(line: str) -> LineResult:
     rec = read_prefix(before[:e.start()] if e else before)
     if e is not None:
         if e.group("engine") is not None:
-            rec["dp"] = _count(e.group("engine")[-9:])     # (a rank of 10 digits is no rank)
+            rec["dp"] = int(e.group("engine"))
         else:
-            rec["engines_aggregated"] = _count(e.group("n")[-9:])
+            rec["engines_aggregated"] = int(e.group("n"))
     spans = []
     problems: list[str] = []
     for col, (rx, conv) in _TPUT_KEYS.items():
