@@ -5,8 +5,9 @@ units, and ``docs/tables.md`` is generated from here.  A column name is part of 
 interface: add columns freely, never rename one.
 
 dtype vocabulary (pandas): ``category`` (repeated labels), ``string``, ``Int64`` (nullable integer,
-NA when the log did not print it), ``float64`` (NaN when not printed), ``boolean`` (nullable),
-``datetime64[us]`` (naive local wall clock, as SGLang prints it).
+NA when the log did not print it), ``Int32`` (the same, for numbers that are small by nature:
+start-up segments and rank tags, 4 bytes a row less), ``float64`` (NaN when not printed),
+``boolean`` (nullable), ``datetime64[us]`` (naive local wall clock, as SGLang prints it).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ RANK_TAGS = ("DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP")
 _WHERE = (
     C("source", "category", "", "the input the row came from (path, '-' for stdin)"),
     C("line_no", "Int64", "", "1-based line number in the (decompressed) input"),
-    C("startup", "Int64", "", "server start-up segment of the input: 0 before its first "
+    C("startup", "Int32", "", "server start-up segment of the input: 0 before its first "
       "server_args line, k from the k-th one on (a log that holds several runs)"),
 )
 _WHEN = (
@@ -68,7 +69,7 @@ _WHEN = (
     C("ranks", "category", "", "rank tags of the prefix as printed, e.g. 'DP1 TP0'; NA when the "
       "line had no tags"),
 ) + tuple(
-    C(tag.lower(), "Int64", "", f"{tag} rank from the prefix tags; NA when absent")
+    C(tag.lower(), "Int32", "", f"{tag} rank from the prefix tags; NA when absent")
     for tag in RANK_TAGS
 )
 

@@ -95,7 +95,7 @@ def test_ordered_concat_interleaves_parts(seed, monkeypatch):
     full = pd.DataFrame({
         "source": pd.Categorical(["a.log"] * n),
         "line_no": pd.array(np.arange(1, n + 1) * 2, dtype="Int64"),
-        "startup": pd.array(np.zeros(n, dtype=int), dtype="Int64"),
+        "startup": pd.array(np.zeros(n, dtype=int), dtype="Int32"),
         "timestamp": pd.to_datetime(1_700_000_000 + np.arange(n), unit="s").astype(
             "datetime64[us]"),
         "ranks": pd.Categorical(rng.choice(["TP0", "TP1", "DP1 TP0"], n)),

@@ -13,8 +13,9 @@
  * scan() stop at the start of that line (of the block's header for a block) and return, so that
  * the Python parser reads it and the result is the same, row for row (tests/test_fastscan.py).
  *
- * Rows go into growable per-column arrays (int64 with INT64_MIN for NA, double with NaN for NA,
- * int8 with -1 for NA, int32 category codes with -1 for NA); take_into() hands them over as
+ * Rows go into growable per-column arrays (int64 with INT64_MIN for NA, int32 with INT32_MIN
+ * for NA (start-up numbers, rank tags), double with NaN for NA, int8 with -1 for NA, int32
+ * category codes with -1 for NA); take_into() hands them over as
  * Column objects, without a copy.
  */
 #define _GNU_SOURCE
@@ -26,6 +27,7 @@
 #include <math.h>
 
 #define NA_I64 INT64_MIN
+#define NA_I32 INT32_MIN      /* int32 values ('l': start-up numbers, rank tags) */
 #define isdig(c) ((c) >= '0' && (c) <= '9')
 
 /* ------------------------------------------------------------------ growable columns */
@@ -37,7 +39,7 @@ typedef struct {
     int skip;         /* a column the caller did not ask for: never stored */
 } Col;
 
-static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' ? 4 : 1; }
+static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' || t == 'l' ? 4 : 1; }
 
 /* Column storage: on Linux its own anonymous mappings, grown with mremap (the bytes already
  * written are never copied, and pages count only once written) and advised as huge pages
@@ -223,8 +225,8 @@ static PyObject *Column_na(PyObject *cls, PyObject *args) {
     const char *type;
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "sn", &type, &n)) return NULL;
-    if (n < 0 || !strchr("qdib", type[0]) || !type[0]) {
-        PyErr_SetString(PyExc_ValueError, "Column.na(type, n): type q, d, i or b; n >= 0");
+    if (n < 0 || !strchr("qdilb", type[0]) || !type[0]) {
+        PyErr_SetString(PyExc_ValueError, "Column.na(type, n): type q, d, i, l or b; n >= 0");
         return NULL;
     }
     ColumnObject *c = column_new();
@@ -286,7 +288,7 @@ enum { LC_LINE, LC_STARTUP, LC_TS, LC_RANKS, LC_DP, LC_PP, LC_ATTN_CP, LC_MOE_DP
 static const char *LINE_FIXED_NAMES[LC_FIXED] = {
     "line_no", "startup", "timestamp", "ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
     "iter", "header", "graph_backend", "graph", "trailing_comma"};
-static const char LINE_FIXED_TYPES[LC_FIXED] = "qqqiqqqqqqqbbbb";
+static const char LINE_FIXED_TYPES[LC_FIXED] = "qlqillllllqbbbb";
 #define N_TAGS 6
 static const char *TAG_NAMES[N_TAGS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
 static const int TAG_LEN[N_TAGS] = {2, 2, 7, 6, 2, 2};
@@ -298,12 +300,12 @@ static const char *PROF_NAMES[PC_N] = {
     "line_no", "startup", "timestamp", "ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
     "mode", "cycles", "tokens", "total_ms", "accept_len", "eff_tok_s", "n_phases",
     "phase_sum_ms", "end_line"};
-static const char PROF_TYPES[PC_N] = "qqqiqqqqqqiqqdddqdq";
+static const char PROF_TYPES[PC_N] = "qlqilllllliqqdddqdq";
 
 enum { HC_LINE, HC_STARTUP, HC_BLOCK, HC_PHASE, HC_MS, HC_PCT, HC_N };
 static const char *PHASE_NAMES[HC_N] = {"line_no", "startup", "block", "phase", "ms_per_cycle",
                                         "pct"};
-static const char PHASE_TYPES[HC_N] = "qqqidd";
+static const char PHASE_TYPES[HC_N] = "qlqidd";
 
 #define MAX_KEYS 64
 #define MAX_COLS (LC_FIXED + MAX_KEYS)
@@ -593,6 +595,7 @@ static void fill_na(char *p, char type, Py_ssize_t n) {
         case 'q': ((int64_t *)p)[i] = NA_I64; break;
         case 'd': ((double *)p)[i] = NAN; break;
         case 'i': ((int32_t *)p)[i] = -1; break;
+        case 'l': ((int32_t *)p)[i] = NA_I32; break;
         default: ((int8_t *)p)[i] = -1;
         }
 }
@@ -681,13 +684,13 @@ static void commit_row(LineTable *T) {
 
 static int stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t startup) {
     SETV(T, LC_LINE, int64_t, line_no);
-    SETV(T, LC_STARTUP, int64_t, startup);
+    SETV(T, LC_STARTUP, int32_t, (int32_t)startup);
     SETV(T, LC_TS, int64_t, pf->ts);
     SETV(T, LC_RANKS, int32_t, pf->ranks);
     for (int i = 0; i < N_TAGS; i++)
         if (pf->tag[i] != NA_I64) {
             if (activate(T, LC_DP + i)) return -1;
-            SETV(T, LC_DP + i, int64_t, pf->tag[i]);
+            SETV(T, LC_DP + i, int32_t, (int32_t)pf->tag[i]);   /* at most 9 digits */
         }
     return 0;
 }
@@ -898,10 +901,11 @@ static int emit_block(FastScanner *self, const Block *b, const Prefix *pf, int64
 #define PUT(cols, c, type, v) do { *(type *)((cols)[c].data + (cols)[c].len) = (v); (cols)[c].len += sizeof(type); } while (0)
     Col *P = self->prof;
     PUT(P, PC_LINE, int64_t, line_no);
-    PUT(P, PC_STARTUP, int64_t, startup);
+    PUT(P, PC_STARTUP, int32_t, (int32_t)startup);
     PUT(P, PC_TS, int64_t, pf->ts);
     PUT(P, PC_RANKS, int32_t, pf->ranks);
-    for (int i = 0; i < N_TAGS; i++) PUT(P, PC_DP + i, int64_t, pf->tag[i]);
+    for (int i = 0; i < N_TAGS; i++)
+        PUT(P, PC_DP + i, int32_t, pf->tag[i] == NA_I64 ? NA_I32 : (int32_t)pf->tag[i]);
     PUT(P, PC_MODE, int32_t, b->mode);
     PUT(P, PC_CYCLES, int64_t, b->cycles);
     PUT(P, PC_TOKENS, int64_t, b->tokens);
@@ -917,7 +921,7 @@ static int emit_block(FastScanner *self, const Block *b, const Prefix *pf, int64
     Col *H = self->phase;
     for (int i = 0; i < b->nph; i++) {
         PUT(H, HC_LINE, int64_t, b->ph[i].line_no);
-        PUT(H, HC_STARTUP, int64_t, startup);
+        PUT(H, HC_STARTUP, int32_t, (int32_t)startup);
         PUT(H, HC_BLOCK, int64_t, line_no);
         PUT(H, HC_PHASE, int32_t, b->ph[i].label);
         PUT(H, HC_MS, double, b->ph[i].ms);
@@ -1372,7 +1376,7 @@ static PyObject *FastScanner_take_into(FastScanner *self, PyObject *args) {
                          "phase", labels_list(&self->phases), "mode", labels_list(&self->modes));
 }
 
-/* types() -> {table: {column: 'q' int64 | 'd' double | 'i' int32 code | 'b' int8}} */
+/* types() -> {table: {column: 'q' int64 | 'l' int32 | 'd' double | 'i' int32 code | 'b' int8}} */
 static PyObject *FastScanner_types(FastScanner *self, PyObject *noargs) {
     (void)noargs;
     return Py_BuildValue("{s:N,s:N,s:N,s:N}",

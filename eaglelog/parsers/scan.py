@@ -548,7 +548,7 @@ class Scanner(ScannerBase):
         return pd.Timedelta(days=(first - EPOCH).days)
 
 _HEADER_LABELS = [".", ",", "[N],"]   # codes 0/1/2 of the C accelerator's header column
-_FAST_DTYPES = {"q": "int64", "d": "float64", "i": "int32", "b": "int8"}
+_FAST_DTYPES = {"q": "int64", "l": "int32", "d": "float64", "i": "int32", "b": "int8"}
 _LABELLED = ("ranks", "mode", "phase")   # category columns coded by the scanner's label lists
 
 
@@ -592,7 +592,7 @@ class FastRows:
                 if col in ("line_no", "block", "end_line") and line_base:
                     np.frombuffer(buf, dtype="int64")[:] += line_base
                 elif col == "startup" and startup_base:
-                    np.frombuffer(buf, dtype="int64")[:] += startup_base
+                    np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])[:] += startup_base
                 elif col in _LABELLED and other.labels.get(col):
                     codes = np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])
                     ours = self.labels[col]
@@ -656,7 +656,7 @@ class FastRows:
                     continue
                 cols[c.name] = pd.arrays.BooleanArray(a > 0, na)
             else:
-                na = a == np.iinfo(np.int64).min
+                na = a == np.iinfo(a.dtype).min
                 if not c.core and na.all():
                     continue
                 a[na] = 0
