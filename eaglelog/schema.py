@@ -6,7 +6,7 @@ interface: add columns freely, never rename one.
 
 dtype vocabulary (pandas): ``category`` (repeated labels), ``string``, ``Int64`` (nullable integer,
 NA when the log did not print it), ``Int32`` (the same, for numbers that are small by nature:
-start-up segments and rank tags, 4 bytes a row less), ``float64`` (NaN when not printed),
+start-up segments, rank tags, batch sizes; 4 bytes a row less), ``float64`` (NaN when not printed),
 ``boolean`` (nullable), ``datetime64[us]`` (naive local wall clock, as SGLang prints it).
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ DECODE = Table(
     _WHERE + _WHEN + (
         C("gpu", "Int64", "", "GPU id printed in the message ([gpu_id=N] / [gpu=N], ≤ v0.2.13)"),
         C("iter", "Int64", "", "forward-iteration counter of 'Decode batch [N],'"),
-        C("running_req", "Int64", "requests", "decode batch size at the logging instant"),
+        C("running_req", "Int32", "requests", "decode batch size at the logging instant"),
         C("cached_token", "Int64", "tokens", "decode-side prefix-cache hits (non-mainline)"),
     ) + _USAGE + (
         C("accept_len", "float64", "tokens/verify", "pooled window mean of tokens committed per "
@@ -190,7 +190,7 @@ PREFILL = Table(
         C("new_token", "Int64", "tokens", "prompt tokens computed in this batch"),
         C("cached_token", "Int64", "tokens", "prompt tokens served from the prefix cache"),
         C("token_usage", "float64", "fraction", "KV pool usage now"),
-        C("running_req", "Int64", "requests", "running decode batch size now"),
+        C("running_req", "Int32", "requests", "running decode batch size now"),
         C("queue_req", "Int64", "requests", "waiting queue now"),
         C("mixed_running_req", "Int64", "requests", "decode requests mixed into a chunked prefill "
           "('Prefill batch(mixed #running-req: N).', v0.2.14 – v0.3.5)"),
@@ -347,7 +347,7 @@ VLLM_STATS = Table(
           "seconds"),
         C("gen_throughput", "float64", "tokens/s", "emitted tokens (accepted + bonus) in the "
           "window / window seconds", "higher"),
-        C("running_req", "Int64", "requests", "'Running: N reqs' at logging time"),
+        C("running_req", "Int32", "requests", "'Running: N reqs' at logging time"),
         C("waiting_req", "Int64", "requests", "'Waiting' (V1) or 'Pending' (V0) at logging time"),
         C("swapped_req", "Int64", "requests", "V0 'Swapped'"),
         C("deferred_req", "Int64", "requests", "'Deferred'"),

@@ -99,7 +99,7 @@ def test_ordered_concat_interleaves_parts(seed, monkeypatch):
         "timestamp": pd.to_datetime(1_700_000_000 + np.arange(n), unit="s").astype(
             "datetime64[us]"),
         "ranks": pd.Categorical(rng.choice(["TP0", "TP1", "DP1 TP0"], n)),
-        "running_req": pd.array(rng.integers(0, 9, n), dtype="Int64"),
+        "running_req": pd.array(rng.integers(0, 9, n), dtype="Int32"),
         "accept_len": rng.random(n),
         "graph": pd.array(rng.random(n) > 0.5, dtype="boolean"),
         "extra": pd.array(rng.choice(["x", None], n), dtype="string"),

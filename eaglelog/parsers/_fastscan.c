@@ -310,7 +310,7 @@ static const char PHASE_TYPES[HC_N] = "qlqidd";
 #define MAX_KEYS 64
 #define MAX_COLS (LC_FIXED + MAX_KEYS)
 #define MAX_SEGS 48
-enum { K_INT = 0, K_FLOAT = 1, K_PCT = 2, K_GRAPH = 3, K_NONE = 4 };
+enum { K_INT = 0, K_FLOAT = 1, K_PCT = 2, K_GRAPH = 3, K_NONE = 4, K_INT32 = 5 };
 
 typedef struct {
     int nkeys;
@@ -636,6 +636,14 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
             int64_t x;
             end = scan_int(v, e, &x);
             if (end) SETV(T, c, int64_t, x);
+            if (c == T->queue_col) have_queue = 1;
+            break;
+        }
+        case K_INT32: {                /* a count small by nature (batch size): 32 bits */
+            int64_t x;
+            end = scan_int(v, e, &x);
+            if (end && (x > INT32_MAX || x < INT32_MIN)) return 0;   /* Python says so */
+            if (end) SETV(T, c, int32_t, (int32_t)x);
             if (c == T->queue_col) have_queue = 1;
             break;
         }
@@ -1160,8 +1168,9 @@ static int table_init(LineTable *T, PyObject *keys) {
         int k = T->nkeys++;
         T->key[k] = strdup(key);
         T->klen[k] = (int)strlen(key);
-        T->kind[k] = !strcmp(kind, "int") ? K_INT : !strcmp(kind, "float") ? K_FLOAT
-                   : !strcmp(kind, "pct") ? K_PCT : !strcmp(kind, "graph") ? K_GRAPH : K_NONE;
+        T->kind[k] = !strcmp(kind, "int") ? K_INT : !strcmp(kind, "int32") ? K_INT32
+                   : !strcmp(kind, "float") ? K_FLOAT : !strcmp(kind, "pct") ? K_PCT
+                   : !strcmp(kind, "graph") ? K_GRAPH : K_NONE;
         T->col[k] = -1;
         if (T->kind[k] == K_GRAPH) {   /* 'cuda graph: True': the code of the backend label */
             if (ngraph >= 100) { PyErr_SetString(PyExc_ValueError, "too many graph labels"); goto fail; }
@@ -1178,7 +1187,8 @@ static int table_init(LineTable *T, PyObject *keys) {
             if (T->ncols >= MAX_COLS) { Py_DECREF(name); PyErr_SetString(PyExc_ValueError, "too many columns"); goto fail; }
             found = (int)PyList_GET_SIZE(names);
             PyList_Append(names, name);
-            T->coltype[T->ncols++] = T->kind[k] == K_INT ? 'q' : 'd';
+            T->coltype[T->ncols++] = T->kind[k] == K_INT ? 'q' : T->kind[k] == K_INT32 ? 'l'
+                                     : 'd';
         }
         Py_DECREF(name);
         T->col[k] = LC_FIXED + found;

@@ -84,7 +84,8 @@ class ScanStats:
 def _key_spec(keys: dict) -> list[tuple[str, str, str]]:
     """sglang's key table as the C accelerator takes it: (key, column, kind); keys whose values
     need Python (ISO timestamps) get kind 'python' and their lines go to the Python parser."""
-    kinds = {sglang._int: "int", sglang._float: "float", sglang._pct: "pct"}
+    kinds = {sglang._int: "int", sglang._int32: "int32", sglang._float: "float",
+             sglang._pct: "pct"}
     spec = [(k, col, kinds.get(conv, "python")) for k, (col, conv) in keys.items()]
     return spec + [(label, "graph_backend", "graph") for label in sglang.GRAPH_LABELS]
 

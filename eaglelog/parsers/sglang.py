@@ -34,6 +34,14 @@ def _int(v: str) -> int:
     return x
 
 
+def _int32(v: str) -> int:
+    """A count small by nature (a batch size): its column holds 32-bit integers."""
+    x = int(v)
+    if not -(1 << 31) <= x < (1 << 31):
+        raise ValueError(v)
+    return x
+
+
 def _float(v: str) -> float:
     return float(v)
 
@@ -58,7 +66,7 @@ def _iso(v: str) -> str:
 
 # literal key -> (column, converter); the same key means the same column in both tables
 _COMMON_KEYS = {
-    "#running-req": ("running_req", _int),
+    "#running-req": ("running_req", _int32),
     "#cached-token": ("cached_token", _int),
     "#token": ("num_tokens", _int),
     "token usage": ("token_usage", _float),
@@ -113,7 +121,7 @@ _HYBRID = {"#token": ("full_token", "swa_token", _int),
 LEGACY_PREFILL_KEYS = {
     "#seq": ("new_seq", _int), "#new_token": ("new_token", _int),
     "#cached_token": ("cached_token", _int), "#remaining_req": ("queue_req", _int),
-    "#running_req": ("running_req", _int), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
+    "#running_req": ("running_req", _int32), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
 }
 
 DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ")
@@ -215,7 +223,7 @@ def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
 # of key/value segmentation.  Anything else (extra fields, other pools, odd values) falls back to
 # _segments, which gives the same record for these lines (tests/test_properties.py).
 _FAST_DECODE = re.compile(
-    r"#running-req: (\d{1,18}), #token: (\d{1,18}), token usage: (\d+\.\d+), "
+    r"#running-req: (\d{1,9}), #token: (\d{1,18}), token usage: (\d+\.\d+), "
     r"(?:accept len: (\d+\.\d+), (?:accept rate: (\d+\.\d+), )?)?"
     r"(?:(cuda|cpu|npu|musa) graph: (True|False), )?"
     r"gen throughput \(token/s\): (\d+\.\d+), #queue-req: (\d{1,18})(,)?")

@@ -66,6 +66,14 @@ def _count(v: str) -> int:
     return x
 
 
+def _count32(v: str) -> int:
+    """A count small by nature (a batch size): its column holds 32-bit integers."""
+    x = int(v)
+    if x >= 1 << 31:
+        raise ValueError(v)
+    return x
+
+
 def _put(rec: dict, col: str, conv, text: str, problems: list[str]) -> bool:
     """rec[col] = conv(text), or a problem said when the value is unreadable."""
     try:
@@ -313,7 +321,7 @@ def _derive(rec: dict, accepted: int, drafts: float, emitted: int | None = None)
 _TPUT_KEYS = {
     "prompt_throughput": (re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"), float),
     "gen_throughput": (re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"), float),
-    "running_req": (re.compile(r"Running: (\d+) reqs"), _count),
+    "running_req": (re.compile(r"Running: (\d+) reqs"), _count32),
     "swapped_req": (re.compile(r"Swapped: (\d+) reqs"), _count),
     "waiting_req": (re.compile(r"(?:Waiting|Pending): (\d+) reqs"), _count),
     "deferred_req": (re.compile(r"Deferred: (\d+) reqs"), _count),
