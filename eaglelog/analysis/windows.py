@@ -165,8 +165,11 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     new = {"series": pd.Categorical.from_codes(key, labels)}   # the columns added, set at once
     # each array below is a column of the result or freed at once: a gigabyte log has millions
     # of windows, and every fresh array of them is page faults before it is arithmetic
+    # 'no throughput': no derived time, i.e. no positive throughput or batch size (the values
+    # a log prints, at most 40 digits, keep 1000 × accept × running / throughput finite)
     reason = np.full(len(d), 4, dtype=np.int8)
-    reason[np.isfinite(derived_ms(d))] = 0
+    reason[(d["gen_throughput"].to_numpy(dtype=float) > 0) &
+           (d["running_req"] > 0).to_numpy(dtype=bool, na_value=False)] = 0
     r = _running(d)
     r *= interval                                      # request-steps
     if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps
