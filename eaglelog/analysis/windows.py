@@ -134,8 +134,13 @@ def derived_ms(w: pd.DataFrame) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out *= 1000.0
         out /= g
-    out[~((g > 0) & (_running(w) > 0))] = np.nan
+    out[~((g > 0) & _positive(w["running_req"]))] = np.nan
     return out
+
+
+def _positive(col: pd.Series) -> np.ndarray:
+    """col > 0 as booleans, False where the value is missing"""
+    return (col > 0).to_numpy(dtype=bool, na_value=False)
 
 
 def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.DataFrame:
@@ -168,8 +173,7 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     # 'no throughput': no derived time, i.e. no positive throughput or batch size (the values
     # a log prints, at most 40 digits, keep 1000 × accept × running / throughput finite)
     reason = np.full(len(d), 4, dtype=np.int8)
-    reason[(d["gen_throughput"].to_numpy(dtype=float) > 0) &
-           (d["running_req"] > 0).to_numpy(dtype=bool, na_value=False)] = 0
+    reason[(d["gen_throughput"].to_numpy(dtype=float) > 0) & _positive(d["running_req"])] = 0
     r = _running(d)
     r *= interval                                      # request-steps
     if "drafts" in d.columns:          # vLLM: the exact number of (request, verify) steps

@@ -32,6 +32,7 @@ from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from .prefix import WRAPPER_TIME_RX, strip_ansi
 from .scan import Diagnostic, ScannerBase, ScanStats, count_blank, marker_line
+from .sglang import _int, _int32      # counts: 64 bits (32 for a batch size), else a bad value
 
 MARKERS = re.compile(
     rb"(?P<v1spec>SpecDecoding metrics: )|(?P<spec>Speculative metrics: )|"
@@ -55,25 +56,6 @@ PREFIX_RX = re.compile(
     r"\] ")
 _DP_RX = re.compile(r"_DP(\d{1,9})$")
 _NUM = r"(\d+(?:\.\d+)?)"
-_I64 = 1 << 63
-
-
-def _count(v: str) -> int:
-    """A printed count; beyond a 64-bit integer it is a bad value (ValueError)."""
-    x = int(v)
-    if x >= _I64:
-        raise ValueError(v)
-    return x
-
-
-def _count32(v: str) -> int:
-    """A count small by nature (a batch size): its column holds 32-bit integers."""
-    x = int(v)
-    if x >= 1 << 31:
-        raise ValueError(v)
-    return x
-
-
 def _put(rec: dict, col: str, conv, text: str, problems: list[str]) -> bool:
     """rec[col] = conv(text), or a problem said when the value is unreadable."""
     try:
@@ -130,10 +112,10 @@ def _leftover(body: str, spans: list[tuple[int, int]]) -> str | None:
 _V0_KEYS = {
     "draft_acceptance_rate": (re.compile(r"Draft acceptance rate: " + _NUM), float),
     "system_efficiency": (re.compile(r"System efficiency: " + _NUM), float),
-    "k": (re.compile(r"Number of speculative tokens: (\d+)"), _count),
-    "accepted_tokens": (re.compile(r"Number of accepted tokens: (\d+)"), _count),
-    "draft_tokens": (re.compile(r"Number of draft tokens(?: tokens)?: (\d+)"), _count),
-    "emitted_tokens": (re.compile(r"Number of emitted tokens(?: tokens)?: (\d+)"), _count),
+    "k": (re.compile(r"Number of speculative tokens: (\d+)"), _int),
+    "accepted_tokens": (re.compile(r"Number of accepted tokens: (\d+)"), _int),
+    "draft_tokens": (re.compile(r"Number of draft tokens(?: tokens)?: (\d+)"), _int),
+    "emitted_tokens": (re.compile(r"Number of emitted tokens(?: tokens)?: (\d+)"), _int),
 }
 _V1_KEYS = {
     "draft_acceptance_rate": (re.compile(r"(?:^|: |, )Draft acceptance rate: " + _NUM + r"(%?)"),
@@ -142,8 +124,8 @@ _V1_KEYS = {
     "mean_acceptance_length": (re.compile(r"Mean acceptance length: " + _NUM), float),
     "accepted_throughput": (re.compile(r"Accepted throughput: " + _NUM + " tokens/s"), float),
     "drafted_throughput": (re.compile(r"Drafted throughput: " + _NUM + " tokens/s"), float),
-    "accepted_tokens": (re.compile(r"Accepted: (\d+) tokens"), _count),
-    "draft_tokens": (re.compile(r"Drafted: (\d+) tokens"), _count),
+    "accepted_tokens": (re.compile(r"Accepted: (\d+) tokens"), _int),
+    "draft_tokens": (re.compile(r"Drafted: (\d+) tokens"), _int),
 }
 _PP_KEY = re.compile(r"Per-position acceptance rate: ")
 _PP_NUM = re.compile(r"\d+\.\d+")
@@ -225,9 +207,9 @@ def _parse_spec(line: str) -> LineResult:
     else:
         keys = _V1_KEYS if v1 else {"draft_acceptance_rate": _V1_KEYS["draft_acceptance_rate"],
                                     "accepted_tokens": (re.compile(r"Number of accepted tokens: "
-                                                                   r"(\d+)"), _count),
+                                                                   r"(\d+)"), _int),
                                     "draft_tokens": (re.compile(r"Number of draft tokens: (\d+)"),
-                                                     _count)}
+                                                     _int)}
         got: dict = {}
         unit = "fraction"
         for col, (rx, conv) in keys.items():
@@ -321,12 +303,12 @@ def _derive(rec: dict, accepted: int, drafts: float, emitted: int | None = None)
 _TPUT_KEYS = {
     "prompt_throughput": (re.compile(r"Avg prompt throughput: " + _NUM + " tokens/s"), float),
     "gen_throughput": (re.compile(r"Avg generation throughput: " + _NUM + " tokens/s"), float),
-    "running_req": (re.compile(r"Running: (\d+) reqs"), _count32),
-    "swapped_req": (re.compile(r"Swapped: (\d+) reqs"), _count),
-    "waiting_req": (re.compile(r"(?:Waiting|Pending): (\d+) reqs"), _count),
-    "deferred_req": (re.compile(r"Deferred: (\d+) reqs"), _count),
-    "preemptions": (re.compile(r"Preemptions: (\d+)"), _count),
-    "corrupted_req": (re.compile(r"Corrupted: (\d+) reqs"), _count),
+    "running_req": (re.compile(r"Running: (\d+) reqs"), _int32),
+    "swapped_req": (re.compile(r"Swapped: (\d+) reqs"), _int),
+    "waiting_req": (re.compile(r"(?:Waiting|Pending): (\d+) reqs"), _int),
+    "deferred_req": (re.compile(r"Deferred: (\d+) reqs"), _int),
+    "preemptions": (re.compile(r"Preemptions: (\d+)"), _int),
+    "corrupted_req": (re.compile(r"Corrupted: (\d+) reqs"), _int),
     "gpu_kv_usage": (re.compile(r"GPU KV cache usage: " + _NUM + "%"), float),
     "cpu_kv_usage": (re.compile(r"CPU KV cache usage: " + _NUM + "%"), float),
     "prefix_hit_rate": (re.compile(r"(?<!External p)(?<!External P)Prefix cache hit rate: "
@@ -429,7 +411,7 @@ def parse_iteration_line(line: str) -> LineResult:
     rec = read_prefix(line[:m.start()])
     problems: list[str] = []
     for k, v in m.groupdict().items():
-        _put(rec, k, float if k == "iter_ms" else _count, v, problems)
+        _put(rec, k, float if k == "iter_ms" else _int, v, problems)
     return LineResult(rec, problems)
 
 
