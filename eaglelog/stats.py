@@ -27,12 +27,6 @@ import numpy as np
 # half second scipy.stats takes to import
 from scipy import special as _sp
 
-from .baseline import parse_plus_minus
-
-__all__ = ["MIN_WINDOWS", "Estimate", "n_batches", "batch_labels", "batch_starts", "insufficient",
-           "jackknife", "from_log_se", "weighted_mean", "constant", "combine",
-           "parse_plus_minus"]   # the last lives in baseline.py (imported before any scan)
-
 MIN_WINDOWS = 10
 MIN_BATCHES = 5
 MAX_BATCHES = 20
