@@ -173,5 +173,3 @@ def combine(estimate: float, parts: Sequence[tuple[Estimate, int]], confidence: 
     denom = sum((p * e.se_log) ** 4 / e.df for e, p in parts if math.isfinite(e.df) and e.df > 0)
     df = var ** 2 / denom if denom > 0 else math.inf
     return from_log_se(estimate, math.sqrt(var), df, n, confidence, source)
-
-
