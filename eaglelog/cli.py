@@ -959,6 +959,9 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     finish(ctx, log)
 
 
+_NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())   # click >= 8.2
+
+
 def run() -> None:
     """Console entry point: a closed pipe (eaglelog … | head) ends quietly.
 
@@ -984,6 +987,13 @@ def run() -> None:
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         code = 1
+    except _NO_ARGS as e:              # `eaglelog` alone: the help, as click shows it
+        e.show()
+        code = e.exit_code
+    except click.UsageError as e:      # one line, like every other error
+        where = e.ctx.command_path if e.ctx is not None else "eaglelog"
+        click.echo(f"eaglelog: error: {e.format_message()} (see '{where} --help')", err=True)
+        code = e.exit_code
     except click.ClickException as e:
         e.show()
         code = e.exit_code

@@ -190,7 +190,11 @@ def test_console_entry_exit_codes(tmp_path):
     assert missing.returncode == 1
     assert missing.stderr == f"eaglelog: error: {tmp_path / 'nope.log'}: no such file\n"
     usage = sh("summary", "--no-such-option", FIVE)
-    assert usage.returncode == 2 and "No such option" in usage.stderr
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1
+    assert usage.stderr.startswith("eaglelog: error: No such option '--no-such-option'.")
+    assert usage.stderr.endswith(" (see 'eaglelog summary --help')\n")
+    assert sh("compare", FIVE).stderr.count("\n") == 1      # usage errors: one line too
+    assert "Usage: eaglelog [OPTIONS] COMMAND" in sh().stderr   # alone: the help
     gate = sh("-q", "breakeven", "--baseline-toks", "1000", "--check", FIVE)
     assert gate.returncode == 3 and "below" in gate.stdout.lower()
     out = tmp_path / "s.json"
