@@ -9,11 +9,14 @@ from typing import TYPE_CHECKING, Iterable
 
 from ._lazy import np, pd
 from .errors import EaglelogError, InputError, NoRecordsError
-from .parsers import ENGINES, choose_engine, engine_named
+from .parsers import (ENGINES, choose_engine, chosen_where, engine_named, found_families,
+                      reported_families, sniffing_scanner)
 from .parsers.scan import Diagnostic
 from .schema import TABLES
 from .sources import CHUNK_SIZE, iter_chunks, open_source
 from . import parallel
+from .batch import SMALL, BATCH_BYTES, Batch
+from .parsers.scan import Scanner
 from .tables import concat_frames, conform
 
 if TYPE_CHECKING:
@@ -83,26 +86,56 @@ class ParsedLog:
     def startups(self, source: str) -> list[tuple[int, int | None]]:
         """(startup, line of its server_args or None for 0) of every start-up segment of
         ``source`` that holds decode lines or profile blocks."""
+        def of(name):
+            df, rows = self.tables[name], self._rows_of(name)
+            if rows is None:
+                return df[(df["source"] == source).to_numpy(dtype=bool)] if len(df) else df
+            return df.take(rows.get(source, np.empty(0, dtype=np.int64)))
         seen: set[int] = set()
         for name in ("decode", "prof"):
-            df = self.tables[name]
-            seen.update(int(x) for x in df.loc[df["source"] == source, "startup"].dropna().unique())
-        sa = self.tables["server_args"]
-        lines = dict(zip(sa.loc[sa["source"] == source, "startup"].astype(int),
-                         sa.loc[sa["source"] == source, "line_no"].astype(int)))
+            seen.update(int(x) for x in of(name)["startup"].dropna().unique())
+        sa = of("server_args")
+        lines = dict(zip(sa["startup"].astype(int), sa["line_no"].astype(int)))
         return [(k, lines.get(k)) for k in sorted(seen)]
+
+    def _rows_of(self, name: str) -> dict[str, np.ndarray] | None:
+        """Row positions of each input in table ``name`` (one pass over the table, kept: the
+        analyses of many inputs ask once per input), or None when one input holds them all."""
+        memo = self.__dict__.setdefault("_rows", {})
+        if name not in memo:
+            src = self.tables[name]["source"]
+            if len(self.sources) < 2 or not len(src):
+                memo[name] = None
+            else:
+                codes, uniques = pd.factorize(src.astype(object) if not isinstance(
+                    src.dtype, pd.CategoricalDtype) else src)
+                order = np.argsort(codes, kind="stable")
+                cuts = np.flatnonzero(np.diff(codes[order])) + 1
+                memo[name] = {str(uniques[codes[g[0]]]): g
+                              for g in np.split(order, cuts) if len(g)}
+        return memo[name]
 
     def subset(self, source: str, startup: int | None = None) -> "ParsedLog":
         """The rows of one input (and one start-up segment of it) as a ParsedLog of their own."""
         tables = {}
         for name, df in self.tables.items():
-            m = (df["source"] == source).to_numpy(dtype=bool)
+            rows = self._rows_of(name)
+            if rows is not None:
+                df = df.take(rows.get(source, np.empty(0, dtype=np.int64))).reset_index(
+                    drop=True) if len(rows) > 1 or source not in rows else df
+            m = (df["source"] == source).to_numpy(dtype=bool) if rows is None else None
             if startup is not None:
-                m = m & (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+                s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+                m = s if m is None else m & s
             # the whole table (one input, one start-up: the usual case) is shared, not copied
-            tables[name] = df if m.all() else df[m].reset_index(drop=True)
+            tables[name] = df if m is None or m.all() else df[m].reset_index(drop=True)
         info = next(i for i in self.sources if i.name == source)
-        return ParsedLog(tables, [info], [d for d in self.diagnostics if d.source == source])
+        by = self.__dict__.get("_diags_by")
+        if by is None:
+            by = self.__dict__["_diags_by"] = {}
+            for d in self.diagnostics:
+                by.setdefault(d.source, []).append(d)
+        return ParsedLog(tables, [info], list(by.get(source, ())))
 
     def units(self) -> list[tuple[str, "ParsedLog"]]:
         """What the analyses look at one by one: each input, or each server start-up of an
@@ -140,10 +173,12 @@ def _plain(v):
 
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
-              mtime: float | None = None, columns: dict | None = None) -> dict[str, pd.DataFrame]:
+              mtime: float | None = None, columns: dict | None = None,
+              batch: Batch | None = None) -> dict[str, pd.DataFrame] | None:
     """Scan one input (``spec`` is its local path; ``info.name`` its label).  With use_cache, a
     local file's tables come from the table cache when the file is unchanged, and a file that
-    grew is scanned only from the cache's last safe point."""
+    grew is scanned only from the cache's last safe point.  With ``batch``, a small SGLang
+    input's rows are added to it and None is returned (its tables come from Batch.frames)."""
     from . import cache
 
     state = cache.file_state(spec) if use_cache and spec != "-" else None
@@ -152,16 +187,31 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     if meta and not _covers(meta.get("columns"), columns):
         meta = None                    # the cached tables lack columns asked for now
     resume = None
-    if meta and meta["state"]["head"] == state["head"] and meta["state"]["ino"] == state["ino"]:
-        old = meta["state"]
-        if (old["size"], old["mtime_ns"], old["tail"]) == (state["size"], state["mtime_ns"],
-                                                            state["tail"]):
-            return _from_cache(cdir, meta, info, diags, columns)
+    cached = None                      # the tables before the safe point, for a resume
+    if meta and cache.unchanged(meta["state"], state, spec):
+        try:
+            frames = _from_cache(cdir, meta, info, diags, columns)
+        except cache.CacheDamage:      # not what was written: drop it, parse again
+            cache.drop(cdir)
+            meta = None
+        else:
+            cache.settle(cdir, meta, state)
+            return frames
+    if meta and cache.grew(meta["state"], state):
         safe = meta.get("safe")
-        if safe and meta.get("compression") is None and state["size"] > old["size"] and \
+        if safe and meta.get("compression") is None and \
                 cache.fingerprint(spec, safe["offset"] - cache.FP_BYTES) == safe["fp"] and \
-                cache.prefix_crc(spec, safe["offset"]) == safe.get("crc"):
-            resume = safe
+                cache.prefix_crc(spec, safe["offset"]) == safe["crc"]:
+            try:
+                engine_named(meta["engine"]).scanner(info.name, base_date,
+                                                     columns).restore(safe["state"])
+                cached = _cached_frames(cdir, meta, upto=safe["state"]["_line"],
+                                        columns=columns)
+                resume = safe
+            except cache.CacheDamage:
+                cache.drop(cdir)
+            except (KeyError, TypeError, ValueError):
+                pass                   # a state this scanner cannot take: parse it all
     with open_source(spec) as src:
         src.name = info.name
         name = info.name
@@ -174,9 +224,12 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             with open(spec, "rb") as fh:
                 head = fh.read(1 << 20)
             eng = choose_engine(engine, head)
-            # only SGLang logs are large enough to split; the other families scan in one pass
+            # only SGLang logs are large enough to split; the other families scan in one pass,
+            # and so does an input whose head holds no family's lines (the sequential scan
+            # looks further for them)
             got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers,
-                                         columns) if eng.name == "sglang" else None
+                                         columns) \
+                if eng.name == "sglang" and (engine != "auto" or found_families(head)) else None
             if got is not None:
                 frames, pdiags, st, safe = got
                 info.engine = eng.name
@@ -198,8 +251,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             info.engine = meta["engine"]
             scanner = engine_named(info.engine).scanner(info.name, base_date, columns)
             scanner.restore(resume["state"])
-            old_frames, old_diags = _cached_frames(cdir, meta, upto=resume["state"]["_line"],
-                                                   columns=columns)
+            old_frames, old_diags = cached
             for d in old_diags:
                 d.source = info.name
                 if d.more:
@@ -212,9 +264,9 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                 if scanner is None:
                     nul = chunk.find(b"\x00", 0, 65536)
                     chunk_head = chunk[:65536]
-                    eng = choose_engine(engine, chunk[:1 << 20])
-                    info.engine = eng.name
-                    scanner = eng.scanner(info.name, base_date, columns)
+                    # the family from the head, else from the first later chunk with its lines
+                    scanner = sniffing_scanner(engine, chunk[:1 << 20], info.name, base_date,
+                                               columns, lambda n: setattr(info, "engine", n))
                 scanner.feed(chunk)
                 offset += len(chunk)
                 if chunk.endswith(b"\n") and src.compression is None:
@@ -231,6 +283,16 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             state = None                      # never cache a damaged read
         if scanner is None:
             raise InputError(f"{name}: empty file" if name != "-" else "-: empty input")
+        inner = getattr(scanner, "inner", None)
+        if batch is not None and old_frames is None and type(inner) is Scanner and \
+                not inner.time_only and scanner.stats.bytes <= SMALL:
+            # a small SGLang input: its rows join the batch's, typed with theirs (batch.py)
+            for line, message in src.notes:
+                scanner.diag(line, "long_line", message)
+            counts = batch.add(info.name, scanner.stats.bytes, *inner.finish_rows())
+            return _finish_scan(info, None, scanner.stats, scanner.diags + scanner.overflow(),
+                                diags, nul, chunk_head if nul >= 0 else b"", None, None, None,
+                                False, columns, engine, chunk_head, counts=counts)
         frames = scanner.finish(mtime if mtime is not None else src.mtime)
         for line, message in src.notes:
             scanner.diag(line, "long_line", message)
@@ -263,19 +325,31 @@ def _covers(cached: dict | None, wanted: dict | None) -> bool:
 
 def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnostic], nul: int,
                  head: bytes, cdir, state, safe, time_only: bool, columns: dict | None = None,
-                 requested: str = "auto", sniffed: bytes = b""):
-    """Counts, the no-record errors, and the table cache, for both scan paths."""
+                 requested: str = "auto", sniffed: bytes = b"", counts: dict | None = None):
+    """Counts, the no-record errors, and the table cache, for both scan paths (``frames`` None:
+    a batched input, its row ``counts`` given)."""
     from . import cache
 
     name = info.name
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
                                                                  st.first_skipped)
-    info.counts = {t: len(f) for t, f in frames.items()}
+    info.counts = counts if frames is None else {t: len(f) for t, f in frames.items()}
     if not any(info.counts.values()):
         if nul >= 0:
             nul_line = head.count(b"\n", 0, nul) + 1
             raise InputError(f"{name}:{nul_line}: binary data (NUL byte at offset {nul}) and no "
                              "record: not a text log")
+        # families whose lines the input holds and the scan did not read: the head's, and
+        # those the scan found later (their first line)
+        later = dict(reported_families(scan_diags))
+        other = [e.name for e in ENGINES.values() if e.name != info.engine and
+                 (e.name in later or e.sniff(sniffed))]
+        hint = ""
+        if other:
+            where = [f"{o} (from line {later[o]:,})" if later.get(o) else o for o in other]
+            hint = (f"; it holds {' and '.join(where)} lines: "
+                    + ("drop --engine (auto) or " if requested != "auto" else "")
+                    + f"pass --engine {other[0]}")
         unread = [d for d in scan_diags if d.kind in ("malformed", "truncated")]
         if unread:        # record lines there were, but none could be read: say the first
             first = min((d for d in unread if d.line_no), key=lambda d: d.line_no, default=None)
@@ -284,21 +358,22 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
                 raise NoRecordsError(
                     f"{name}:{first.line_no}: no record could be read: {first.message}"
                     + (f" (and {n - 1:,} more record line{'s' if n > 2 else ''} not parsed)"
-                       if n > 1 else ""))
-        msg = (f"{name}: no speculative-decoding records in {st.lines:,} "
-               f"line{'s' if st.lines != 1 else ''}; families tried: "
-               f"{', '.join(ENGINES) if requested == 'auto' else requested}"
-               + (" (looked for SGLang 'Decode batch' lines and EAGLE3_PROF blocks, vLLM "
-                  "'SpecDecoding metrics', llama.cpp and TensorRT-LLM statistics, benchmark "
-                  "summaries)" if requested == "auto" else ""))
-        other = [e.name for e in ENGINES.values() if e.name != info.engine and e.sniff(sniffed)]
-        if requested != "auto" and other:
-            msg += (f"; it holds {' and '.join(other)} lines: drop --engine (auto) or pass "
-                    f"--engine {other[0]}")
-        raise NoRecordsError(msg)
+                       if n > 1 else "") + hint)
+        lines = f"{st.lines:,} line{'s' if st.lines != 1 else ''}"
+        if requested != "auto":
+            tried = f"families tried: {requested}"
+        elif chosen_where(scan_diags) == "nowhere":
+            tried = (f"families tried: {', '.join(ENGINES)} (looked for in every line: SGLang "
+                     "'Decode batch' lines and EAGLE3_PROF blocks, vLLM 'SpecDecoding metrics' "
+                     "and throughput lines, llama.cpp and TensorRT-LLM statistics, benchmark "
+                     "summaries)")
+        else:
+            tried = f"families tried: {info.engine} (the family whose markers it holds)"
+        raise NoRecordsError(f"{name}: no speculative-decoding records in {lines}; {tried}"
+                             + hint)
     scan_diags = sorted(scan_diags, key=lambda d: (d.line_no is None, d.line_no or 0))
     diags.extend(scan_diags)
-    if state is not None and cdir is not None and not time_only:
+    if state is not None and cdir is not None and not time_only and frames is not None:
         cache.store_tables(cdir, {
             "state": state, "safe": safe, "compression": info.compression,
             "engine": info.engine, "columns": columns,
@@ -312,6 +387,8 @@ BIG_TABLE = 1 << 20          # rows: a cached table this long is read a column a
 
 
 def _cached_frames(cdir: str, meta: dict, upto: int | None = None, columns: dict | None = None):
+    """The cached tables and diagnostics of the entry ``cdir`` (up to line ``upto``); raises
+    cache.CacheDamage when a table is not exactly what the entry wrote."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     # malloc for these buffers: what arrow frees goes back to the heap for pandas to reuse
@@ -320,16 +397,21 @@ def _cached_frames(cdir: str, meta: dict, upto: int | None = None, columns: dict
     pa.set_memory_pool(pa.system_memory_pool())
     try:
         return _read_cached(cdir, meta, upto, columns, pq)
+    except (OSError, ValueError, TypeError, KeyError, pa.ArrowException) as e:
+        from .cache import CacheDamage      # truncated, a directory, bad pages, wrong types …
+        raise CacheDamage(str(e)) from None
     finally:
         pa.set_memory_pool(default_pool)
 
 
 def _read_cached(cdir: str, meta: dict, upto: int | None, columns: dict | None, pq):
+    from .cache import check_table
     frames = {}
     for t in TABLES:
         path = os.path.join(cdir, f"{t}.parquet")
         keep = (columns or {}).get(t)
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        check_table(pf, TABLES[t], meta["tables"][t], meta.get("columns"))
         want = [c for c in pf.schema_arrow.names if keep is None or c in keep]
         # pyarrow straight to pandas, each column its own block and each arrow buffer freed
         # once converted (4× faster than pandas.read_parquet on a GB log's decode table); a
@@ -340,6 +422,8 @@ def _read_cached(cdir: str, meta: dict, upto: int | None, columns: dict | None, 
         else:
             df = pf.read(columns=want).to_pandas(split_blocks=True, self_destruct=True)
         df = conform(TABLES[t], df)
+        if len(df) != pf.metadata.num_rows:
+            raise ValueError(f"{t}: {len(df)} rows read of {pf.metadata.num_rows}")
         if upto is not None:
             df = df[df["line_no"] <= upto].reset_index(drop=True)
         frames[t] = df
@@ -421,6 +505,9 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                     inputs.append((item.name, None, InputError(f"{item.name}: {item.notes[0]}")))
                 else:
                     inputs.append((item.name, item.local_path, item))
+        # small inputs are typed together (batch.py): a dozen frames per input cost more than
+        # a small log's scan
+        batch = Batch(columns) if len(inputs) > 1 else None
         for name, local, extra in inputs:
             seen = sum(1 for i in infos if i.name == name or i.name.startswith(name + " ("))
             info = SourceInfo(name if not seen else f"{name} ({seen + 1})")  # same input twice
@@ -433,7 +520,7 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                                    use_cache=cache and (extra is None or
                                                         extra.mode in ("fetch", "cache")),
                                    mtime=extra.mtime if extra is not None else None,
-                                   columns=columns)
+                                   columns=columns, batch=batch)
                 if extra is not None:
                     _remote_info(info, extra, diags)
             except EaglelogError as e:
@@ -443,7 +530,15 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 diags.append(Diagnostic(info.name, None, "input_error",
                                         str(e).split(": ", 1)[-1], "error"))
                 continue
-            for t, f in frames.items():
+            if frames is None and batch.bytes < BATCH_BYTES:
+                continue                       # batched: typed with the next ones
+            if batch:                          # the batched inputs before this one, in order
+                for t, f in batch.frames().items():
+                    parts[t].append(f)
+            for t, f in (frames or {}).items():
+                parts[t].append(f)
+        if batch:
+            for t, f in batch.frames().items():
                 parts[t].append(f)
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))

@@ -5,22 +5,65 @@
   unchanged log prints from here without importing pandas.  (EAGLELOG_NO_RESULT_CACHE=1 skips
   this layer alone, for benchmarks.)
 * **tables**: the parsed tables of a local log (parquet) with the scanner's state at the last
-  safe point, keyed by the file's path; valid while the file's size, modification time and
-  content fingerprints match.  A log that grew is parsed only from where the cache stopped.
+  safe point, keyed by the file's path; used while the file is unchanged (below).  A log that
+  grew is parsed only from where the cache stopped.
 
-A file's state is (absolute path, size, mtime in ns, inode) plus SHA-1 fingerprints of its first
-and last 64 KiB, so an edited or replaced file of the same size is not mistaken for the old one.
+**What "unchanged" guarantees.**  A file's state is taken (``fstat`` of the opened file, then its
+bytes) before the file is read, and is: absolute path, device, inode, size, modification time
+and inode change time (``st_ctime_ns``), plus SHA-1 digests of the first and the last 64 KiB and
+of 16 blocks of 4 KiB spread evenly between them.  A cached result or table set is used only when
+every one of these is equal again.
+
+* The kernel sets a file's ctime to the current time on every change to its content or inode:
+  write, truncate, ``utime``/``touch -d``, chmod, chown, rename, link; user space cannot set it.
+  So an edit of any kind, anywhere in the file, also one that restores the size and the mtime
+  (``cp -p``, ``rsync -t``, an editor that keeps the mtime, a file system with coarse mtimes), is
+  seen, provided that the system clock is not set back and the file system keeps ctime (every
+  local Linux file system does; some FUSE and network file systems do not).
+* A change made within the same clock tick as the previous one leaves ctime equal (Linux
+  stamps file times from a clock of a few ms; some file systems keep whole seconds).  So when a
+  file's ctime is less than 2 s old at the time its state is taken (a "racy" state, as git
+  calls it), the state also carries a CRC-32 of the whole content, and the cache is used only
+  when the content's CRC-32 is equal again: content identity up to a CRC-32 collision (any
+  change of at most 32 consecutive bits is always seen).  A racy file larger than 64 MiB (a
+  big log being written) is not served from the caches at all (its tables are stored, for a
+  resumed parse once it grew).
+* Where ctime is not kept, an edit that restores size and mtime is still seen when it touches
+  the first or the last 64 KiB or one of the sampled blocks; others are not: use --no-cache.
+
+A log that grew (same path, device and inode, larger) is parsed from its cached safe point only
+when the CRC-32 of every byte before that point and the SHA-1 of the 64 KiB before it are as
+they were.
+
+A cache entry that cannot be read back exactly as written (a truncated or foreign parquet file,
+a directory or file in the wrong place, a meta or result file of the wrong shape, a checksum
+that does not match) is deleted and the input parsed again; it is never an error and never
+served.  Every write goes to a unique temporary name in the same directory and is renamed into
+place, so a reader sees a whole entry or none.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import secrets
+import shutil
 import stat
 import tempfile
+import time
+import zlib
 
-VERSION = 1           # bump when the cached formats or the parsers' output change
+VERSION = 2           # bump when the cached formats or the parsers' output change
 FP_BYTES = 64 << 10
+SAMPLES = 16          # blocks sampled between the head and the tail
+SAMPLE_BYTES = 4 << 10
+RACY_NS = 2_000_000_000   # a ctime younger than this when the state is taken: check the content
+RACY_CRC_MAX = 64 << 20   # a larger racy file (a live log) is not served from the caches
+STALE_TMP_S = 3600    # temporary entries of killed runs older than this are removed
+
+
+class CacheDamage(Exception):
+    """A cache entry that is not what was written: drop it and recompute."""
 
 
 _CODE = None
@@ -53,76 +96,249 @@ def fingerprint(path: str, offset: int, length: int = FP_BYTES) -> str:
         return hashlib.sha1(f.read(length)).hexdigest()
 
 
-def prefix_crc(path: str, n: int) -> int:
-    """CRC-32 of the first n bytes (zlib's, a few GB/s): a resumed parse needs the whole part
-    it does not read again to be unchanged, not only its ends."""
-    import zlib
+def _crc(f, n: int | None) -> int:
     crc = 0
-    with open(path, "rb") as f:
-        left = n
-        while left > 0:
-            block = f.read(min(left, 8 << 20))
-            if not block:
-                break
-            crc = zlib.crc32(block, crc)
+    left = n
+    while left is None or left > 0:
+        block = f.read(8 << 20 if left is None else min(left, 8 << 20))
+        if not block:
+            break
+        crc = zlib.crc32(block, crc)
+        if left is not None:
             left -= len(block)
     return crc
 
 
+def prefix_crc(path: str, n: int) -> int:
+    """CRC-32 of the first n bytes (zlib's, a few GB/s): a resumed parse needs the whole part
+    it does not read again to be unchanged, not only its ends."""
+    with open(path, "rb") as f:
+        return _crc(f, n)
+
+
+def _samples(f, size: int) -> str:
+    h = hashlib.sha1()
+    span = size - 2 * FP_BYTES - SAMPLE_BYTES
+    if span > 0:
+        for k in range(1, SAMPLES + 1):
+            f.seek(FP_BYTES + span * k // (SAMPLES + 1))
+            h.update(f.read(SAMPLE_BYTES))
+    return h.hexdigest()
+
+
+_STATES: dict = {}     # (path, stat identity) -> state, for this process
+
+
 def file_state(path: str) -> dict | None:
-    """The state of a local regular file, or None (stdin, remote, missing, not a file)."""
+    """The state of a local regular file (see the module docstring), or None (stdin, remote,
+    missing, not a regular file, unreadable)."""
     try:
-        st = os.stat(path)
+        # O_NONBLOCK: a FIFO (or a device) in the path's place must not block the open
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            ident = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                     st.st_ctime_ns)
+            if ident in _STATES:
+                return dict(_STATES[ident])
+            racy = st.st_ctime_ns > time.time_ns() - RACY_NS
+            head = hashlib.sha1(f.read(FP_BYTES)).hexdigest()
+            f.seek(max(st.st_size - FP_BYTES, 0))
+            tail = hashlib.sha1(f.read(FP_BYTES)).hexdigest()
+            samples = _samples(f, st.st_size)
+            state = {"path": ident[0], "dev": st.st_dev, "ino": st.st_ino, "size": st.st_size,
+                     "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "head": head,
+                     "tail": tail, "samples": samples}
+            if racy:
+                state["racy"] = True
+                if st.st_size <= RACY_CRC_MAX:
+                    f.seek(0)
+                    state["content"] = _crc(f, None)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
+    if len(_STATES) > 64:
+        _STATES.clear()
+    _STATES[ident] = state
+    return dict(state)
+
+
+_IDENTITY = ("path", "dev", "ino", "size", "mtime_ns", "ctime_ns", "head", "tail", "samples")
+
+
+def unchanged(old: dict, new: dict, path: str) -> bool:
+    """Whether the file whose state is ``new`` now is the one cached with state ``old``."""
+    if any(old.get(k) != new.get(k) for k in _IDENTITY):
+        return False
+    if not old.get("racy"):
+        return True
+    if old.get("content") is None:
+        return False                    # racy and too large to check: never served
+    if new.get("content") is not None:
+        return new["content"] == old["content"]
     try:
-        head = fingerprint(path, 0)
-        tail = fingerprint(path, st.st_size - FP_BYTES)
+        with open(path, "rb") as f:
+            return _crc(f, None) == old["content"]
     except OSError:
-        return None
-    return {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "ino": st.st_ino, "head": head, "tail": tail}
+        return False
+
+
+def grew(old: dict, new: dict) -> bool:
+    """The same file (path, device, inode), larger now: a candidate for a resumed parse."""
+    return all(old.get(k) == new.get(k) for k in ("path", "dev", "ino")) and \
+        new["size"] > old["size"] and (old["size"] < FP_BYTES or old["head"] == new["head"])
+
+
+def drop(path: str) -> None:
+    """Delete a cache entry (file or directory) of whatever it has become; never fails.  A
+    directory is renamed away first, so no reader sees it half deleted."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            gone = f"{path}.old-{secrets.token_hex(6)}"
+            os.replace(path, gone)
+            shutil.rmtree(gone, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _sweep(d: str) -> None:
+    """Remove the temporary names of runs that were killed while writing (older than an hour)."""
+    try:
+        now = time.time()
+        with os.scandir(d) as it:
+            for e in it:
+                if (e.name.startswith(".tmp-") or ".old-" in e.name) and \
+                        now - e.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
+                    drop(e.path)
+    except OSError:
+        pass
+
+
+def _make_dir(d: str) -> None:
+    """mkdir -p, replacing a file (or anything) that is not a directory in its place."""
+    if os.path.lexists(d) and not os.path.isdir(d):
+        drop(d)
+    os.makedirs(d, exist_ok=True)
 
 
 def _atomic_write(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    d = os.path.dirname(path)
+    _make_dir(d)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if os.path.isdir(path) and not os.path.islink(path):
+            drop(path)                      # a directory in the file's place
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _load_json(path: str):
+    """The JSON in path; None when there is none; raises CacheDamage when it is not JSON."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as e:   # a directory, not UTF-8, not JSON …
+        raise CacheDamage(str(e)) from None
+
+
+def _int(v, lo: int | None = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and (lo is None or v >= lo)
+
+
+def _opt_int(v) -> bool:
+    return v is None or _int(v)
 
 
 # ------------------------------------------------------------------------------------ results
 
+_CHECKS: dict[str, dict[str, int]] = {}   # result key -> {path: CRC-32} of its racy inputs
+
+
 def result_key(command: str, params: dict, files: list[str]) -> str | None:
+    """The key of a command's result, or None when an input is not a local regular file.  The
+    content CRC-32 of a racy input is not part of the key: the entry stores it, and a hit
+    needs it equal (so a key does not change when its files stop being racy)."""
     states = []
+    checks = {}
     for f in files:
         s = file_state(f)
         if s is None:
             return None
+        if s.pop("racy", False):
+            crc = s.pop("content", None)
+            if crc is None:
+                return None             # changing now, too large to check: not cached
+            checks[s["path"]] = crc
         states.append(s)
     from . import __version__
     blob = json.dumps({"v": VERSION, "eaglelog": __version__, "code": code_version(),
                        "command": command,
                        "params": params, "files": states}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    key = hashlib.sha256(blob.encode()).hexdigest()
+    _CHECKS[key] = checks
+    return key
 
 
-def load_result(key: str) -> dict | None:
+def _result_path(key: str) -> str:
+    return os.path.join(root(), "results", key + ".json")
+
+
+def _content_crc(path: str) -> int | None:
+    """The CRC-32 of the file's content now (read again: within a ctime tick the stat does not
+    tell whether it changed since its state was taken)."""
     try:
-        with open(os.path.join(root(), "results", key + ".json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            return _crc(f, None)
+    except OSError:
         return None
 
 
-def store_result(key: str, stdout: str, stderr: str, code: int) -> None:
+def load_result(key: str) -> dict | None:
+    """The stored output of the command with this key, or None.  An entry that is not exactly
+    what store_result writes (for this key) is deleted."""
+    path = _result_path(key)
     try:
-        _atomic_write(os.path.join(root(), "results", key + ".json"),
-                      json.dumps({"stdout": stdout, "stderr": stderr, "code": code}).encode())
-    except OSError:
+        entry = _load_json(path)
+    except CacheDamage:
+        entry = False
+    if entry is None:
+        return None
+    if not (isinstance(entry, dict) and
+            set(entry) - {"checks"} == {"key", "stdout", "stderr", "code"} and
+            entry["key"] == key and isinstance(entry["stdout"], str) and
+            isinstance(entry["stderr"], str) and _int(entry["code"]) and
+            entry["code"] in (0, 3) and
+            isinstance(entry.get("checks", {}), dict) and
+            all(isinstance(p, str) and _int(c) for p, c in entry.get("checks", {}).items())):
+        drop(path)
+        return None
+    checks = entry.pop("checks", {})
+    if any(_content_crc(p) != crc for p, crc in checks.items()):
+        return None                     # a racy input changed within its ctime tick
+    if checks and not _CHECKS.get(key):
+        store_result(key, entry["stdout"], entry["stderr"], entry["code"])   # settled now
+    return entry
+
+
+def store_result(key: str, stdout: str, stderr: str, code: int) -> None:
+    entry = {"key": key, "stdout": stdout, "stderr": stderr, "code": code}
+    if _CHECKS.get(key):
+        entry["checks"] = _CHECKS[key]
+    try:
+        _atomic_write(_result_path(key), json.dumps(entry).encode())
+    except (OSError, ValueError):
         pass      # a cache that cannot be written is no error
 
 
@@ -134,23 +350,185 @@ def table_dir(path: str, engine: str, base_date) -> str:
     return os.path.join(root(), "tables", key)
 
 
-def load_tables_meta(d: str) -> dict | None:
+def _digest(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _valid_state(s) -> bool:
+    return isinstance(s, dict) and isinstance(s.get("path"), str) and \
+        all(_int(s.get(k), None) for k in ("dev", "ino", "size", "mtime_ns", "ctime_ns")) and \
+        all(isinstance(s.get(k), str) for k in ("head", "tail", "samples")) and \
+        _opt_int(s.get("content")) and s.get("racy", False) in (True, False)
+
+
+def _known_engine(name) -> bool:
+    from .parsers import engine_named
     try:
-        with open(os.path.join(d, "meta.json")) as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
+        return isinstance(name, str) and engine_named(name) is not None
+    except (KeyError, IndexError, ValueError):
+        return False
+
+
+def _valid_meta(meta, key: str) -> bool:
+    """The shape and types of a meta.json as store_tables writes it."""
+    from .schema import TABLES
+    if not isinstance(meta, dict) or meta.get("version") != VERSION or meta.get("key") != key:
+        return False
+    body = {k: v for k, v in meta.items() if k != "sum"}
+    if meta.get("sum") != _digest(body):
+        return False
+    safe = meta.get("safe")
+    if safe is not None and not (
+            isinstance(safe, dict) and _int(safe.get("offset"), 1) and
+            isinstance(safe.get("fp"), str) and _int(safe.get("crc")) and
+            isinstance(safe.get("state"), dict) and _int(safe["state"].get("_line"))):
+        return False
+    cols = meta.get("columns")
+    if cols is not None and not (
+            isinstance(cols, dict) and all(t in TABLES and isinstance(c, list) and
+                                           all(isinstance(x, str) for x in c)
+                                           for t, c in cols.items())):
+        return False
+    info = meta.get("info")
+    tables = meta.get("tables")
+    diags = meta.get("diags")
+    return (_valid_state(meta.get("state")) and
+            meta.get("compression") in (None, "gzip", "xz", "bzip2", "zstd") and
+            _known_engine(meta.get("engine")) and
+            isinstance(info, list) and len(info) == 4 and all(_int(x) for x in info[:3]) and
+            _opt_int(info[3]) and
+            isinstance(tables, dict) and set(tables) == set(TABLES) and
+            all(isinstance(v, dict) and set(v) == {"rows", "token"} and _int(v["rows"]) and
+                isinstance(v["token"], str) for v in tables.values()) and
+            isinstance(diags, list) and
+            all(isinstance(d, list) and len(d) == 5 and _opt_int(d[0]) and
+                isinstance(d[1], str) and isinstance(d[2], str) and
+                d[3] in ("note", "warning", "error") and _int(d[4]) for d in diags))
+
+
+def load_tables_meta(d: str) -> dict | None:
+    """The meta of the table cache entry ``d``, or None.  An entry whose meta is missing,
+    unreadable, of another shape or not matching its checksum is deleted."""
+    try:
+        meta = _load_json(os.path.join(d, "meta.json"))
+    except CacheDamage:
+        meta = False
+    if meta is None and not os.path.lexists(d):
         return None
-    return meta if meta.get("version") == VERSION else None
+    if meta and _valid_meta(meta, os.path.basename(d)):
+        return meta
+    drop(d)
+    return None
+
+
+def settle(d: str, meta: dict, state: dict) -> None:
+    """After a hit on an entry stored with a racy state: store the state as it is now (no
+    longer racy), so that later hits need not read the whole file again."""
+    if state.get("racy") or not meta["state"].get("racy"):
+        return
+    body = {k: v for k, v in meta.items() if k != "sum"}
+    body["state"] = state
+    try:
+        _atomic_write(os.path.join(d, "meta.json"),
+                      json.dumps({**body, "sum": _digest(body)}).encode())
+    except (OSError, ValueError):
+        pass
+
+
+def _arrow_fits(typ, dtype: str) -> bool:
+    """Whether a parquet column of arrow type ``typ`` is what a column of schema dtype
+    ``dtype`` is written as (null: a column of an empty or all-NA object frame)."""
+    import pyarrow.types as pt
+    text = pt.is_string(typ) or pt.is_large_string(typ)
+    if pt.is_null(typ):
+        return True
+    if dtype == "category":
+        return text or (pt.is_dictionary(typ) and (pt.is_string(typ.value_type) or
+                                                   pt.is_large_string(typ.value_type)))
+    if dtype == "string":
+        return text
+    if dtype.startswith("datetime64["):
+        return pt.is_timestamp(typ) and typ.tz is None and typ.unit == dtype[11:-1]
+    return {"Int64": pt.is_int64, "Int32": pt.is_int32, "float64": pt.is_float64,
+            "boolean": pt.is_boolean}.get(dtype, lambda _: False)(typ)
+
+
+def _all_null(pf, i: int) -> bool:
+    """Whether column i of the parquet file holds no value (an all-NA column whose frame dtype
+    was float, as an all-NA category can be), by its statistics."""
+    md = pf.metadata
+    try:
+        return sum(md.row_group(g).column(i).statistics.null_count
+                   for g in range(md.num_row_groups)) == md.num_rows
+    except (AttributeError, TypeError):     # no statistics
+        return False
+
+
+_CONFIG_DTYPES = ("boolean", "Int64", "float64", "string")    # tables._config_column's
+
+
+def check_table(pf, table, entry: dict, projection: dict | None) -> None:
+    """Raise CacheDamage unless the open parquet file ``pf`` is the table ``table`` (a
+    schema.Table) that store_tables wrote for this entry: its token and row count, every
+    column of its schema dtype (or holding no value), no column the schema does not know
+    (but server_args' config keys and private '_' columns), every core column the entry's
+    projection kept."""
+    schema = pf.schema_arrow
+    if (schema.metadata or {}).get(TOKEN) != entry["token"].encode() or \
+            pf.metadata.num_rows != entry["rows"]:
+        raise CacheDamage(f"{table.name}: not the table this entry wrote")
+    cols = {c.name: c for c in table.columns}
+    for i, (name, typ) in enumerate(zip(schema.names, schema.types)):
+        c = cols.get(name)
+        if c is not None:
+            ok = _arrow_fits(typ, c.dtype) or _all_null(pf, i)
+        elif table.name == "server_args":
+            ok = any(_arrow_fits(typ, dt) for dt in _CONFIG_DTYPES)
+        else:
+            ok = name.startswith("_")
+        if not ok:
+            raise CacheDamage(f"{table.name}.{name}: a column of type {typ}")
+    kept = None if projection is None else projection.get(table.name)
+    missing = [c.name for c in table.columns if c.core and c.name not in schema.names and
+               (kept is None or c.name in kept)]
+    if missing:
+        raise CacheDamage(f"{table.name}: no column {missing[0]}")
+
+
+TOKEN = b"eaglelog.cache"     # parquet key-value metadata: the entry's token for this table
 
 
 def store_tables(d: str, meta: dict, frames: dict) -> None:
+    """Write a table cache entry: every table and then meta.json into a new temporary
+    directory next to ``d``, renamed to ``d`` when complete."""
+    parent = os.path.dirname(d)
+    tmp = None
     try:
-        os.makedirs(d, exist_ok=True)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        _make_dir(parent)
+        _sweep(parent)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=".tmp-")
+        tables = {}
         for name, df in frames.items():
-            tmp = os.path.join(d, f".{name}.parquet.tmp")
-            df.to_parquet(tmp, index=False)
-            os.replace(tmp, os.path.join(d, f"{name}.parquet"))
-        _atomic_write(os.path.join(d, "meta.json"),
-                      json.dumps({**meta, "version": VERSION}, default=str).encode())
-    except (OSError, ValueError, ImportError):
-        pass
+            token = secrets.token_hex(8)
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                   TOKEN: token.encode()})
+            pq.write_table(table, os.path.join(tmp, f"{name}.parquet"),
+                           write_page_checksum=True)
+            del table
+            tables[name] = {"rows": len(df), "token": token}
+        body = json.loads(json.dumps({**meta, "version": VERSION, "key": os.path.basename(d),
+                                      "tables": tables}, default=str))
+        with open(os.path.join(tmp, "meta.json"), "wb") as f:
+            f.write(json.dumps({**body, "sum": _digest(body)}).encode())
+        if os.path.lexists(d):
+            drop(d)
+        os.rename(tmp, d)           # fails when another run put its entry there meanwhile
+        tmp = None
+    except Exception:               # OSError, ValueError, ImportError, ArrowException …
+        pass                        # a cache that cannot be written is no error
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -204,14 +204,15 @@ def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
                        err=to_err)
         click.echo(text, nl=False, err=to_err)
 
-    log = follow(logs[0], render, emit_view, base_date=base_date.date() if base_date else None,
-                 remote=ctx.obj.get("remote"), interval=ctx.params.get("interval", 5.0),
-                 stop_after=float(os.environ["EAGLELOG_FOLLOW_STOP_AFTER"])
-                 if os.environ.get("EAGLELOG_FOLLOW_STOP_AFTER") else None)
-    if log is not None:
+    def final(log):       # inside follow(): a second Ctrl-C cannot cut the final view short
         report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)
         if final_render is not None:
             final_render(log)
+
+    follow(logs[0], render, emit_view, base_date=base_date.date() if base_date else None,
+           remote=ctx.obj.get("remote"), interval=ctx.params.get("interval", 5.0),
+           stop_after=float(os.environ["EAGLELOG_FOLLOW_STOP_AFTER"])
+           if os.environ.get("EAGLELOG_FOLLOW_STOP_AFTER") else None, final=final)
 
 
 def output_options(f):
@@ -535,6 +536,18 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
             results_output(results_of(log), fmt, output, summary_block, summary_rows)
         run_follow(ctx, logs, base_date, view, final, output)
         return
+    exports = [(spec, load_export_or_none(spec)) for spec in logs]
+    if any(run is not None for _, run in exports):
+        from .analysis.summary import summarize_export
+        from .report.blocks import export_summary_block
+        results = [summarize_export(run, baseline=baseline, confidence=confidence)
+                   for _, run in exports if run is not None]
+        logs = tuple(spec for spec, run in exports if run is None)
+        if not logs:
+            results_output(results, fmt, output, export_summary_block, lambda r: r.rows())
+            return
+        raise click.UsageError("summary reads either logs or eaglelog exports, not both in one "
+                               "call")
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"))
     from .analysis.summary import summarize
@@ -622,6 +635,14 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
                                            if f.verdict == "explains") or None}]
     results_output(results, fmt, output, reconcile_block, flat)
     finish(ctx, log)
+
+
+def load_export_or_none(spec: str):
+    """The eaglelog export at ``spec`` (a local .json file made by `eaglelog export`), or None."""
+    if spec == "-" or not spec.endswith(".json") or not os.path.isfile(spec):
+        return None
+    from .analysis.compare import load_export
+    return load_export(spec)
 
 
 def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
@@ -811,7 +832,8 @@ def export_cmd(ctx, logs, engine, keep_going, base_date, output):
     if len(runs) != 1:
         raise EaglelogError(f"export writes one run; these inputs hold {len(runs)} (server "
                             "start-ups count as runs): give one log with one start-up")
-    emit(_json.dumps(runs[0].to_export(), default=str) + "\n", output)
+    from .report import finite
+    emit(_json.dumps(finite(runs[0].to_export()), default=str, allow_nan=False) + "\n", output)
     finish(ctx, log)
 
 

@@ -53,16 +53,27 @@ def overview(log: ParsedLog) -> list[dict]:
             ups.append({"startup": int(r["startup"]), "line": int(r["line_no"]),
                         "spec_config": {label: c.get(key) for key, label in SPEC_KEYS}})
         item["startups"] = ups
-        kinds = Counter(d.kind for d in log.diagnostics if d.source == info.name)
+        kinds: Counter = Counter()
+        for d in log.diagnostics:
+            if d.source == info.name:    # one kept, or one standing for d.more counted
+                kinds[d.kind] += d.more or 1
         item["skipped_lines"] = info.skipped
         item["first_skipped_line"] = info.first_skipped
+        # the header lines of the blocks listed (the first MAX_KEPT); "reported" counts all
         item["incomplete_blocks"] = [d.line_no for d in log.diagnostics
-                                     if d.source == info.name and d.kind == "incomplete_block"]
+                                     if d.source == info.name and d.kind == "incomplete_block"
+                                     and not d.more]
         item["reported"] = {k: v for k, v in sorted(kinds.items())}
         if info.error:
             item["error"] = info.error
         out.append(item)
     return out
+
+
+def _incomplete(item: dict) -> int:
+    """Incomplete blocks of an overview item: every one reported, listed or counted."""
+    return (item.get("reported") or {}).get("incomplete_block",
+                                             len(item.get("incomplete_blocks") or []))
 
 
 def overview_rows(items: list[dict]) -> list[dict]:
@@ -81,7 +92,7 @@ def overview_rows(items: list[dict]) -> list[dict]:
         row["startups"] = len(it.get("startups") or [])
         row["skipped_lines"] = it.get("skipped_lines")
         row["first_skipped_line"] = it.get("first_skipped_line")
-        row["incomplete_blocks"] = len(it.get("incomplete_blocks") or [])
+        row["incomplete_blocks"] = _incomplete(it)
         row["error"] = it.get("error")
         rows.append(row)
     return rows
@@ -136,10 +147,10 @@ def render_overview(items: list[dict]) -> str:
             notes.append(f"{n:,} line{'s' if n != 1 else ''} without a record skipped"
                          + (f" (first at line {it['first_skipped_line']})"
                             if it.get("first_skipped_line") else ""))
-        inc = it["incomplete_blocks"]
-        if inc:
-            shown = ", ".join(str(x) for x in inc[:5]) + (" …" if len(inc) > 5 else "")
-            notes.append(f"{len(inc)} incomplete EAGLE3_PROF block{'s' if len(inc) > 1 else ''} "
+        inc, n_inc = it["incomplete_blocks"], _incomplete(it)
+        if n_inc:
+            shown = ", ".join(str(x) for x in inc[:5]) + (" …" if n_inc > len(inc[:5]) else "")
+            notes.append(f"{n_inc:,} incomplete EAGLE3_PROF block{'s' if n_inc > 1 else ''} "
                          f"(line {shown})")
         other = {k: v for k, v in it["reported"].items() if k not in ("incomplete_block", "date")}
         if other:
@@ -147,7 +158,7 @@ def render_overview(items: list[dict]) -> str:
                      "bad_value": "unreadable value(s)", "identity": "identity break(s)",
                      "block_line": "unknown block line(s)", "input_error": "input error",
                      "long_line": "over-long line(s)"}
-            notes.append(", ".join(f"{v} {words.get(k, k.replace('_', ' '))}"
+            notes.append(", ".join(f"{v:,} {words.get(k, k.replace('_', ' '))}"
                                    for k, v in other.items()) + " (see stderr)")
         lines.append(f"  notes       {' · '.join(notes) if notes else 'none'}")
         if it.get("error"):

@@ -6,7 +6,11 @@ numbers by the lines of the ranges before, and start-up numbers by the server_ar
 A record belongs to the range where its line starts; an EAGLE3_PROF block belongs to the range of
 its header: a worker whose range ends inside a block reads on (``Scanner.overrun``) until the
 block closes, and the next worker's leading block lines, orphans for it, are skipped.  The
-result is the same tables as a sequential scan (tests/test_parallel.py).
+result is the same tables as a sequential scan (tests/test_parallel.py), and the same
+diagnostics: the first MAX_KEPT of a kind in the whole file are kept and the rest counted, as
+one scanner does (merge_diagnostics).  A line longer than sources.MAX_LINE is dropped by the
+sequential scan's own rule: a range that holds one gives the file back to it (scan_range ->
+None).
 
 Memory is touched as little as possible, since on a virtual machine every fresh page is a fault
 that can cost tens of microseconds: each worker reads its chunks into one reused buffer, the C
@@ -23,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from ._lazy import pd
 from .parsers import engine_named
 from .schema import TABLES
+from .sources import MAX_LINE
 from .tables import concat_frames
 
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
@@ -36,7 +41,7 @@ def ranges(path: str, n: int) -> list[tuple[int, int]]:
     with open(path, "rb") as f:
         for k in range(1, n):
             f.seek(max(size * k // n, cuts[-1]))
-            f.readline()                         # to the next line start
+            _rest_of_line(f, None)               # to the next line start
             pos = f.tell()
             if pos >= size or pos <= cuts[-1]:
                 break
@@ -45,13 +50,32 @@ def ranges(path: str, n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+def _rest_of_line(f, limit: int | None) -> bytes | None:
+    """Read f to the end of its current line, OVERRUN_STEP bytes at a time: the bytes read, or
+    None once they pass ``limit`` (a line longer than MAX_LINE, not read on); with limit None
+    nothing is kept."""
+    parts, n = [], 0
+    while True:
+        piece = f.readline(OVERRUN_STEP)
+        n += len(piece)
+        if limit is not None:
+            if n > limit:
+                return None
+            parts.append(piece)
+        if not piece or piece.endswith(b"\n"):
+            return b"".join(parts)
+
+
 def _line_end(fd: int, at: int, end: int) -> int:
     """The offset just after the newline that ends the line holding byte ``at - 1`` (``end``
-    when that is at or past ``end``, which is a line end)."""
+    when that is at or past ``end``, which is a line end); -1 when that line is longer than
+    MAX_LINE (it is not read to its end)."""
     if at >= end:
         return end
     pos = at - 1
     while pos < end:
+        if pos - at > MAX_LINE:
+            return -1
         piece = os.pread(fd, min(OVERRUN_STEP, end - pos), pos)
         if not piece:
             return end
@@ -62,8 +86,25 @@ def _line_end(fd: int, at: int, end: int) -> int:
     return end
 
 
+def _has_long_line(buf) -> bool:
+    """Whether a line of buf (which starts at a line start) is longer than MAX_LINE bytes: one
+    search per MAX_LINE bytes, not one per line."""
+    p, n = 0, len(buf)
+    while n - p > MAX_LINE:
+        nl = buf.rfind(b"\n", p, p + MAX_LINE + 1)
+        if nl < 0:
+            return True
+        p = nl + 1
+    return False
+
+
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,
                chunk_size: int, columns: dict | None = None):
+    """The range's rows, diagnostics and counts (scan_parallel unpacks them), or None when it
+    holds a line longer than MAX_LINE: sources.iter_chunks drops such a line by a rule of its
+    own (and rejects a file that starts with one), so the file is the sequential scan's."""
+    from .parsers.scan import MARKERS
+
     sc = engine_named(engine).scanner(name, base_date, columns)
     with open(path, "rb") as f:
         fd = f.fileno()
@@ -74,6 +115,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
         buf = bytearray(chunk_size + OVERRUN_STEP)
         while pos < end:
             cut = _line_end(fd, pos + chunk_size, end)     # chunks end at line ends
+            if cut < 0:
+                return None
             n = cut - pos
             if n < len(buf):
                 del buf[n:]
@@ -84,20 +127,41 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
                 del buf[got:]
             if not got:
                 break
+            if got > MAX_LINE and _has_long_line(buf):
+                return None
             pos += got
             sc.feed(buf)
         del buf
         f.seek(pos)
+        orphans: list[int] = []                  # the next range's lines read here
         if sc.blocks.open:                       # finish the blocks that started in the range
             lines, blank, nbytes = sc.stats.lines, sc.stats.blank, sc.stats.bytes
             sc.overrun = True
+            account, marked = sc._account, []
+
+            def _account(chunk, ls, line_no, end):
+                # every line a block takes past the range is accounted here (Scanner._block_line)
+                orphans.append(line_no - lines)
+                if MARKERS.search(chunk, ls, end) is not None and _a_record(chunk[ls:end]):
+                    marked.append(line_no)
+                account(chunk, ls, line_no, end)
+            sc._account = _account
             while sc.blocks.open:
                 chunk = f.read(OVERRUN_STEP)
                 if not chunk:
                     break
-                chunk += f.readline()
+                rest = _rest_of_line(f, MAX_LINE + 1)
+                if rest is None:     # a line of the next range: that range gives the file back
+                    return None
+                chunk += rest
                 sc.feed(chunk)
             sc.stats.lines, sc.stats.blank, sc.stats.bytes = lines, blank, nbytes
+            del sc._account
+            if marked:
+                # a block line that reads as a record or a malformed one ('  Decode batch. …',
+                # a line of the block for the sequential scan): the next range, which has no
+                # block open there, would read it so
+                return None
     # where a later run may resume: the end of the range, unless a block is open there
     resumable = not sc.blocks.open and not sc.overrun
     raw, parts = sc.finish_raw()
@@ -105,18 +169,66 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     return (raw, parts, [(d.line_no, d.kind, d.message, d.severity, d.more)
                      for d in sc.diags + sc.overflow()],
             (st.lines, st.blank, st.consumed, st.first_skipped, st.bytes), sc.startup,
-            sc.time_only, resumable)
+            sc.time_only, resumable, orphans)
+
+
+def _a_record(raw: bytes) -> bool:
+    """Whether a line with a record marker gives a record or a report when no block is open
+    (Scanner._dispatch's reading of it, without its side effects)."""
+    from .parsers.prefix import strip_ansi
+    from .parsers.scan import LINE_PARSERS, kind_of
+
+    for part in strip_ansi(raw.decode("utf-8", "replace")).split("\r"):
+        kind = kind_of(part)
+        if kind == "prof":
+            return True
+        if kind is not None:
+            res = LINE_PARSERS[kind][1](part)
+            if res.record is not None or res.problems:
+                return True
+    return False
+
+
+def _first_skipped_past(path: str, start: int, end: int, orphans: list[int], name: str,
+                        engine: str, base_date, chunk_size: int) -> int | None:
+    """The first line without a record in the range [start, end), its orphans (the lines, 1 for
+    its first, that the range before read to finish its blocks; records and block lines for
+    the sequential scan) not counted.  The range's own scan skipped them, having no block open:
+    it is scanned again with those lines blank (a blank line ends what they end), up to its
+    first skipped line."""
+    sc = engine_named(engine).scanner(name, base_date, {t: () for t in TABLES})
+    drop = set(orphans)
+    with open(path, "rb") as f:
+        f.seek(start)
+        head = []
+        for ln in range(1, max(drop) + 1):
+            line = f.readline()               # no line of the range is longer than MAX_LINE
+            if not line:
+                break
+            head.append((b"\n" if line.endswith(b"\n") else b"") if ln in drop else line)
+        sc.feed(b"".join(head))
+        pos = f.tell()
+        while sc.stats.first_skipped is None and pos < end:
+            chunk = f.read(min(chunk_size, end - pos))
+            if not chunk:
+                break
+            if not chunk.endswith(b"\n"):
+                chunk += f.readline()
+            pos += len(chunk)
+            sc.feed(chunk)
+    return sc.stats.first_skipped
 
 
 def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int,
                   columns: dict | None = None):
     """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
-    when the file holds time-only prefixes (their dates need one sequential pass)."""
-    from .parsers.scan import Diagnostic, ScanStats
+    when the file holds time-only prefixes (their dates need one sequential pass) or a line
+    longer than MAX_LINE (the sequential scan's rule for it)."""
+    from .parsers.scan import ScanStats
 
     from .parsers.scan import fast_available
 
-    parts = ranges(path, workers)
+    spans = ranges(path, workers)
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
     pool_type = ThreadPoolExecutor if fast_available() else ProcessPoolExecutor
@@ -126,14 +238,14 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     # interval: shorter, they cost microseconds instead of milliseconds
     sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
     try:
-        with pool_type(max_workers=len(parts)) as pool:
-            results = list(pool.map(scan_range, [path] * len(parts), [a for a, _ in parts],
-                                    [b for _, b in parts], [name] * len(parts),
-                                    [engine] * len(parts), [base_date] * len(parts),
-                                    [chunk_size] * len(parts), [columns] * len(parts)))
+        with pool_type(max_workers=len(spans)) as pool:
+            results = list(pool.map(scan_range, [path] * len(spans), [a for a, _ in spans],
+                                    [b for _, b in spans], [name] * len(spans),
+                                    [engine] * len(spans), [base_date] * len(spans),
+                                    [chunk_size] * len(spans), [columns] * len(spans)))
     finally:
         sys.setswitchinterval(switch)
-    if any(r[5] for r in results):
+    if any(r is None or r[5] for r in results):
         return None
     from ._memory import trim
     trim()                      # the workers' scan buffers, before their frames are merged
@@ -141,11 +253,12 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     results = list(results)
     resumable = results[-1][6]
     tables: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-    diags, stats = [], ScanStats()
+    stats, range_diags = ScanStats(), []
     fast = None
-    while results:
-        raw, parts, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _ = \
-            results.pop(0)             # let each worker's rows go once they are merged
+    orphans: list[int] = []            # the lines of this range the range before read
+    for start, end in spans:
+        raw, parts, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _, \
+            next_orphans = results.pop(0)      # let each worker's rows go once they are merged
         if fast is None:
             fast = raw
         else:                          # the C accelerator's arrays: appended in place
@@ -161,16 +274,21 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
                 if startup_base:
                     df["startup"] = df["startup"] + startup_base
                 tables[t].append(df)
-        diags += [Diagnostic(name, None if ln is None else ln + line_base, k, m, sv, more)
-                  for ln, k, m, sv, more in dg]
+        range_diags.append((line_base, dg))
         stats.lines += lines
         stats.blank += blank
         stats.consumed += consumed
         stats.bytes += nbytes
-        if stats.first_skipped is None and first_skipped is not None:
-            stats.first_skipped = first_skipped + line_base
+        if stats.first_skipped is None:
+            if first_skipped is not None and first_skipped in set(orphans):
+                first_skipped = _first_skipped_past(path, start, end, orphans, name, engine,
+                                                    base_date, chunk_size)
+            if first_skipped is not None:
+                stats.first_skipped = first_skipped + line_base
+        orphans = next_orphans
         line_base += lines
         startup_base += startups
+    diags = merge_diagnostics(name, range_diags)
     # one copy into line order: the ranges, and in each the C accelerator's rows and the few
     # the Python parser read (blocks across chunk ends, odd layouts, blocks read past a range)
     frames = {}
@@ -189,3 +307,23 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
             "time_only": False, "stats": [stats.lines, stats.blank, stats.consumed,
                                           stats.first_skipped, stats.bytes]}}
     return frames, diags, stats, safe
+
+
+def merge_diagnostics(name: str, range_diags) -> list:
+    """The ranges' diagnostics, [(line_base, [(line_no, kind, message, severity, more)])] in
+    file order, kept as one scanner of the whole file keeps them: the first MAX_KEPT of a kind
+    (each range kept its own first MAX_KEPT, so the file's first are among them), the rest
+    counted in one diagnostic per kind (Diagnostic.more).  What is listed and counted is then
+    the same for every worker count."""
+    from .parsers.scan import ScannerBase
+
+    acc = ScannerBase()
+    acc.source = name
+    acc._init_diags()
+    for line_base, dg in range_diags:
+        for ln, kind, message, severity, more in dg:
+            if more:                     # counted by the range's scanner, not kept
+                acc.dropped[kind] = acc.dropped.get(kind, 0) + more
+            else:
+                acc.diag(None if ln is None else ln + line_base, kind, message, severity)
+    return acc.diags + acc.overflow()

@@ -176,6 +176,12 @@ DECODE = Table(
         C("drafts", "float64", "drafts", "vLLM: proposals (request × verify steps) in the "
           "window (vllm_spec.drafts); weighs accept_len exactly where SGLang's running_req × "
           "decode_log_interval approximates it"),
+        C("gen_throughput_steps", "boolean", "", "vLLM: True on V0 rows, whose gen_throughput "
+          "counts one token per decoding sequence per engine step, not the tokens emitted "
+          "(llm_engine.py _get_stats, vllm issue 6669): under speculation the step (cycle) "
+          "time is 1000 × running_req / gen_throughput and the delivered rate gen_throughput × "
+          "accept_len (docs/formats-vllm.md); False on V1 rows (emitted tokens); NA on SGLang "
+          "rows and on vLLM rows without a throughput line"),
     ) + _LINE_META,
 )
 
@@ -221,9 +227,12 @@ PREFILL = Table(
 
 SERVER_ARGS = Table(
     "server_args",
-    "one row per 'server_args=ServerArgs(...)' start-up line; the columns after these are the "
-    "config keys as SGLang names them (values that are not Python literals are kept as source "
-    "text; lists and dicts as JSON text)",
+    "one row per server start-up: SGLang's 'server_args=ServerArgs(...)' line, or the vLLM "
+    "start-up lines printed together ('non-default args: {…}', 'args: Namespace(…)', "
+    "'Initializing … LLM engine (v…) with config: …', docs/formats-vllm.md); the columns after "
+    "these are the config keys as SGLang names them (vLLM keys of the same meaning mapped to "
+    "them, the others as vLLM names them; values that are not Python literals are kept as "
+    "source text; lists and dicts as JSON text)",
     _WHERE + (
         C("timestamp", "datetime64[us]", "", "time of the logger prefix"),
         C("parse_ok", "boolean", "", "False when the repr could not be parsed as a whole and keys "
@@ -623,7 +632,7 @@ _RANKS = tuple(tag.lower() for tag in RANK_TAGS)
 ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
         "running_req", "accept_len", "accept_rate", "gen_throughput", "header", "engine",
-        "prompt_throughput", "drafts"),
+        "prompt_throughput", "drafts", "gen_throughput_steps"),
     "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS,
 }
 

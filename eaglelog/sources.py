@@ -12,6 +12,7 @@ import bz2
 import io
 import lzma
 import os
+import re
 import stat
 import sys
 import zlib
@@ -34,15 +35,58 @@ _MAGIC = (
 RAW_PIECE = 64 << 10          # compressed bytes fed to a decompressor at a time
 MAX_LINE = 16 << 20           # a longer line is not a log line: skipped and reported
 
+# What the system tools print of a damaged member before their error, which is what is kept:
+# gzip -dc writes its 32 KiB window each time it fills (gzip 1.12 inflate.c, WSIZE) and drops
+# the part not yet written on a format error (not on a CRC or length error, found after the
+# whole member was written); bzip2 -dc writes what each BZ2_bzRead call returns, 5,000 bytes a
+# time from each stream's start (bzip2 1.0.8 bzip2.c), and a call that fails returns nothing;
+# xz -dc writes everything liblzma decoded (xz 5.4 coder.c).  zstd -dc drops the output of its
+# failing ZSTD_decompressStream call (up to one 128 KiB block decoded before the damage,
+# depending on how its reads fell); eaglelog keeps every block decoded before the damage.
+# Known differences: zlib stops at a back-reference before the start of the data (damage in a
+# member's first 32 KiB), which gzip's own inflate decodes on as garbage; on a cut deflate
+# stream zlib may decode a last byte that gzip does not; libzstd versions differ in the garbage
+# they decode from damaged blocks before noticing.
+_UNIT = {"gzip": 32 << 10, "bzip2": 5000}
+_GZIP_TRAILER = ("incorrect data check", "incorrect length check")
+REPLAY_KEEP = 16 << 20        # unseekable input: compressed bytes of a member kept for a replay
+_NOT_ZERO = re.compile(rb"[^\x00]")
+
+
+class _Damage(Exception):
+    """Damaged or cut compressed data (cause None: cut), at compressed byte ``offset``, with the
+    decoded bytes ``out`` still to be written before it."""
+
+    def __init__(self, cause: Exception | None, offset: int | None = None,
+                 out: bytes = b"") -> None:
+        self.cause, self.offset, self.out = cause, offset, out
+
 
 class _Decoder:
-    """Incremental decompression that keeps every byte decoded before damage or truncation
-    (like zcat), across concatenated members/frames."""
+    """Incremental decompression across concatenated members/frames/streams that writes what
+    the system tool writes before damage or truncation (see _UNIT above).
 
-    def __init__(self, kind: str) -> None:
+    Decoding goes 64 KiB of compressed bytes at a time; when a piece fails, the failing member
+    is decoded again up to the piece (from the file, or from the member's bytes kept in memory
+    for an unseekable input) and the piece a byte at a time, so that the bytes decoded before
+    the damage are known exactly (a failing decompress call returns nothing of what it
+    decoded)."""
+
+    def __init__(self, kind: str, raw=None) -> None:
         self.kind = kind
-        self.obj = self._new()
-        self.total_in = 0
+        self.raw = raw
+        try:
+            self.seekable = bool(raw is not None and raw.seekable())
+        except (OSError, ValueError):
+            self.seekable = False
+        self.unit = _UNIT.get(kind)
+        self.obj = None                 # the current member's decompressor; None between them
+        self.start = 0                  # compressed offset of the current member
+        self.pos = 0                    # compressed bytes fed so far
+        self.out = 0                    # bytes decoded from the current member
+        self.held = bytearray()         # of those, the ones the tool has not written yet
+        self.kept: list[bytes] | None = []   # unseekable input: the member's compressed bytes
+        self.kept_bytes = 0
 
     def _new(self):
         if self.kind == "gzip":
@@ -54,22 +98,156 @@ class _Decoder:
         import zstandard
         return zstandard.ZstdDecompressor().decompressobj()
 
+    def _take(self, got: bytes, out: list) -> None:
+        """Account for decoded bytes; append to ``out`` what the tool would have written."""
+        if not got:
+            return
+        self.out += len(got)
+        if self.unit is None:
+            out.append(got)
+            return
+        rest = self.out % self.unit           # bytes after the last whole unit
+        if len(self.held) + len(got) <= rest:
+            self.held += got
+            return
+        if self.held:
+            out.append(bytes(self.held))
+        out.append(memoryview(got)[:len(got) - rest] if rest else got)
+        self.held = bytearray(got[len(got) - rest:]) if rest else bytearray()
+
+    def _end(self, out: list) -> None:
+        if self.held:
+            out.append(bytes(self.held))
+        self.obj, self.out, self.held, self.kept, self.kept_bytes = None, 0, bytearray(), [], 0
+
     def feed(self, data: bytes) -> bytes:
-        out = []
-        while data:
-            out.append(self.obj.decompress(data))
-            if not self.obj.eof:
-                break
-            data = self.obj.unused_data
-            if not data.strip(b"\x00"):   # trailing zero padding after the last member
-                break
-            self.obj = self._new()          # next member / stream / frame
-        self.total_in += 1
+        """The bytes the tool would write after reading ``data``; raises _Damage."""
+        out: list = []
+        i, n = 0, len(data)
+        while i < n:
+            if self.obj is None:
+                m = _NOT_ZERO.search(data, i)       # zero padding between/after members
+                if m is None:
+                    break
+                i = m.start()
+                self.obj, self.start = self._new(), self.pos + i
+            part = data[i:] if i else data
+            try:
+                got = self.obj.decompress(part)
+            except Exception as e:  # zlib.error, LZMAError, OSError, zstd errors, EOFError
+                raise self._recover(part, self.pos + i, e, out) from None
+            self._take(got, out)
+            if self.obj.eof:
+                used = len(part) - len(self.obj.unused_data)
+                i += used
+                self._end(out)
+            else:
+                self._keep(part)
+                i = n
+        self.pos += n
         return b"".join(out)
 
-    @property
-    def at_end(self) -> bool:
-        return bool(self.obj.eof)
+    def _keep(self, part: bytes) -> None:
+        if self.seekable or self.kept is None:
+            return
+        self.kept.append(part)
+        self.kept_bytes += len(part)
+        if self.kept_bytes > REPLAY_KEEP:
+            self.kept = None                # too long to keep: a failing piece is lost
+
+    def close(self) -> tuple[bytes, bool]:
+        """At the end of the input: (what the tool writes of a cut member, whether the input
+        ended between members)."""
+        if self.obj is None:
+            return b"", True
+        # a cut member: gzip and xz write what they decoded, bzip2's last call fails
+        tail = bytes(self.held) if self.kind == "gzip" else b""
+        self.held = bytearray()
+        return tail, False
+
+    # ------------------------------------------------------------------ damage: replay exactly
+
+    def _member_before(self, at: int):
+        """A new decompressor fed the current member's bytes before compressed offset ``at``,
+        or None when they cannot be read again."""
+        obj = self._new()
+        if at <= self.start:
+            return obj
+        if self.seekable:
+            back = self.raw.tell()
+            try:
+                self.raw.seek(self.start)
+                left = at - self.start
+                while left > 0:
+                    block = self.raw.read(min(left, 1 << 20))
+                    if not block:
+                        return None
+                    obj.decompress(block)
+                    left -= len(block)
+            finally:
+                self.raw.seek(back)
+            return obj
+        if self.kept is None:
+            return None
+        for block in self.kept:
+            obj.decompress(block)
+        return obj
+
+    def _fine(self, obj, part: bytes, out: list):
+        """Feed ``part`` a byte at a time, taking every decoded byte (output limited so that
+        nothing the tool would have written is lost with a failing call); returns (the error,
+        its index in part), or (None, bytes fed) when the member ended or part ran out."""
+        kind, unit = self.kind, self.unit
+        buf = bytearray()
+
+        def limit() -> int:     # xz: a byte a time; gzip, bzip2: up to the next unit boundary
+            return 1 if unit is None else unit - (self.out + len(buf)) % unit
+        err, k = None, len(part)
+        for i in range(len(part)):
+            data = part[i:i + 1]
+            try:
+                if kind == "zstd":
+                    buf += obj.decompress(data)
+                elif kind == "gzip":
+                    while True:
+                        got = obj.decompress(data, limit())
+                        buf += got
+                        data = obj.unconsumed_tail
+                        if obj.eof or not got:
+                            break
+                else:
+                    buf += obj.decompress(data, limit())
+                    while not obj.needs_input and not obj.eof:
+                        buf += obj.decompress(b"", limit())
+            except Exception as e:  # the damage, found again
+                err, k = e, i
+                break
+            if obj.eof:
+                k = i + 1
+                break
+        self._take(bytes(buf), out)
+        return err, k
+
+    def _recover(self, part: bytes, at: int, cause: Exception, out: list) -> _Damage:
+        """The failing member again, exactly: what the tool writes before the damage."""
+        try:
+            obj = self._member_before(at)
+        except Exception:
+            obj = None
+        offset = at + len(part)
+        if obj is not None:
+            # the bytes decoded before this piece were taken already; self.out counts them
+            try:
+                err, k = self._fine(obj, part, out)
+            except Exception:       # never expected: report the failure as it came
+                err, k = None, 0
+            if err is not None:
+                cause, offset = err, at + k
+        if self.kind == "gzip" and any(m in str(cause) for m in _GZIP_TRAILER):
+            if self.held:
+                out.append(bytes(self.held))     # gzip wrote the member before its trailer
+        self.held = bytearray()
+        return _Damage(cause, offset, b"".join(out))
 
 
 @dataclass
@@ -131,55 +309,54 @@ def open_source(spec: str) -> Source:
     return Source(name, buffered, buffered, compression, size, mtime)
 
 
-def _corrupt(src: Source, e: Exception | None, done: int, line: int) -> InputError:
+def _corrupt(src: Source, d: "_Damage", done: int, line: int) -> InputError:
     """A one-line error for damaged or cut compressed data, naming the line and the offsets."""
     where = ""
-    try:
-        where = f" near compressed byte {src.raw.tell():,}"
-    except (OSError, ValueError):
-        pass
-    if e is None:
+    if d.offset is not None:
+        where = f" near compressed byte {d.offset:,}"
+    if d.cause is None:
         return InputError(f"{src.name}:{line}: {src.compression} data ends early{where} (after "
                           f"{done:,} decompressed bytes): the file is truncated")
+    e = d.cause
     return InputError(f"{src.name}:{line}: corrupt {src.compression} data{where} (after "
                       f"{done:,} decompressed bytes): {str(e) or type(e).__name__}")
 
 
 def _pieces(src: Source):
-    """Decompressed pieces of the input.  On damage or truncation, yields what was decoded,
-    then raises the InputError built by the caller from ('corrupt'|'truncated', exc)."""
+    """Decompressed pieces of the input.  On damage or truncation, yields what the system tool
+    would have printed, then raises _Damage (from which the caller builds the InputError)."""
     if src.compression is None:
         while True:
             block = src.raw.read(READ_SIZE)
             if not block:
                 return
             yield block
-    dec = _Decoder(src.compression)
+    dec = _Decoder(src.compression, src.raw)
     while True:
         raw = src.raw.read(RAW_PIECE)
         if not raw:
-            if not dec.at_end:
-                raise _Damage(None)
+            tail, complete = dec.close()
+            if tail:
+                yield tail
+            if not complete:
+                raise _Damage(None, dec.pos)
             return
         try:
             out = dec.feed(raw)
-        except Exception as e:  # zlib.error, LZMAError, OSError, zstd errors
-            raise _Damage(e) from None
+        except _Damage as d:
+            if d.out:
+                yield d.out
+            raise _Damage(d.cause, d.offset) from None
         if out:
             yield out
-
-
-class _Damage(Exception):
-    def __init__(self, cause: Exception | None) -> None:
-        self.cause = cause
 
 
 def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """Yield chunks that end just after a newline; the final chunk may lack one.
 
-    When compressed data turns out to be damaged or cut short, everything decoded before that
-    point is yielded first (as zcat would print it); then InputError is raised, naming the line
-    and the byte offsets.  A line longer than MAX_LINE is replaced by an empty line and noted in
+    When compressed data turns out to be damaged or cut short, what the system tool (zcat,
+    xzcat, bzcat; at least what zstd -dc) prints before its error is yielded first; then
+    InputError is raised, naming the line and the byte offsets.  A line longer than MAX_LINE is replaced by an empty line and noted in
     ``src.notes``; an input whose first MAX_LINE bytes hold no line break is rejected.
     """
     buf: list[bytes] = []
@@ -196,7 +373,7 @@ def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
             if data:
                 yield data
             lines += data.count(b"\n")
-            raise _corrupt(src, d.cause, done, lines + 1) from None
+            raise _corrupt(src, d, done, lines + 1) from None
         if piece is not None:
             done += len(piece)
             if skipping:

@@ -31,6 +31,12 @@ MIN_WINDOWS = 10
 MIN_BATCHES = 5
 MAX_BATCHES = 20
 
+# --- batches sized from the data (the estimators of analysis/rate.py; docs/statistics.md)
+MIN_SERIES = 30      # fewer windows than this give no interval
+MAX_PLANNED = 30     # batches at most
+C_TAU = 3.0          # a batch spans at least this many integrated autocorrelation times
+FINE = 4096          # the sums are kept over at most this many blocks of consecutive windows
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -173,3 +179,213 @@ def combine(estimate: float, parts: Sequence[tuple[Estimate, int]], confidence: 
     denom = sum((p * e.se_log) ** 4 / e.df for e, p in parts if math.isfinite(e.df) and e.df > 0)
     df = var ** 2 / denom if denom > 0 else math.inf
     return from_log_se(estimate, math.sqrt(var), df, n, confidence, source)
+
+
+# ----------------------------------------------------------------------------- data-sized batches
+
+def autocorr_time(u: np.ndarray) -> float:
+    """Integrated autocorrelation time τ = 1 + 2 Σ_k ρ_k of a series (in units of its samples),
+    by Geyer's initial monotone sequence estimator: the sums of adjacent autocorrelation
+    pairs Γ_m = ρ_2m + ρ_2m+1 are added while positive, made non-increasing.  At least 1 (a
+    negatively correlated series is treated as independent: the conservative side)."""
+    u = np.asarray(u, dtype=float)
+    n = len(u)
+    if n < 4:
+        return 1.0
+    d = u - u.mean()
+    var = float(np.dot(d, d)) / n
+    if not var > 0:
+        return 1.0
+    size = 1 << int(2 * n - 1).bit_length()
+    f = np.fft.rfft(d, size)
+    acov = np.fft.irfft(f * np.conj(f), size)[:n] / n
+    rho = acov / acov[0]
+    m = (n - 1) // 2
+    pairs = rho[0:2 * m:2] + rho[1:2 * m:2]
+    stop = np.flatnonzero(pairs <= 0)
+    pairs = pairs[:stop[0]] if len(stop) else pairs
+    if not len(pairs):
+        return 1.0
+    pairs = np.minimum.accumulate(pairs)
+    tau = float(-1.0 + 2.0 * pairs.sum())
+    if n >= 40:
+        # the initial sequence is short-sighted on a series only some τ long: the batch-means
+        # view at 10 batches (τ ≈ L · var(batch means) / var) is taken when it says more
+        b = 10
+        length = n // b
+        bm = d[:b * length].reshape(b, length).mean(axis=1)
+        tau = max(tau, length * float(np.dot(bm, bm)) / (b - 1) / var)
+    return max(1.0, tau)
+
+
+def plan_batches(n: int, tau: float) -> int | None:
+    """How many contiguous batches n samples of autocorrelation time τ make: each at least
+    C_TAU × τ samples long, at most MAX_PLANNED; None when that leaves fewer than MIN_BATCHES
+    (too little data for an interval)."""
+    length = max(1, math.ceil(C_TAU * tau))
+    b = min(MAX_PLANNED, n // length)
+    return b if b >= MIN_BATCHES else None
+
+
+@dataclass
+class Blocks:
+    """Per-window contributions to some sums, summed over at most FINE blocks of consecutive
+    windows (in time order): all a statistic of these sums needs for its jackknife and for the
+    autocorrelation of its terms, in O(FINE) memory whatever the number of windows."""
+
+    sums: np.ndarray     # blocks × columns
+    counts: np.ndarray   # windows per block
+    n: int               # windows
+
+    @classmethod
+    def of(cls, columns: Sequence[np.ndarray], n: int | None = None) -> "Blocks":
+        n = len(columns[0]) if n is None else n
+        k = min(n, FINE)
+        ids = (np.arange(n, dtype=np.int64) * k) // max(n, 1)
+        sums = np.empty((k, len(columns)))
+        for j, col in enumerate(columns):
+            sums[:, j] = np.bincount(ids, weights=np.asarray(col, dtype=float), minlength=k)
+        return cls(sums, np.bincount(ids, minlength=k).astype(float), n)
+
+
+def _gradient(f: Callable[[np.ndarray], np.ndarray], total: np.ndarray, out: np.ndarray,
+              which: Sequence[int]) -> np.ndarray:
+    """∂ log f_i / ∂ total_j for the outputs ``which`` (central differences)."""
+    g = np.zeros((len(which), len(total)))
+    for j in range(len(total)):
+        h = 1e-6 * max(abs(total[j]), 1e-12)
+        up, dn = total.copy(), total.copy()
+        up[j] += h
+        dn[j] -= h
+        fu, fd = np.asarray(f(up), dtype=float), np.asarray(f(dn), dtype=float)
+        for i, w in enumerate(which):
+            if fu[w] > 0 and fd[w] > 0:
+                g[i, j] = (math.log(fu[w]) - math.log(fd[w])) / (2 * h)
+    return g
+
+
+def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confidence: float,
+                   sources: Sequence[str | None] | None = None,
+                   tau_of: Sequence[int] | None = None) -> tuple[list[Estimate], dict]:
+    """Estimates of the outputs of ``f`` (a vector function of the column sums), jointly: one
+    set of contiguous batches, each output's delete-one-batch jackknife on the log scale,
+    Student t with B − 1 degrees of freedom.  The number of batches comes from the data: the
+    integrated autocorrelation time of each output's linearised terms (outputs ``tau_of``, by
+    default all) — batches at least C_TAU times longer than the largest; fewer than MIN_SERIES
+    windows or MIN_BATCHES batches: insufficient data.  Returns (estimates, facts) where facts
+    holds tau (in windows), batches and the block size."""
+    total = blocks.sums.sum(axis=0)
+    theta = np.asarray(f(total), dtype=float)
+    k = len(blocks.counts)
+    srcs = list(sources) if sources is not None else [None] * len(theta)
+    facts = {"tau": math.nan, "batches": 0, "windows": blocks.n}
+
+    def none():
+        return [insufficient(t, blocks.n, confidence, s) for t, s in zip(theta, srcs)], facts
+    ok = np.isfinite(theta) & (theta > 0)
+    if blocks.n < MIN_SERIES or not ok.any():
+        return none()
+    which = [i for i in (tau_of if tau_of is not None else range(len(theta))) if ok[i]]
+    per_block = blocks.n / k                      # windows a block holds
+    tau = 1.0
+    if which:
+        g = _gradient(f, total, theta, which)
+        dev = blocks.sums - np.outer(blocks.counts / blocks.n, total)
+        for gi in g:
+            u = dev @ gi
+            if per_block > 1:                      # blocks of several windows: τ in windows
+                tau_b = autocorr_time(u)
+                tau = max(tau, tau_b * per_block)
+            else:
+                tau = max(tau, autocorr_time(u))
+    facts["tau"] = tau
+    b = plan_batches(blocks.n, tau)
+    if b is None or b > k:
+        return none()
+    facts["batches"] = b
+    labels = (np.arange(k) * b) // k
+    bsums = np.zeros((b, blocks.sums.shape[1]))
+    np.add.at(bsums, labels, blocks.sums)
+    loo = np.array([np.asarray(f(total - bsums[i]), dtype=float) for i in range(b)])
+    # batch means of finite length L underestimate the variance of the mean by about
+    # τ / (2L) (exact for an AR(1) series as ρ → 1): corrected, with L = n / B
+    length = blocks.n / b
+    inflate = 1.0 / math.sqrt(max(1.0 - tau / (2.0 * length), 0.5))
+    facts["inflate"] = inflate
+    out = []
+    t = float(_sp.stdtrit(b - 1, 0.5 + confidence / 2))
+    for i, th in enumerate(theta):
+        col = loo[:, i]
+        if not ok[i] or not (np.isfinite(col).all() and (col > 0).all()):
+            out.append(insufficient(th, blocks.n, confidence, srcs[i]))
+            continue
+        logs = np.log(col)
+        se = inflate * math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
+        out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
+                            blocks.n, confidence, se, b - 1, srcs[i]))
+    return out, facts
+
+
+def block_sums(values: np.ndarray, n: int | None = None) -> np.ndarray:
+    """A per-window series summed over at most FINE blocks of consecutive windows."""
+    v = np.asarray(values, dtype=float)
+    n = len(v) if n is None else n
+    k = min(n, FINE)
+    if k == n:
+        return v.copy()
+    ids = (np.arange(n, dtype=np.int64) * k) // n
+    return np.bincount(ids, weights=v, minlength=k)
+
+
+def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray | None], n: int,
+                        confidence: float, sources: Sequence[str | None] | None = None,
+                        tau_of: Sequence[int] | None = None) -> tuple[list[Estimate], dict]:
+    """Estimates θ_i with intervals from their linearised terms: ``influences[i]`` holds, per
+    block of consecutive windows (stats.block_sums of the per-window terms), the term of
+    log θ_i (Σ over all windows = 0 up to rounding), so that log θ̂_i − log θ_i ≈ Σ terms.
+    One set of contiguous batches for all (sized from the largest integrated autocorrelation
+    time of the terms of ``tau_of``, in windows; each at least C_TAU times longer), the
+    variance of each sum from its batch sums, Student t with B − 1 degrees of freedom; fewer
+    than MIN_SERIES windows or MIN_BATCHES batches: insufficient data.  An influence of None
+    is an exact value.  Returns (estimates, facts: tau, batches, inflate)."""
+    srcs = list(sources) if sources is not None else [None] * len(thetas)
+    facts = {"tau": math.nan, "batches": 0, "windows": n, "inflate": 1.0}
+    ok = [u is not None and math.isfinite(t) and t > 0 for t, u in zip(thetas, influences)]
+
+    def none():
+        return [Estimate(float(t), float(t), float(t), n, confidence, 0.0, math.inf, s)
+                if u is None and math.isfinite(t) else insufficient(t, n, confidence, s)
+                for t, u, s in zip(thetas, influences, srcs)], facts
+    if n < MIN_SERIES or not any(ok):
+        return none()
+    k = len(next(u for u in influences if u is not None))
+    per_block = n / k
+    tau = 1.0
+    for i in (tau_of if tau_of is not None else range(len(thetas))):
+        if ok[i]:
+            tau = max(tau, autocorr_time(influences[i]) * per_block if per_block > 1 else
+                      autocorr_time(influences[i]))
+    facts["tau"] = tau
+    b = plan_batches(n, tau)
+    if b is None or b > k:
+        return none()
+    facts["batches"] = b
+    length = n / b
+    inflate = 1.0 / math.sqrt(max(1.0 - tau / (2.0 * length), 0.5))
+    facts["inflate"] = inflate
+    labels = (np.arange(k) * b) // k
+    t = float(_sp.stdtrit(b - 1, 0.5 + confidence / 2))
+    out = []
+    for th, u, s, good in zip(thetas, influences, srcs, ok):
+        if u is None:
+            out.append(Estimate(float(th), float(th), float(th), n, confidence, 0.0, math.inf, s)
+                       if math.isfinite(th) else insufficient(th, n, confidence, s))
+            continue
+        if not good:
+            out.append(insufficient(th, n, confidence, s))
+            continue
+        sums = np.bincount(labels, weights=u, minlength=b)
+        se = inflate * math.sqrt(b * float(np.var(sums, ddof=1)))
+        out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
+                            n, confidence, se, b - 1, s))
+    return out, facts

@@ -248,3 +248,217 @@ def test_column_absorb(n1, n2, kind):
     c = _fastscan.Column.na(kind, 2)
     c.absorb(a)           # and again, onto a small one
     assert np.array_equal(np.frombuffer(c, dtype=dt)[2:], np.arange(n1 + n2) % 100)
+
+
+@pytest.mark.parametrize("n1, n2, kind", [(200_000, 200_000, "q"), (131_072, 140_000, "d")])
+def test_absorbs_after_an_absorb(n1, n2, kind):
+    """The second absorb of a column that absorbed one at the real threshold (1 MiB): the
+    column then spans two mappings, and growing it once failed (mremap: EFAULT, MemoryError),
+    so a parallel scan with three workers failed on every log of 105 MB or more."""
+    import numpy as np
+    from eaglelog.parsers.scan import _FAST_DTYPES, _fastscan
+    dt = _FAST_DTYPES[kind]
+    a, want = _fastscan.Column.na(kind, n1), [np.full(n1, np.nan if kind == "d" else -2**63)]
+    for i in range(3):
+        b = _fastscan.Column.na(kind, n2 + i)
+        np.frombuffer(b, dtype=dt)[:] = np.arange(n2 + i) + 10**6 * i
+        want.append(np.arange(n2 + i) + 10**6 * i)
+        a.absorb(b)
+        assert len(a.mappings()) == i + 2 and len(b) == 0
+    np.testing.assert_array_equal(np.frombuffer(a, dtype=dt), np.concatenate(want))
+
+
+def kernel_boundaries(col) -> set:
+    """The offsets inside a Column's array where /proc/self/maps starts a mapping."""
+    import numpy as np
+    v = np.frombuffer(col, dtype=np.uint8)
+    lo = v.__array_interface__["data"][0] if len(v) else 0
+    hi = lo + len(v)
+    del v
+    out = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            a = int(line.split("-", 1)[0], 16)
+            if lo < a < hi:
+                out.add(a - lo)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])     # even: absorb_threshold lowered to 1 byte
+def test_many_absorbs_of_varied_sizes_and_types(seed):
+    """A dozen absorbs and more per column, of sizes around the page and the threshold, of every
+    element type, onto columns that absorbed before and from columns that did, mixed with
+    extend(): the bytes are the concatenation, the absorbed column is left empty, and every
+    mapping the kernel sees inside the array is one the column knows of (it grows by moving
+    them one by one)."""
+    import os
+    import numpy as np
+    from eaglelog.parsers.scan import _FAST_DTYPES, _fastscan
+    rng = np.random.default_rng(seed)
+    was = _fastscan.absorb_threshold(1 << 20 if seed % 2 else 1)     # real and lowered
+    try:
+        for kind in "qdilb":
+            dt = np.dtype(_FAST_DTYPES[kind])
+            sizes = [0, 1, 4095 // dt.itemsize, 4096 // dt.itemsize, 4097 // dt.itemsize,
+                     (1 << 20) // dt.itemsize, (1 << 20) // dt.itemsize + 1, 3 << 18, 77, 5000,
+                     int(rng.integers(1, 400_000)), int(rng.integers(1, 400_000))]
+            rng.shuffle(sizes)
+            a = _fastscan.Column.na(kind, int(rng.integers(0, 300_000)))
+            np.frombuffer(a, dtype=dt)[:] = np.arange(len(a) // dt.itemsize) % 101
+            want = [np.frombuffer(a, dtype=dt).copy()]
+            for i, n in enumerate(sizes):
+                b = _fastscan.Column.na(kind, n)
+                np.frombuffer(b, dtype=dt)[:] = (np.arange(n) + i) % 97
+                if i % 4 == 3:         # one that absorbed itself before
+                    c = _fastscan.Column.na(kind, 300_000)
+                    np.frombuffer(c, dtype=dt)[:] = 5
+                    b.absorb(c)
+                    n += 300_000
+                want.append(np.frombuffer(b, dtype=dt).copy())
+                a.absorb(b)
+                assert len(b) == 0 and b.mappings() == (0,)
+                if i % 3 == 2:
+                    extra = np.full(1000 + i, 3, dtype=dt)
+                    a.extend(extra)
+                    want.append(extra)
+                got = np.frombuffer(a, dtype=dt)
+                np.testing.assert_array_equal(got, np.concatenate(want), err_msg=f"{kind} {i}")
+                del got
+                if os.path.exists("/proc/self/maps"):
+                    assert kernel_boundaries(a) <= set(a.mappings()), (kind, i)
+            if seed % 2 == 0:
+                assert len(a.mappings()) > 5     # pages were moved, not copied
+    finally:
+        _fastscan.absorb_threshold(was)
+
+
+def test_absorb_into_an_empty_column():
+    """An empty column takes the other's storage as it is (no copy, no page moved)."""
+    import numpy as np
+    from eaglelog.parsers.scan import _fastscan
+    a, b = _fastscan.Column.na("q", 0), _fastscan.Column.na("q", 300_000)
+    np.frombuffer(b, dtype=np.int64)[:] = np.arange(300_000)
+    a.absorb(b)
+    assert len(b) == 0 and a.mappings() == (0,)
+    np.testing.assert_array_equal(np.frombuffer(a, dtype=np.int64), np.arange(300_000))
+    assert _fastscan.absorb_threshold() == 1 << 20
+    with pytest.raises(ValueError):
+        _fastscan.absorb_threshold(-1)
+
+
+# ------------------------------------------------------------------ what each path accepts
+DEC = ("[2026-01-20 10:00:00 TP0] Decode batch{it}. #running-req: {rr}, #token: {tok}, token "
+       "usage: 0.05, accept len: {al}, accept rate: 0.38, cuda graph: True, gen throughput "
+       "(token/s): 88.10, #queue-req: 0, \n")
+GOOD = DEC.format(it="", rr="5", tok="1200", al="2.30")
+
+
+def both_paths(tmp_path, monkeypatch, text):
+    path = tmp_path / "x.log"
+    path.write_text(GOOD + text + GOOD, encoding="utf-8")
+    fast, slow = parse_both(path, monkeypatch)
+    assert_same(fast, slow)
+    return fast
+
+
+@pytest.mark.parametrize("header", ["EAGLE3_PROF (-0 cycles, 114 tok, no sync)",
+                                    "EAGLE3_PROF (100 cycles, -0 tok, no sync)",
+                                    "EAGLE3_PROF (-100 cycles, 114 tok, no sync)"])
+def test_signed_counts_in_a_header(tmp_path, monkeypatch, header):
+    """A header's counts are unsigned (eagle3_prof.HEADER_RX: digits): '-0 cycles' is not a
+    header, for the C accelerator too (it read it as 0 cycles and kept the block)."""
+    block = CANON.replace("EAGLE3_PROF (100 cycles, 114 tok, no sync)", header)
+    log = both_paths(tmp_path, monkeypatch, block + "\n")
+    assert len(log.prof) == 0 and len(log.decode) == 2
+    assert [(d.line_no, d.kind) for d in log.diagnostics] == [(2, "malformed")]
+    assert "EAGLE3_PROF header not understood" in log.diagnostics[0].message
+    prefixed = "".join(f"[2026-01-20 10:00:00 TP0] {ln}\n" for ln in block.splitlines())
+    log = both_paths(tmp_path, monkeypatch, prefixed)
+    assert len(log.prof) == 0 and [d.kind for d in log.diagnostics] == ["malformed"]
+
+
+@pytest.mark.parametrize("it", [" [-0],", " [-3],", " [+3],"])
+def test_signed_iteration_in_a_header(tmp_path, monkeypatch, it):
+    """'Decode batch [-0], …' is no iteration number (sglang.DECODE_HEAD_RX: digits): the line
+    is reported as a damaged header, not skipped silently."""
+    log = both_paths(tmp_path, monkeypatch,
+                     DEC.format(it=it, rr="5", tok="1200", al="2.30").replace(",.", ","))
+    assert len(log.decode) == 2 and log.sources[0].skipped == 0
+    assert [(d.kind, d.message) for d in log.diagnostics] == [
+        ("malformed", "decode line not parsed: header 'Decode batch [N]' with N not a number")]
+    log = both_paths(tmp_path, monkeypatch,
+                     GOOD.replace("Decode batch.", f"Prefill batch{it}").replace(",,", ","))
+    assert len(log.prefill) == 0
+
+
+BAD_NUMBERS = {"400 digits": "1" * 400, "41 digits": "1" * 41, "inf": "inf", "nan": "nan",
+               "-inf": "-inf", "Infinity": "Infinity", "exponent overflow": "1e400",
+               "Arabic-Indic": "\u0662.\u0663\u0660", "full-width": "\uff12.\uff13",
+               "underscore": "1_000.5", "spaces": " 2.30", "plus": "+2.30"}
+
+
+@pytest.mark.parametrize("text", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
+def test_numbers_the_python_converters_refuse(tmp_path, monkeypatch, text):
+    """What sglang._float and _pct refuse (non-ASCII digits, '1_000', inf, nan, a text that
+    overflows to inf) the C accelerator never stores: it leaves the line to the Python
+    parser (a number beyond 40 characters, any other character), which reports a bad value;
+    a 41-digit number is finite and read alike by both."""
+    log = both_paths(tmp_path, monkeypatch, DEC.format(it="", rr="5", tok="1200", al=text))
+    import math
+    got = log.decode["accept_len"].tolist()
+    assert len(got) == 3 and got[0] == got[2] == 2.30
+    if text in ("1" * 41, "+2.30", " 2.30"):      # finite ASCII numbers (the last two: Python)
+        assert got[1] == float(text) and not log.diagnostics
+    else:
+        assert math.isnan(got[1])
+        assert [(d.line_no, d.kind) for d in log.diagnostics] == [(2, "bad_value")]
+    log = both_paths(tmp_path, monkeypatch, DEC.format(it="", rr="5", tok=text.replace(".", ""),
+                                                       al="2.30"))
+    tokens = log.decode["num_tokens"].tolist()
+    assert tokens[0] == tokens[2] == 1200
+    assert all(isinstance(t, int) for t in tokens if t is not pd.NA)
+
+
+@pytest.mark.parametrize("text", ["9223372036854775807", "9223372036854775808", "9" * 19,
+                                  "1" * 400, "-9223372036854775809", "2147483648"])
+def test_integers_past_their_columns(tmp_path, monkeypatch, text):
+    """An integer beyond int64 (beyond int32 for #running-req) is a bad value in both paths
+    (C reads up to 18 digits and leaves longer ones to Python, which reads 19 within int64)."""
+    log = both_paths(tmp_path, monkeypatch, DEC.format(it="", rr=text, tok=text, al="2.30"))
+    assert len(log.decode) == 3
+    assert log.decode["running_req"].isna().tolist()[1]
+    if -2**63 <= int(text) < 2**63:
+        assert log.decode["num_tokens"].tolist()[1] == int(text)
+    else:
+        assert log.decode["num_tokens"].isna().tolist()[1]
+
+
+@pytest.mark.parametrize("number", ["1" * 35, "1." + "1" * 35, "1" * 400, "1" * 31 + ".5",
+                                    "nan", "inf", "\u0661.5", "1" * 30 + "." + "1" * 9])
+def test_numbers_in_block_lines(tmp_path, monkeypatch, number):
+    """Block numbers: eagle3_prof._NUM (30 digits before and after the point) and the C
+    accelerator (40 characters at most) agree, and no infinity is stored."""
+    import math
+    for line, old in (("  Accept len:      {}", "  Accept len:      1.14"),
+                      ("  Draft steps:        {} ms/cyc  (  3.4%)",
+                       "  Draft steps:        0.93 ms/cyc  (  3.4%)")):
+        block = CANON.replace(old, line.format(number))
+        log = both_paths(tmp_path, monkeypatch, block + "\n")
+        for t in ("prof", "prof_phases"):
+            df = log.table(t)
+            for c in df.select_dtypes("number").columns:
+                assert not df[c].map(lambda v: isinstance(v, float) and math.isinf(v)).any(), c
+
+
+@pytest.mark.parametrize("date", ["1500-01-01", "1677-12-31", "1678-01-01", "2261-12-31",
+                                  "2262-01-01", "9999-12-31", "2100-02-29", "2024-02-29"])
+def test_dates_the_timestamp_columns_hold(tmp_path, monkeypatch, date):
+    """prefix.valid_datetime: dates datetime64[ns] holds (years 1678-2261) and exist; the C
+    accelerator declined only impossible dates and read year 1500 as a timestamp."""
+    text = GOOD.replace("2026-01-20", date) + "".join(
+        f"[{date} 10:00:00 TP0] {ln}\n" for ln in CANON.splitlines())
+    log = both_paths(tmp_path, monkeypatch, text)
+    ok = date in ("1678-01-01", "2261-12-31", "2024-02-29")
+    assert log.decode["timestamp"].notna().tolist() == [True, ok, True]
+    assert log.prof["timestamp"].notna().tolist() == [ok]
+    assert len([d for d in log.diagnostics if d.kind == "bad_value"]) == (0 if ok else 2)

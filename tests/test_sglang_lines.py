@@ -70,8 +70,54 @@ def test_decode_hybrid_spellings_and_unknown_fields():
 
 def test_decode_not_a_record_and_cut_short():
     assert parse_decode_line("Decode batch size 8 exceeds the captured graphs").record is None
+    # a line cut short keeps the fields before the last separator (the last may be cut inside
+    # its value: '#token: 50' of '#token: 5012') and says so
     r = parse_decode_line("[2026-02-24 12:30:18 TP0] Decode batch, #running-req: 6, #token: 50")
-    assert r.record is None and "cut short" in r.problems[0]
+    assert r.record["running_req"] == 6 and "num_tokens" not in r.record
+    assert r.problems == ["cut short (no '#queue-req' field): the fields before '#token: 50' "
+                          "are kept"]
+    r = parse_decode_line("[2026-02-24 12:30:18 TP0] Decode batch, #running-req: 6, #token: 5012, "
+                          "token usage: 0.03, accept len: 2.31, gen throughput (token/s): 51")
+    assert (r.record["num_tokens"], r.record["accept_len"]) == (5012, 2.31)
+    assert "gen_throughput" not in r.record and len(r.problems) == 1
+    r = parse_decode_line("[2026-02-24 12:30:18 TP0] Decode batch, #runn")
+    assert r.record is None and r.problems == ["cut short before its first field"]
+    r = parse_prefill_line("[2026-02-24 12:30:18] Prefill batch. #new-seq: 1, #new-token: 512, "
+                           "#cached-token: 0, token usage: 0.01, #running-req: 0, #queue-r")
+    assert (r.record["new_token"], r.record["running_req"]) == (512, 0)
+    assert r.problems == ["cut short (no '#queue-req' field): the fields before '#queue-r' are kept"]
+
+
+def test_decode_line_with_a_call_site_suffix_is_whole():
+    """A logger format that appends the call site (another engine reusing SGLang's header):
+    the line is whole, not cut short, with or without '#queue-req'."""
+    r = parse_decode_line("[2026-02-24 12:30:18] Decode batch. #running-req: 2, #token: 100, "
+                          "token usage: 0.01, accept len: 2.00, gen throughput (token/s): 80.0 "
+                          "(scheduler_metrics_mixin.py:200)")
+    assert r.problems == [] and r.record["gen_throughput"] == 80.0 and r.record["extra"] is None
+    r = parse_decode_line("[2026-02-24 12:30:18] Decode batch. #running-req: 2, #token: 100, "
+                          "token usage: 0.01, gen throughput (token/s): 80.0, #queue-req: 3 "
+                          "(scheduler.py:1234)")
+    assert r.problems == [] and r.record["queue_req"] == 3
+
+
+def test_numbers_are_ascii_finite_and_in_range():
+    """int()/float() take 'inf', 'nan', '1_000', Arabic-Indic and full-width digits: a logger
+    prints none of them, so each is a bad value (reported), never a number."""
+    base = ("[2026-02-24 12:30:18] Decode batch. #running-req: 2, #token: 100, token usage: 0.01, "
+            "accept len: {}, gen throughput (token/s): {}, #queue-req: {}")
+    for al, tput, q in (("inf", "80.0", "0"), ("nan", "80.0", "0"), ("2.0", "1_000.0", "0"),
+                        ("2.0", "8\u0660.0", "0"), ("2.0", "80.0", "\uff11"),
+                        ("2.0", "9" * 400 + ".0", "0"), ("2.0", "80.0", "9223372036854775808"),
+                        ("1e400", "80.0", "0"), ("2.0", "-inf", "0")):
+        r = parse_decode_line(base.format(al, tput, q))
+        assert r.record is not None and len(r.problems) == 1, (al, tput, q, r)
+        assert r.problems[0].startswith("bad value in")
+        assert all(not isinstance(v, float) or v == v and abs(v) != float("inf")
+                   for v in r.record.values())
+    r = parse_decode_line("[2026-02-24 12:30:18] Decode batch. #running-req: \u0661, #token: 1, "
+                          "token usage: 0.01, gen throughput (token/s): 80.0, #queue-req: 0")
+    assert "running_req" not in r.record and r.problems == ["bad value in '#running-req: \u0661'"]
 
 
 def test_decode_bad_value_is_reported_not_guessed():

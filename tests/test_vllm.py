@@ -248,3 +248,431 @@ def test_counts_beyond_64_bits_are_reported_not_fatal(tmp_path):
     assert len(log.vllm_spec) == 1 and log.vllm_spec["accepted_tokens"].tolist() == [100]
     it = log.vllm_iterations
     assert len(it) == 1 and it["iteration"].isna().all() and it["iter_ms"].tolist() == [30.0]
+
+
+# ---------------------------------------------------------------------------- issue 13 / 14
+# Fixtures added for them (tests/fixtures/vllm, written by make_fixtures.py from vllm.md's
+# formulas): v0_k_change, v0_bad_window, bad_values, startup_v0, startup_v1, startup_forms.
+import gzip
+import math
+import warnings
+
+from eaglelog.parsers import SniffingScanner
+from eaglelog.parsers.vllm import config_keys, parse_config_line, parse_spec_line, \
+    parse_throughput_line
+
+NEW = ("v0_k_change", "v0_bad_window", "bad_values", "startup_v0", "startup_v1", "startup_forms")
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_the_reports_of_each_new_fixture_exactly(name):
+    case = FIXTURES / "vllm" / f"{name}.log"
+    exp = json.loads(case.with_suffix(".expected.json").read_text())
+    log = eaglelog.parse(case, base_date=exp["base_date"])
+    got = [[d.line_no, d.kind, d.message] for d in log.diagnostics if d.line_no is not None]
+    assert got == exp["diagnostics"]
+
+
+def _finite_tables(log):
+    """No inf or nan in any float column; no value out of its column's range."""
+    for name, df in log.tables.items():
+        for col in df.columns:
+            if str(df[col].dtype) == "float64":
+                v = df[col].dropna().to_numpy()
+                assert all(math.isfinite(x) for x in v), (name, col)
+    for df in (log.vllm_spec, log.decode):
+        if "accept_len" in df:
+            a = df["accept_len"].dropna()
+            assert (a >= 1).all(), a.tolist()
+        for col in ("accept_rate", "window_acceptance_rate", "draft_acceptance_rate"):
+            if col in df:
+                assert df[col].dropna().between(0, 1).all(), (col, df[col].tolist())
+
+
+def test_a_change_of_k_starts_a_new_segment(run):
+    """Two V0 runs back to back (k = 3, then k = 5 with higher counters): differenced across the
+    runs, line 6 gave accept length 570 / (16056 / 5) = 0.178 and rate -0.164; the change of k
+    starts segment 1, whose first window is the run's own counters (6000 / 4800 = 1.25)."""
+    case = FIXTURES / "vllm" / "v0_k_change.log"
+    log = eaglelog.parse(case, base_date="2024-09-30")
+    spec = log.vllm_spec.set_index("line_no")
+    assert spec.loc[6, "segment"] == 1 and spec.loc[6, "accept_len"] == 6000 / 4800
+    assert spec.loc[8, "accept_len"] == 790 / 200 and spec.loc[8, "accept_rate"] == pytest.approx(
+        (790 / 200 - 1) / 5)
+    _finite_tables(log)
+    s = json.loads(run("-q", "summary", "-f", "json", "--date", "2024-09-30", case).stdout)
+    # every window, weighted by its drafts: Σ emitted / Σ drafts
+    assert s["accept_len"]["sglang"]["estimate"] == pytest.approx(
+        (505 + 6000 + 790) / (243 + 4800 + 200), rel=1e-12)
+
+
+def test_impossible_v0_windows_are_reported_not_printed():
+    log = eaglelog.parse(FIXTURES / "vllm" / "v0_bad_window.log", base_date="2025-10-02")
+    assert log.vllm_spec["accept_len"].notna().tolist() == [False, True, False, True, False,
+                                                             False, False]
+    assert sorted(d.line_no for d in log.diagnostics if d.kind == "bad_window") == [3, 5, 6]
+    _finite_tables(log)
+
+
+# cumulative counters of engine runs logged one after another (a run's k, its per-window
+# (drafts, accepted positions, emitted tokens)); a run may start with counters above the last
+# run's (an undetectable restart) or with another k
+_run = st.tuples(st.integers(1, 6), st.lists(st.tuples(st.integers(0, 400), st.floats(0, 1),
+                                                        st.floats(0, 1)), min_size=1, max_size=5),
+                 st.integers(0, 30_000))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_run, min_size=1, max_size=4))
+def test_derived_v0_values_are_never_impossible(runs):
+    text = []
+    for k, windows, offset in runs:
+        acc, draft, emitted = offset, offset * k, offset * 2    # where this run's counters start
+        for d, fa, fe in windows:
+            a = int(fa * d * k)
+            draft += d * k
+            acc += a
+            emitted += d + int(fe * min(a, d * k))
+            text.append(v0_line(acc, draft, emitted, k))
+    sc = VllmScanner("p")
+    sc.feed("".join(text).encode())
+    frames = sc.finish()
+    spec = frames["vllm_spec"]
+    tau = spec["accept_len"].dropna()
+    k = spec.loc[tau.index, "k"]
+    assert ((tau >= 1) & (tau <= k + 1)).all()
+    assert spec["accept_rate"].dropna().between(0, 1).all()
+    if "window_acceptance_rate" in spec:
+        assert spec["window_acceptance_rate"].dropna().between(0, 1).all()
+
+
+NUMBER_SLOTS = [
+    # (a valid line, the number in it to replace)
+    ("INFO 01-20 10:00:00 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+     "generation throughput: 35.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+     "usage: 0.4%, Prefix cache hit rate: 0.0%", "35.6"),
+    ("INFO 01-20 10:00:00 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+     "generation throughput: 35.6 tokens/s, Running: 7 reqs, Waiting: 0 reqs, GPU KV cache "
+     "usage: 0.4%, Prefix cache hit rate: 0.0%", "7"),
+    ("INFO 01-20 10:00:00 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+     "generation throughput: 35.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache "
+     "usage: 0.4%, Prefix cache hit rate: 0.0%", "0.4"),
+    ("INFO 01-20 10:00:01 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.31, "
+     "Accepted throughput: 10.10 tokens/s, Drafted throughput: 15.40 tokens/s, Accepted: 101 "
+     "tokens, Drafted: 154 tokens, Per-position acceptance rate: 0.792, 0.519, Avg Draft "
+     "acceptance rate: 65.6%", "2.31"),
+    ("INFO 01-20 10:00:01 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.31, "
+     "Accepted throughput: 10.10 tokens/s, Drafted throughput: 15.40 tokens/s, Accepted: 101 "
+     "tokens, Drafted: 154 tokens, Per-position acceptance rate: 0.792, 0.519, Avg Draft "
+     "acceptance rate: 65.6%", "101"),
+    ("INFO 01-20 10:00:01 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.31, "
+     "Accepted throughput: 10.10 tokens/s, Drafted throughput: 15.40 tokens/s, Accepted: 101 "
+     "tokens, Drafted: 154 tokens, Per-position acceptance rate: 0.792, 0.519, Avg Draft "
+     "acceptance rate: 65.6%", "0.519"),
+    ("INFO 01-20 10:00:01 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.31, "
+     "Accepted throughput: 10.10 tokens/s, Drafted throughput: 15.40 tokens/s, Accepted: 101 "
+     "tokens, Drafted: 154 tokens, Per-position acceptance rate: 0.792, 0.519, Avg Draft "
+     "acceptance rate: 65.6%", "65.6"),
+    ("INFO 09-30 11:47:31 metrics.py:351] Speculative metrics: Draft acceptance rate: 0.571, "
+     "System efficiency: 0.513, Number of speculative tokens: 3, Number of accepted tokens: 4533, "
+     "Number of draft tokens: 7944, Number of emitted tokens: 5430.", "0.513"),
+    ("INFO 09-30 11:47:31 metrics.py:351] Speculative metrics: Draft acceptance rate: 0.571, "
+     "System efficiency: 0.513, Number of speculative tokens: 3, Number of accepted tokens: 4533, "
+     "Number of draft tokens: 7944, Number of emitted tokens: 5430.", "5430"),
+    ("INFO 10-02 13:05:27 spec_decode_worker.py:829] SpecDecodeWorker stage times: "
+     "average_time_per_proposal_tok_ms=3.71 scoring_time_ms=22.48 verification_time_ms=0.94",
+     "22.48"),
+    ("(EngineCore_DP0 pid=311) INFO 01-09 04:12:55 [core.py:352] Iteration(1042): 0 context "
+     "requests, 0 context tokens, 8 generation requests, 8 generation tokens, iteration elapsed "
+     "time: 14.07 ms", "14.07"),
+    ("INFO 09-30 11:47:26 metrics.py:341] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 188.6 tokens/s, Running: 4 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV "
+     "cache usage: 2.7%, CPU KV cache usage: 0.0%.\n"
+     "INFO 09-30 11:47:26 metrics.py:357] Prefix cache hit rate: GPU: 41.25%, CPU: 0.00%",
+     "41.25"),
+]
+NOT_NUMBERS = ["inf", "nan", "NaN", "-inf", "1e400", "9" * 400, "\u0663\u0665", "\uff13\uff15",
+               "1_000", "-1", "101.5", "", "0x10", "3.5.1"]
+
+
+@pytest.mark.parametrize("slot", range(len(NUMBER_SLOTS)))
+@pytest.mark.parametrize("bad", NOT_NUMBERS)
+def test_a_number_vllm_never_prints_is_reported(tmp_path, slot, bad):
+    """Every number of every vLLM line: a value that is not an ASCII, finite, in-range number
+    is a reported bad value or a reported line, never an exception or a stored inf/nan."""
+    line, value = NUMBER_SLOTS[slot]
+    assert line.count(value) >= 1
+    p = tmp_path / "x.log"
+    p.write_text(line.replace(value, bad, 1) + "\n", encoding="utf-8")
+    try:
+        log = eaglelog.parse(p, base_date="2025-01-20")
+    except eaglelog.NoRecordsError as e:
+        assert "x.log:1: no record could be read: " in str(e)
+        return
+    _finite_tables(log)
+    said = [d for d in log.diagnostics if d.kind in ("bad_value", "bad_window")]
+    # 101.5 is a valid throughput or time; anywhere else it is not a count, or out of range
+    if bad == "101.5" and value in ("35.6", "22.48", "14.07"):
+        assert not said
+    else:
+        assert said and said[0].line_no in (1, 2), [d.message for d in log.diagnostics]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(range(len(NUMBER_SLOTS))), st.text(min_size=0, max_size=12))
+def test_any_text_in_a_number_slot_never_raises(slot, text):
+    line, value = NUMBER_SLOTS[slot]
+    bad = line.replace(value, text.replace("\n", " "), 1)
+    for parse in (parse_spec_line, parse_throughput_line):
+        parse(bad)
+    sc = VllmScanner("p")
+    sc.feed((bad + "\n").encode("utf-8", "surrogatepass"))
+    frames = sc.finish()
+    for df in frames.values():
+        for col in df.columns:
+            if str(df[col].dtype) == "float64":
+                assert df[col].dropna().map(math.isfinite).all(), col
+
+
+# --------------------------------------------------------------------------- start-up lines
+def test_vllm_startups_give_the_config_sglang_names(run):
+    """Each start-up (the lines printed together, vllm.md / docs/formats-vllm.md) is a
+    server_args row whose keys use SGLang's names; the analyses label the runs by them."""
+    case = FIXTURES / "vllm" / "startup_v1.log"
+    log = eaglelog.parse(case, base_date="2025-11-18")
+    src = log.sources[0].name
+    c1, c2 = log.config(src, 1), log.config(src, 2)
+    assert {k: c1[k] for k in ("speculative_algorithm", "speculative_draft_model_path",
+                               "speculative_num_steps", "tp_size", "model_path")} == {
+        "speculative_algorithm": "eagle3", "speculative_draft_model_path": "org/Target-8B-EAGLE3",
+        "speculative_num_steps": 3, "tp_size": 2, "model_path": "org/Target-8B"}
+    assert (c2["speculative_algorithm"], c2["speculative_num_steps"], c2["tp_size"]) == \
+        ("ngram", 4, 1)
+    assert [u for u, _ in log.startups(src)] == [1, 2]
+    text = run("-q", "summary", "--date", "2025-11-18", case).stdout
+    assert "config          eagle3 · draft org/Target-8B-EAGLE3 · steps 3 · tp 2 · dp 1" in text
+    assert "config          ngram · steps 4 · tp 1 · dp 1" in text
+    cmp = run("-q", "compare", "--date", "2025-11-18", case).stdout
+    assert "speculative_algorithm 'eagle3' → 'ngram'" in cmp
+    assert "speculative_num_steps 3 → 4" in cmp
+
+
+@pytest.mark.parametrize("raw, want", [
+    # V0 --speculative-model (2024); '[ngram]' is V0's n-gram lookup
+    ({"speculative_model": "org/D", "num_speculative_tokens": 5},
+     {"speculative_draft_model_path": "org/D", "speculative_num_steps": 5,
+      "speculative_algorithm": "unknown"}),
+    ({"speculative_model": "[ngram]", "num_speculative_tokens": 4},
+     {"speculative_draft_model_path": None, "speculative_num_steps": 4,
+      "speculative_algorithm": "ngram"}),
+    ({"speculative_model": None, "num_speculative_tokens": None},
+     {"speculative_draft_model_path": None, "speculative_num_steps": None,
+      "speculative_algorithm": None}),
+    # --speculative-config (2025 →), and SpeculativeConfig(...)'s repr of every version
+    ({"speculative_config": {"method": "deepseek_mtp", "num_speculative_tokens": 1}},
+     {"speculative_algorithm": "deepseek_mtp", "speculative_num_steps": 1}),
+    ({"speculative_config": "SpeculativeConfig(draft_model='[ngram]', num_spec_tokens=5)"},
+     {"speculative_algorithm": "ngram", "speculative_draft_model_path": None,
+      "speculative_num_steps": 5}),
+    ({"speculative_config": "SpeculativeConfig(draft_model='ngram', num_spec_tokens=5)"},
+     {"speculative_algorithm": "ngram", "speculative_draft_model_path": None,
+      "speculative_num_steps": 5}),
+    ({"speculative_config": "SpeculativeConfig(method='suffix', model=None, num_spec_tokens=8)"},
+     {"speculative_algorithm": "suffix", "speculative_draft_model_path": None,
+      "speculative_num_steps": 8}),
+    ({"speculative_config": None}, {"speculative_algorithm": None}),
+    ({"model": "m", "tensor_parallel_size": 4, "data_parallel_size": 2,
+      "pipeline_parallel_size": 1, "max_model_len": 4096, "seed": 7, "port": 1},
+     {"model_path": "m", "tp_size": 4, "dp_size": 2, "pp_size": 1, "context_length": 4096,
+      "random_seed": 7, "port": 1}),
+])
+def test_config_keys_map_to_sglang_names(raw, want):
+    assert config_keys(raw) == want
+
+
+def test_a_start_up_line_cut_short_keeps_what_survived():
+    r = parse_config_line("INFO 06-17 09:00:00 [api_server.py:1043] non-default args: {'model': "
+                          "'m', 'port': 80")
+    assert r.record["_args"] == {"model_path": "m", "speculative_algorithm": None}
+    assert r.record["parse_ok"] is False and "cut short" in r.problems[0]
+    r = parse_config_line("INFO 06-17 09:00:00 [api_server.py:1043] non-default args: {'model': "
+                          "'m', 'tensor_parallel_size': 99999999999999999999999}")
+    assert r.record["_args"]["tp_size"] is None
+    assert r.problems == ["bad value '99999999999999999999999' for tp_size: beyond 64 bits"]
+
+
+def test_the_v0_throughput_flag(run):
+    """gen_throughput counts sequence-steps on V0 rows (vllm issue 6669), emitted tokens on V1
+    rows: the decode column gen_throughput_steps says which, for the analyses."""
+    for case, want in (("v0_spec_b_restart", True), ("v1e_dp", False), ("startup_v0", True),
+                       ("startup_v1", False)):
+        path = FIXTURES / "vllm" / f"{case}.log"
+        log = eaglelog.parse(path, base_date=base(path))
+        d = log.decode[log.decode["gen_throughput"].notna()]
+        assert d["gen_throughput_steps"].tolist() == [want] * len(d), case
+    # the analyses get it with their column projection too
+    from eaglelog.schema import ANALYSIS_COLUMNS
+    path = FIXTURES / "vllm" / "startup_v0.log"
+    log = eaglelog.parse(path, base_date="2024-10-02", columns=ANALYSIS_COLUMNS)
+    assert log.decode["gen_throughput_steps"].tolist() == [True] * 3
+
+
+def test_a_resumed_scan_keeps_the_start_ups(tmp_path, monkeypatch):
+    """The table cache resumes a grown log only where no start-up row is still open; the
+    resumed tables equal a fresh parse."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    lines = (FIXTURES / "vllm" / "startup_v1.log").read_text().splitlines(keepends=True)
+    p = tmp_path / "grow.log"
+    p.write_text("".join(lines[:7]))
+    eaglelog.parse(p, base_date="2025-11-18", cache=True)
+    with open(p, "a") as f:
+        f.write("".join(lines[7:]))
+    got = eaglelog.parse(p, base_date="2025-11-18", cache=True)
+    fresh = eaglelog.parse(p, base_date="2025-11-18")
+    import pandas.testing as pdt
+    for t in ("server_args", "decode", "vllm_spec"):
+        pdt.assert_frame_equal(got.table(t), fresh.table(t), check_dtype=False,
+                               check_categorical=False)
+
+
+# --------------------------------------------------------------------------- sniffing
+NOISE_LINE = b'INFO:     10.0.0.%d:5%04d - "GET /health HTTP/1.1" 200 OK\n'
+
+
+def noise(mib: float) -> bytes:
+    out, n, i = [], 0, 0
+    while n < mib * (1 << 20):
+        ln = NOISE_LINE % (i % 250, i % 10000)
+        out.append(ln)
+        n += len(ln)
+        i += 1
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_a_vllm_log_after_megabytes_of_other_lines_is_read_whole(tmp_path, gz):
+    """The first metrics line after 5 MiB of health checks: --engine auto still picks vllm, and
+    the rows are those of the log without the noise, their line numbers shifted."""
+    case = FIXTURES / "vllm" / "startup_v1.log"
+    pre = noise(5)
+    n_pre = pre.count(b"\n")
+    data = pre + case.read_bytes()
+    p = tmp_path / ("noisy.log.gz" if gz else "noisy.log")
+    if gz:
+        with gzip.open(p, "wb") as f:
+            f.write(data)
+    else:
+        p.write_bytes(data)
+    ref = eaglelog.parse(case, base_date="2025-11-18")
+    log = eaglelog.parse(p, base_date="2025-11-18")
+    info = log.sources[0]
+    assert info.engine == "vllm"
+    assert (info.lines, info.skipped, info.first_skipped) == (n_pre + 11, n_pre + 1, 1)
+    for t in ("decode", "vllm_spec", "vllm_stats", "server_args"):
+        a, b = ref.table(t), log.table(t)
+        assert b["line_no"].tolist() == [x + n_pre for x in a["line_no"]], t
+        cols = [c for c in a.columns if c not in ("source", "line_no", "paired_line")]
+        assert b[cols].equals(a[cols]), t
+    notes = [(d.line_no, d.kind) for d in log.diagnostics if d.kind == "engine"]
+    assert notes == [(n_pre + 2, "engine")]
+
+
+def test_an_engine_named_on_another_familys_log_points_at_its_lines(tmp_path):
+    p = tmp_path / "noisy.log"
+    pre = noise(2)
+    p.write_bytes(pre + (FIXTURES / "vllm" / "v1e_dp.log").read_bytes())
+    with pytest.raises(eaglelog.NoRecordsError) as e:
+        eaglelog.parse(p, engine="sglang")
+    n = pre.count(b"\n") + 1
+    assert str(e.value).endswith(f"families tried: sglang; it holds vllm (from line {n:,}) lines: "
+                                 "drop --engine (auto) or pass --engine vllm")
+
+
+SG = ("[2026-03-05 10:00:{:02d}] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, "
+      "accept len: 2.50, accept rate: 0.50, cuda graph: True, gen throughput (token/s): 100.00, "
+      "#queue-req: 0,\n")
+
+
+def test_vllm_lines_after_a_sglang_head_are_reported(tmp_path, monkeypatch):
+    """A log whose head is SGLang's and whose vLLM lines come later (in the first chunk, after
+    its first MiB): the SGLang rows are read and the vLLM lines are reported, with the engine
+    that reads them (no scan path reads both: the parallel one never looks past the head)."""
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    vl = (FIXTURES / "vllm" / "v1e_dp.log").read_bytes()
+    pre = noise(1.5)
+    data = SG.format(0).encode() + pre + vl + SG.format(5).encode()
+    p = tmp_path / "both.log"
+    p.write_bytes(data)
+    log = eaglelog.parse(p, base_date="2025-11-18")
+    assert log.sources[0].engine == "sglang"
+    assert log.decode["line_no"].tolist() == [1, data.count(b"\n")]
+    first_vllm = pre.count(b"\n") + 2
+    said = [(d.line_no, d.kind, d.message) for d in log.diagnostics if d.kind == "other_family"]
+    assert said == [(first_vllm, "other_family", "vLLM lines from here on are not read (read as "
+                     "sglang, the family of its first lines): pass --engine vllm to read them")]
+    log = eaglelog.parse(p, base_date="2025-11-18", engine="vllm")
+    assert len(log.vllm_spec) == 2 and log.vllm_spec["line_no"].min() == first_vllm + 1
+
+
+def test_a_head_with_sglang_markers_but_no_record_suggests_the_engine(tmp_path):
+    """The head's only SGLang marker is no record ('Prefil' in prose); the vLLM lines 9 MiB on
+    (in a later chunk) are named in the error with the --engine that reads them."""
+    pre = noise(9)
+    p = tmp_path / "x.log"
+    p.write_bytes(b"Prefilling the prompt cache warm-up set\n" + pre +
+                  (FIXTURES / "vllm" / "v1e_dp.log").read_bytes())
+    with pytest.raises(eaglelog.NoRecordsError) as e:
+        eaglelog.parse(p)
+    n = pre.count(b"\n") + 2
+    assert str(e.value).endswith(f"families tried: sglang (the family whose markers it holds); "
+                                 f"it holds vllm (from line {n:,}) lines: pass --engine vllm")
+    assert len(eaglelog.parse(p, engine="vllm", base_date="2025-11-18").vllm_spec) == 2
+
+
+def test_a_large_log_with_no_family_in_its_head_is_not_split(tmp_path, monkeypatch):
+    """The parallel scan (SGLang only) is chosen from the head; a head without any family's
+    lines goes to the sequential scan, which looks further: a 33 MiB log whose vLLM lines come
+    after the noise is read whole."""
+    monkeypatch.setenv("EAGLELOG_WORKERS", "2")
+    from eaglelog import parallel
+    pre = noise(parallel.MIN_PARALLEL / (1 << 20) + 1)
+    p = tmp_path / "big.log"
+    p.write_bytes(pre + (FIXTURES / "vllm" / "v1e_dp.log").read_bytes())
+    log = eaglelog.parse(p, base_date="2025-11-18")
+    assert log.sources[0].engine == "vllm" and len(log.vllm_spec) == 2
+
+
+def test_the_sniffing_scanner_counts_the_lines_it_skips():
+    sc = SniffingScanner("auto", b"", "x")
+    sc.feed(b"\nhello\n\n")
+    assert (sc.stats.lines, sc.stats.blank, sc.stats.first_skipped) == (3, 2, 2)
+    sc.feed((FIXTURES / "vllm" / "v1e_dp.log").read_bytes())
+    frames = sc.finish()
+    assert sc.engine_name == "vllm" and frames["vllm_spec"]["line_no"].tolist() == [5, 7]
+    assert (sc.stats.lines, sc.stats.blank, sc.stats.first_skipped) == (8, 2, 2)
+
+
+# --------------------------------------------------------------------------- idle windows
+def idle_log(n=12):
+    out = []
+    for i in range(n):
+        t = f"01-20 10:00:{5 * i:02d}"
+        out.append(f"INFO {t} [loggers.py:100] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+                   "Avg generation throughput: 35.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, "
+                   "GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%")
+        out.append(f"INFO {t} [metrics.py:100] SpecDecoding metrics: Mean acceptance length: "
+                   "2.50, Accepted throughput: 30.00 tokens/s, Drafted throughput: 60.00 "
+                   "tokens/s, Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance "
+                   "rate: 0.700, 0.500, 0.300")
+    return "\n".join(out) + "\n"
+
+
+def test_all_idle_windows_leak_no_numpy_warning(write):
+    """Every window 'Running: 0 reqs': no tokens per iteration, so no all-windows throughput
+    (it was 0 / 0: a RuntimeWarning on stderr and NaN in the JSON)."""
+    from eaglelog.analysis.summary import summarize
+    log = eaglelog.parse(write("idle.log", idle_log()), base_date="2026-01-20")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = summarize(log)
+    assert s.throughput_all is None

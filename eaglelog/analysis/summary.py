@@ -48,6 +48,9 @@ class SummaryResult:
     breakeven: BreakevenResult | None
     notes: tuple[str, ...] = ()
     engine: str | None = None      # the log family (labels only; not in the JSON)
+    # where the phases come from: 'no-sync blocks', 'N sync-mode blocks' (shares only, no
+    # cycle), 'vLLM stage times', or None
+    phases_from: str | None = None
 
     def to_dict(self) -> dict:
         def d(e):
@@ -55,7 +58,8 @@ class SummaryResult:
         return {"source": self.source, "confidence": self.confidence, "config": self.config,
                 "lines": self.lines, "span_s": self.span_s,
                 "cycle_ms": d(self.cycle_ms), "blocks": self.blocks, "cycles": self.cycles,
-                "phases": [p.to_dict() for p in self.phases], "bottleneck": self.bottleneck,
+                "phases": [p.to_dict() for p in self.phases], "phases_from": self.phases_from,
+                "bottleneck": self.bottleneck,
                 "accept_len": {"sglang": d(self.accept_sglang),
                                "profiler": d(self.accept_profiler)},
                 "throughput": {"all_windows_tok_s": self.throughput_all,
@@ -119,30 +123,32 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # cycle breakdown from no-sync complete blocks
     p = log.prof[log.prof["source"] == source]
     sync = (p["mode"] == "sync").to_numpy(dtype=bool)
-    use = p[p["complete"].fillna(False).astype(bool).to_numpy() & ~sync].sort_values("line_no")
-    cyc, phases, bottleneck = None, [], None
+    complete = p["complete"].fillna(False).astype(bool).to_numpy()
+    use = p[complete & ~sync].sort_values("line_no")
+    cyc, phases, bottleneck, phases_from = None, [], None, None
     if len(use):
         weights = use["cycles"].to_numpy(float)
         cyc = stats.weighted_mean(use["total_ms"].to_numpy(), weights, confidence,
                                   f"{len(use)} no-sync EAGLE3_PROF blocks")
-        ph = log.prof_phases[log.prof_phases["source"] == source]
-        ph = ph[ph["block"].isin(use["line_no"])]
-        wmap = pd.Series(weights, index=use["line_no"].to_numpy(dtype=np.int64))
-        for label in ph["phase"].drop_duplicates().astype(str):
-            rows = ph[(ph["phase"] == label).to_numpy(dtype=bool)].sort_values("block")
-            est = stats.weighted_mean(
-                rows["ms_per_cycle"].to_numpy(),
-                wmap.reindex(rows["block"].to_numpy(dtype=np.int64)).to_numpy(), confidence)
-            phases.append(Phase(label, est, 100 * est.estimate / cyc.estimate
-                                if cyc.estimate else float("nan")))
-        if phases:
-            bottleneck = max(phases, key=lambda x: x.ms_per_cycle.estimate).phase
+        phases = _phases(log, source, use, cyc.estimate, confidence)
+        phases_from = "no-sync blocks"
         n_sync = int(sync.sum())
         if n_sync:
             notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
-    if not len(use) and "vllm_stages" in log.tables:
+    elif (complete & sync).any():
+        # sync mode: a device synchronize after each phase makes the split exact and the cycle
+        # slower than production: the shares are shown, never the cycle time
+        sblocks = p[complete & sync].sort_values("line_no")
+        scyc = stats.weighted_mean(sblocks["total_ms"].to_numpy(), sblocks["cycles"].to_numpy(
+            float), confidence, f"{len(sblocks)} sync-mode EAGLE3_PROF blocks")
+        phases = _phases(log, source, sblocks, scyc.estimate, confidence)
+        phases_from = f"{len(sblocks)} sync-mode blocks"
+    if phases:
+        bottleneck = max(phases, key=lambda x: x.ms_per_cycle.estimate).phase
+    if not len(use) and not phases and "vllm_stages" in log.tables:
         cyc, phases, bottleneck, n_stage = vllm_stage_breakdown(log, source, confidence)
         if cyc is not None:
+            phases_from = "vLLM stage times"
             notes.append(f"cycle breakdown from {n_stage} vLLM 'SpecDecodeWorker stage times' "
                          "lines: draft + scoring + verification leave scheduling out (a lower "
                          "bound of the cycle); break-even uses the cycle derived from throughput")
@@ -156,7 +162,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     if len(w):
         gen = w["gen_throughput"].to_numpy(float)
         tokens = tokens_per_iter(w)   # per iteration; × interval cancels
-        ok = (w["reason"] != "first").to_numpy(dtype=bool) & (gen > 0)
+        ok = (w["reason"] != "first").to_numpy(dtype=bool) & (gen > 0) & (tokens > 0)
         if ok.any():       # (divided in place: arrays of millions of windows, as few as can be)
             tk = tokens[ok]
             total = tk.sum()
@@ -192,4 +198,69 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes),
-                         info.engine)
+                         info.engine, phases_from)
+
+
+def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
+            confidence: float) -> list[Phase]:
+    """Each phase's ms per cycle over ``blocks`` (cycle-weighted) and its share of ``total``."""
+    weights = blocks["cycles"].to_numpy(float)
+    ph = log.prof_phases[log.prof_phases["source"] == source]
+    ph = ph[ph["block"].isin(blocks["line_no"])]
+    wmap = pd.Series(weights, index=blocks["line_no"].to_numpy(dtype=np.int64))
+    out = []
+    for label in ph["phase"].drop_duplicates().astype(str):
+        rows = ph[(ph["phase"] == label).to_numpy(dtype=bool)].sort_values("block")
+        est = stats.weighted_mean(
+            rows["ms_per_cycle"].to_numpy(),
+            wmap.reindex(rows["block"].to_numpy(dtype=np.int64)).to_numpy(), confidence)
+        out.append(Phase(label, est, 100 * est.estimate / total if total else float("nan")))
+    return out
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What an eaglelog export (``eaglelog export``) holds: each metric's estimate over its
+    windows and, with a baseline, the break-even accept length and the speedup."""
+
+    source: str
+    engine: str
+    confidence: float
+    config: dict
+    metrics: tuple[tuple[str, str, str, Estimate], ...]    # (name, label, unit, estimate)
+    extra: dict                                           # breakeven_accept_len, speedup
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "engine": self.engine, "export": True,
+                "confidence": self.confidence, "config": self.config,
+                "metrics": {n: {"label": lab, "unit": u, **e.to_dict()}
+                            for n, lab, u, e in self.metrics},
+                "breakeven": {k: e.to_dict() for k, e in self.extra.items()} or None,
+                "notes": list(self.notes)}
+
+    def rows(self) -> list[dict]:
+        """One flat row (csv/markdown): each metric's estimate and interval."""
+        row = {"source": self.source}
+        for n, _, _, e in self.metrics:
+            row.update({n: e.estimate, f"{n}_ci_low": e.ci_low, f"{n}_ci_high": e.ci_high})
+        for n, e in self.extra.items():
+            row.update({n: e.estimate, f"{n}_ci_low": e.ci_low, f"{n}_ci_high": e.ci_high})
+        return [row]
+
+
+def summarize_export(run, *, baseline: Baseline | None = None,
+                     confidence: float = 0.95) -> ExportSummary:
+    """Summary of an exported run (analysis.compare.Run from load_export)."""
+    from .compare import extra_from_series
+
+    config = {label: run.config.get(key) for key, label in CONFIG_KEYS if key in run.config}
+    metrics = tuple((name, s.label, s.unit, s.estimate(confidence))
+                    for name, s in run.series.items())
+    extra, notes = {}, []
+    if baseline is not None:
+        extra = extra_from_series(run, baseline, confidence)
+        if not extra:
+            notes.append("the export holds too few windows of cycle time and accept length "
+                         "for a break-even")
+    return ExportSummary(run.label, run.engine, confidence, config, metrics, extra, tuple(notes))

@@ -153,6 +153,12 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
                         "prompt_throughput") + SERIES_TAGS
             if c in decode.columns]
     d = decode[cols]
+    if "accept_len" in d.columns:
+        a = d["accept_len"].to_numpy(dtype=float)
+        if (a < 1).any():
+            # below 1 is no accept length (the bonus token makes every window's value ≥ 1): a
+            # window without a verify prints 0.00; it is a window without a spec sample
+            d = d.assign(accept_len=np.where(a < 1, np.nan, a))
     if not d["line_no"].is_monotonic_increasing:
         d = d.sort_values("line_no")
     d = d.reset_index(drop=True)

@@ -8,11 +8,15 @@ A family says how to sniff its logs and how to scan them:
 * ``llamacpp``, ``trtllm`` and ``bench``: the other engines' outputs and the benchmark scripts of
   others.md (parsers/others.py), into the ``bench`` and ``bench_iters`` tables.
 
-``--engine auto`` sniffs the first chunk (1 MiB): one family found -> its scanner; several -> one
-scan that splits the input by family, named by joining the names with '+': the others.md lines are
-claimed first, by their own markers; SGLang and vLLM server lines are then split the same way
-(parsers/vllm.py's MixedScanner), so no family misreads another's lines.  A family whose first
-line comes after the first MiB is not looked for: name it with ``--engine``.
+``--engine auto`` sniffs the first MiB: one family found -> its scanner; several -> one scan that
+splits the input by family, named by joining the names with '+': the others.md lines are claimed
+first, by their own markers; SGLang and vLLM server lines are then split the same way
+(parsers/vllm.py's MixedScanner), so no family misreads another's lines.  The sniffing does not
+stop at the head (``SniffingScanner``): when the first MiB holds no family's lines, every later
+chunk is sniffed until one does, and the family is chosen there (line numbers unchanged, the
+lines before it counted as skipped); once chosen, later chunks are watched for the lines of the
+server family not chosen (SGLang or vLLM, a cheap literal search), which are reported with their
+first line and the ``--engine`` that reads them.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from typing import Callable
 
 
 from .._lazy import np
-from .scan import MARKERS, ScanStats, Scanner
+from .scan import MARKERS, ScanStats, Scanner, count_blank
 from . import others
 from . import vllm as _vllm
 
@@ -32,12 +36,24 @@ def _kind_pattern(kind: str) -> re.Pattern:
     return others.markers((kind,))
 
 
-def _found(pattern: re.Pattern, literals: tuple[bytes, ...], head: bytes) -> bool:
+def _found(pattern: re.Pattern, literals: tuple[bytes, ...], head: bytes,
+           one_line: bool = False) -> bool:
     """pattern.search(head), skipped when the head holds none of the literals (one of which
     every match contains): a literal find is ~30× faster than these regexes on a 1 MiB head."""
-    if literals and not any(lit in head for lit in literals):
-        return False
-    return pattern.search(head) is not None
+    return _first(pattern, literals, head, one_line) is not None
+
+
+def _first(pattern: re.Pattern, literals: tuple[bytes, ...], text: bytes,
+           one_line: bool = False) -> re.Match | None:
+    """pattern.search(text) (see _found).  With ``one_line`` (no match spans lines), the regex
+    starts at the line of the first literal: on megabytes of other lines before it, the
+    regex never runs over them."""
+    if not literals:
+        return pattern.search(text)
+    hits = [i for i in (text.find(lit) for lit in literals) if i >= 0]
+    if not hits:
+        return None
+    return pattern.search(text, text.rfind(b"\n", 0, min(hits)) + 1 if one_line else 0)
 
 
 SGLANG_TABLES = ("prof", "prof_phases", "decode", "prefill", "server_args", "requests")
@@ -61,7 +77,13 @@ class Engine:
         if self.kinds:   # one pattern per kind: 30× faster than their alternation on a 1 MiB head
             return any(_found(_kind_pattern(k), others.SNIFF_LITERALS.get(k, ()), head)
                        for k in self.kinds)
-        return _found(self.pattern, self.literals, head)
+        return _found(self.pattern, self.literals, head, one_line=True)
+
+    def first_match(self, text: bytes) -> re.Match | None:
+        """The first marker of this family in ``text`` (None: none)."""
+        if self.kinds:
+            return self.pattern.search(text)
+        return _first(self.pattern, self.literals, text, one_line=True)
 
     def scanner(self, source: str, base_date=None, columns=None):
         if self.kinds:
@@ -69,12 +91,18 @@ class Engine:
         return self.make(source, base_date, columns=columns)
 
 
+# the alternatives of scan.MARKERS: every SGLang marker is one of them, on one line
+SGLANG_LITERALS = (b"EAGLE3_PROF", b"Decode batch", b"Prefil", b"server_args=", b"Finish: obj=",
+                   b'"request.finished"', b"new fill batch. ", b"#running-req: ")
+
 ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", "SGLang server logs: 'Decode batch' / 'Prefill batch' lines, "
-                     "'server_args=', 'Finish:' request lines, EAGLE3_PROF blocks"),
+                     "'server_args=', 'Finish:' request lines, EAGLE3_PROF blocks",
+                     literals=SGLANG_LITERALS),
     "vllm": Engine("vllm", "vLLM server logs: 'Speculative metrics:' / 'SpecDecoding metrics:', "
                    "'Avg prompt throughput:', 'SpecDecodeWorker stage times:', 'Iteration(N):' "
-                   "lines", markers=_vllm.MARKERS, make=_vllm.VllmScanner,
+                   "lines, start-up 'non-default args:' / 'with config:' lines",
+                   markers=_vllm.MARKERS, make=_vllm.VllmScanner,
                    tables=_vllm.OWN_TABLES, literals=_vllm.SNIFF_LITERALS),
     "llamacpp": Engine("llamacpp", "llama.cpp: 'draft acceptance =' and 'statistics … #gen "
                        "drafts' lines, llama-speculative-simple's n_drafted/n_accept summary",
@@ -152,19 +180,240 @@ def family_tables(name: str | None) -> tuple[str, ...] | None:
         return None
 
 
-def choose_engine(name: str, head: bytes):
-    """``auto`` picks the engines whose markers appear in the first chunk (several: one scan
-    split by family); with none, the first engine is used (and an input with no records is
-    reported, naming every family)."""
-    if name != "auto":
-        return engine_named(name)
-    found = [e.name for e in ENGINES.values() if e.sniff(head)]
-    if not found:
-        return next(iter(ENGINES.values()))
+def found_families(text: bytes) -> list[str]:
+    """The families whose markers appear in ``text``, in ENGINES order."""
+    return [e.name for e in ENGINES.values() if e.sniff(text)]
+
+
+def _combined(found: list[str]):
+    """The engine that reads the families ``found`` (one, or one scan split by family)."""
     if len(found) == 1:
         return ENGINES[found[0]]
     servers = [n for n in found if not ENGINES[n].kinds]
     return engine_named("+".join(servers + [n for n in found if ENGINES[n].kinds]))
+
+
+def choose_engine(name: str, head: bytes):
+    """``auto`` picks the engines whose markers appear in ``head`` (several: one scan split by
+    family); with none, the first engine is used.  A scan of a whole input chooses with
+    ``sniffing_scanner``, which looks further than the head."""
+    if name != "auto":
+        return engine_named(name)
+    found = found_families(head)
+    if not found:
+        return next(iter(ENGINES.values()))
+    return _combined(found)
+
+
+# Server families watched beyond the head, by literals one of which every line worth reporting
+# holds (a find per literal and chunk: ~0.3 ms per MiB each); the family's markers confirm a hit.
+WATCH_LITERALS = {"sglang": (b"Decode batch", b"Prefill batch", b"server_args=", b"EAGLE3_PROF"),
+                  "vllm": _vllm.WATCH_LITERALS}
+SERVER_LABEL = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def _advance(sc, nl: int, lines: int, nbytes: int, blank: int, first: int | None) -> None:
+    """Put a fresh scanner after ``nl`` newlines of input that holds none of its lines (as if it
+    had read them: line numbers and counts unchanged)."""
+    if isinstance(sc, MixedScanner):
+        _advance(sc.claim, nl, lines, nbytes, blank, first)
+        _advance(sc.rest, nl, lines, nbytes, blank, first)
+        return
+    if isinstance(sc, _vllm.MixedScanner):
+        _advance(sc.sg, nl, lines, nbytes, blank, first)
+        _advance(sc.vl, nl, lines, nbytes, blank, first)
+        return
+    sc._line += nl
+    st = sc.stats
+    st.lines += lines
+    st.bytes += nbytes
+    st.blank += blank
+    if st.first_skipped is None:
+        st.first_skipped = first
+
+
+_NON_SPACE = re.compile(rb"\S")
+
+
+class SniffingScanner:
+    """The scanner of one whole input, chosen from what the input holds: ``requested`` (an
+    engine name, or 'auto': the families found in ``head``, else those of the first later
+    chunk that holds any family's lines).  Until then the chunks are only counted; the chosen
+    scanner starts after them.  Afterwards, chunks are watched for the server family not
+    chosen (WATCH_LITERALS): its first line is reported (kind 'other_family') with the
+    --engine that reads it.  ``on_engine(name)`` is called when the engine is chosen."""
+
+    def __init__(self, requested: str, head: bytes, source: str, base_date=None, columns=None,
+                 on_engine: Callable[[str], None] | None = None) -> None:
+        self.requested, self.source = requested, source
+        self.base_date, self.columns = base_date, columns
+        self.on_engine = on_engine
+        self.inner = None
+        self.engine_name: str | None = None
+        self._nl = self._lines = self._bytes = self._blank = 0
+        self._first: int | None = None
+        self._watch: dict[str, tuple[bytes, ...]] = {}
+        self._overrun = False
+        if requested != "auto":
+            self._choose(engine_named(requested))
+        else:
+            found = found_families(head)
+            if found:
+                self._choose(_combined(found))
+
+    # ------------------------------------------------------------------ choosing
+    def _choose(self, eng, at_line: int | None = None, nowhere: bool = False) -> None:
+        sc = eng.scanner(self.source, self.base_date, self.columns)
+        if self._nl or self._bytes:
+            _advance(sc, self._nl, self._lines, self._bytes, self._blank, self._first)
+        sc.overrun = self._overrun
+        self.inner, self.engine_name = sc, eng.name
+        chosen = set(eng.name.split("+"))
+        self._watch = {f: lit for f, lit in WATCH_LITERALS.items() if f not in chosen}
+        if at_line is not None:
+            sc.diag(at_line, "engine", f"no family's lines in the first MiB: read as {eng.name}, "
+                    f"whose first line this is", "note")
+        elif nowhere:
+            sc.diag(None, "engine", f"no family's lines in any of the {self._lines:,} lines",
+                    "note")
+        if self.on_engine is not None:
+            self.on_engine(eng.name)
+
+    def _count(self, chunk: bytes) -> None:
+        """A chunk read before the family is known: its lines are counted (none is a record)."""
+        nl = chunk.count(b"\n")
+        if self._first is None:
+            m = _NON_SPACE.search(chunk)
+            if m is not None:
+                self._first = self._nl + chunk.count(b"\n", 0, m.start()) + 1
+        self._nl += nl
+        self._lines += nl + (1 if chunk and not chunk.endswith(b"\n") else 0)
+        self._bytes += len(chunk)
+        self._blank += count_blank(chunk)
+
+    def _line_of(self, chunk: bytes, family: str) -> int | None:
+        m = ENGINES[family].first_match(chunk)
+        return None if m is None else self._nl + chunk.count(b"\n", 0, m.start()) + 1
+
+    def _watch_chunk(self, chunk: bytes) -> None:
+        for fam, lits in list(self._watch.items()):
+            if not any(lit in chunk for lit in lits):
+                continue
+            line = self._line_of(chunk, fam)
+            if line is None:
+                continue
+            del self._watch[fam]
+            how = (f"--engine {self.requested}" if self.requested != "auto" else
+                   f"read as {self.engine_name}, the family of its first lines")
+            self.inner.diag(line, "other_family", f"{SERVER_LABEL[fam]} lines from here on "
+                            f"are not read ({how}): pass --engine {fam} to read them")
+
+    # ------------------------------------------------------------------ the scanner interface
+    def feed(self, chunk: bytes) -> None:
+        if self.inner is None:
+            found = found_families(chunk)
+            if not found:
+                self._count(chunk)
+                return
+            eng = _combined(found)
+            lines = [ln for ln in (self._line_of(chunk, f) for f in found)
+                     if ln is not None]
+            self._choose(eng, min(lines) if lines else self._nl + 1)
+        if self._watch:
+            self._watch_chunk(chunk)
+        self.inner.feed(chunk)
+        self._nl += chunk.count(b"\n")
+
+    def _scanner(self):
+        """The chosen scanner; at the end of an input that holds no family's lines, the
+        first engine's (its tables empty, its counts those of the input)."""
+        if self.inner is None:            # (only with 'auto': a name is chosen at once)
+            self._choose(next(iter(ENGINES.values())), nowhere=True)
+        return self.inner
+
+    def finish(self, mtime=None):
+        return self._scanner().finish(mtime)
+
+    def frames_so_far(self):
+        return self._scanner().frames_so_far()
+
+    def checkpoint(self):
+        return None if self.inner is None else self.inner.checkpoint()
+
+    def restore(self, state) -> None:
+        self._scanner().restore(state)
+
+    def diag(self, *args, **kwargs) -> None:
+        self._scanner().diag(*args, **kwargs)
+
+    def overflow(self):
+        return self._scanner().overflow()
+
+    @property
+    def stats(self) -> ScanStats:
+        if self.inner is None:
+            return ScanStats(self._lines, self._blank, 0, self._first, self._bytes)
+        return self.inner.stats
+
+    @property
+    def diags(self):
+        return [] if self.inner is None else self.inner.diags
+
+    @property
+    def dropped(self):
+        return {} if self.inner is None else self.inner.dropped
+
+    @property
+    def _kept(self):
+        return {} if self.inner is None else self.inner._kept
+
+    @property
+    def blocks(self):
+        return _vllm._NoBlocks() if self.inner is None else self.inner.blocks
+
+    @property
+    def startup(self):
+        return 0 if self.inner is None else self.inner.startup
+
+    @property
+    def time_only(self):
+        return False if self.inner is None else self.inner.time_only
+
+    @property
+    def overrun(self):
+        return self._overrun if self.inner is None else self.inner.overrun
+
+    @overrun.setter
+    def overrun(self, value):
+        self._overrun = value
+        if self.inner is not None:
+            self.inner.overrun = value
+
+
+def sniffing_scanner(requested: str, head: bytes, source: str, base_date=None, columns=None,
+                     on_engine: Callable[[str], None] | None = None) -> SniffingScanner:
+    """The scanner of a whole input (see SniffingScanner)."""
+    return SniffingScanner(requested, head, source, base_date, columns, on_engine)
+
+
+def reported_families(diags) -> list[tuple[str, int | None]]:
+    """(family, first line) of the server families a SniffingScanner found and did not read."""
+    out = []
+    for d in diags:
+        if d.kind == "other_family":
+            fam = d.message.rsplit("--engine ", 1)[-1].split()[0]
+            if fam in ENGINES and fam not in [f for f, _ in out]:
+                out.append((fam, d.line_no))
+    return out
+
+
+def chosen_where(diags) -> str:
+    """How a SniffingScanner chose the family: 'head' (from the first MiB, or by name), 'later'
+    (at a later line), 'nowhere' (no family's lines in the input)."""
+    for d in diags:
+        if d.kind == "engine":
+            return "later" if d.line_no is not None else "nowhere"
+    return "head"
 
 
 class MixedScanner:

@@ -48,21 +48,41 @@ static int col_size(char t) { return t == 'q' || t == 'd' ? 8 : t == 'i' || t ==
 #include <sys/mman.h>
 #include <unistd.h>
 #define PAGE_ROUND(n) (((n) + 4095) & ~(Py_ssize_t)4095)
-static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap) {
-    void *q = p ? mremap(p, (size_t)old, (size_t)cap, MREMAP_MAYMOVE)
-                : mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-    if (q == MAP_FAILED) return NULL;
+static void advise(void *q, Py_ssize_t cap) {
 #ifdef MADV_HUGEPAGE
     if (cap >= (4 << 20)) madvise(q, (size_t)cap, MADV_HUGEPAGE);
+#else
+    (void)q; (void)cap;
 #endif
+}
+static char *map_new(Py_ssize_t cap) {
+    void *q = mmap(NULL, (size_t)cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) return NULL;
+    advise(q, cap);
+    return q;
+}
+/* p (old bytes mapped, the first used of them in use) grown to cap bytes */
+static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap, Py_ssize_t used) {
+    if (!p) return map_new(cap);
+    void *q = mremap(p, (size_t)old, (size_t)cap, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) {
+        /* mremap moves one mapping (EFAULT across two): should p ever span several, the bytes
+         * in use are copied to a new one rather than the scan failing */
+        char *n = map_new(cap);
+        if (!n) return NULL;
+        if (used > 0) memcpy(n, p, (size_t)used);
+        munmap(p, (size_t)old);
+        return n;
+    }
+    advise(q, cap);
     return q;
 }
 static void buf_free(char *p, Py_ssize_t cap) { if (p) munmap(p, (size_t)cap); }
 #else
 #define PAGE_ROUND(n) (n)
-static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap) {
+static char *buf_resize(char *p, Py_ssize_t old, Py_ssize_t cap, Py_ssize_t used) {
     (void)old;
+    (void)used;
     return realloc(p, (size_t)cap);
 }
 static void buf_free(char *p, Py_ssize_t cap) { (void)cap; free(p); }
@@ -72,7 +92,7 @@ static int col_grow(Col *c, Py_ssize_t need) {
     if (c->len + need <= c->cap) return 0;
     Py_ssize_t cap = c->cap ? c->cap : 1 << 16;
     while (cap < c->len + need) cap *= 2;
-    char *p = buf_resize(c->data, c->cap, cap);
+    char *p = buf_resize(c->data, c->cap, cap, c->cap);   /* a row may be staged past len */
     if (!p) return -1;
     c->data = p;
     c->cap = cap;
@@ -94,27 +114,48 @@ static inline int same(const char *a, const char *b, int n) {
 
 /* ------------------------------------------------------------------ Column: a buffer owner */
 /* The scanner's column arrays leave C without a copy: take_into() hands each over as a Column,
- * a Python object that owns the malloc'd array and exposes it through the buffer protocol
+ * a Python object that owns the mapped array and exposes it through the buffer protocol
  * (numpy.frombuffer views it in place).  extend() appends another Column's bytes, growing in
- * place (realloc: mremap for large arrays, so the bytes already there are not copied). */
+ * place (mremap, so the bytes already there are not copied); absorb() moves another Column's
+ * pages onto the end of ours.
+ *
+ * After absorb() an array spans several mappings (ours, then the other's pages), and mremap
+ * moves or grows one mapping at a time: EFAULT across two (issue 13: the second absorb of
+ * a parallel scan with three workers or more failed with MemoryError).  So a Column keeps the
+ * offsets where one of its mappings may begin (maps[0] = 0; a superset is harmless, since a
+ * range inside one mapping can be moved too) and moves them one by one when it grows. */
+#define COL_MAX_MAPS 64
 typedef struct {
     PyObject_HEAD
     char *data;
     Py_ssize_t len, cap;
     Py_ssize_t exports;   /* buffer views alive: no resizing meanwhile */
+    int nmaps;            /* mappings the array may span (Linux), offsets in maps */
+    Py_ssize_t maps[COL_MAX_MAPS];
 } ColumnObject;
 
 static PyTypeObject ColumnType;
 static char EMPTY[8];
+/* absorb() moves pages from this many bytes on (a smaller column is copied); tests lower it
+ * (absorb_threshold()) so that small logs take the path large ones take */
+static Py_ssize_t ABSORB_MIN = 1 << 20;
 
 static ColumnObject *column_new(void) {
     ColumnObject *c = PyObject_New(ColumnObject, &ColumnType);
-    if (c) { c->data = NULL; c->len = c->cap = 0; c->exports = 0; }
+    if (c) { c->data = NULL; c->len = c->cap = 0; c->exports = 0; c->nmaps = 1; c->maps[0] = 0; }
     return c;
 }
 
+static void column_clear(ColumnObject *c) {
+    buf_free(c->data, c->cap);       /* munmap: several mappings at once are fine */
+    c->data = NULL;
+    c->len = c->cap = 0;
+    c->nmaps = 1;
+    c->maps[0] = 0;
+}
+
 static void Column_dealloc(ColumnObject *self) {
-    buf_free(self->data, self->cap);
+    column_clear(self);
     PyObject_Free(self);
 }
 
@@ -130,6 +171,52 @@ static void Column_releasebuffer(ColumnObject *self, Py_buffer *view) {
     self->exports--;
 }
 
+#ifdef __linux__
+/* Move the mappings of c that lie in [0, upto) to dst (page aligned, mapped, writable, upto
+ * bytes), mapping by mapping; one that cannot be moved is copied (its bytes below used) and
+ * unmapped.  c's mappings in [0, upto) are gone afterwards. */
+static void move_maps(ColumnObject *c, Py_ssize_t upto, Py_ssize_t used, char *dst) {
+    for (int i = 0; i < c->nmaps && c->maps[i] < upto; i++) {
+        Py_ssize_t a = c->maps[i], b = i + 1 < c->nmaps ? c->maps[i + 1] : c->cap;
+        if (b > upto) b = upto;
+        if (b <= a) continue;
+        if (mremap(c->data + a, (size_t)(b - a), (size_t)(b - a), MREMAP_MAYMOVE | MREMAP_FIXED,
+                   dst + a) == MAP_FAILED) {
+            Py_ssize_t n = (used < b ? used : b) - a;
+            if (n > 0) memcpy(dst + a, c->data + a, (size_t)n);
+            munmap(c->data + a, (size_t)(b - a));
+        }
+    }
+}
+#endif
+
+/* c's storage grown to cap bytes (a page multiple), its bytes kept; -1: no memory */
+static int column_resize(ColumnObject *c, Py_ssize_t cap) {
+#ifdef __linux__
+    if (c->data && c->nmaps > 1) {
+        char *q = map_new(cap);
+        if (!q) return -1;
+        if (c->nmaps < COL_MAX_MAPS) {      /* the pages move: no byte is copied */
+            move_maps(c, c->cap, c->len, q);
+            c->maps[c->nmaps++] = c->cap;   /* the rest of q, a mapping of its own */
+        } else {                            /* too many pieces: one copy makes it one again */
+            memcpy(q, c->data, (size_t)c->len);
+            munmap(c->data, (size_t)c->cap);
+            c->nmaps = 1;
+        }
+        c->data = q;
+        c->cap = cap;
+        advise(q, cap);
+        return 0;
+    }
+#endif
+    char *p = buf_resize(c->data, c->cap, cap, c->len);
+    if (!p) return -1;
+    c->data = p;
+    c->cap = cap;
+    return 0;
+}
+
 static int column_reserve(ColumnObject *self, Py_ssize_t need) {
     if (self->exports) {
         PyErr_SetString(PyExc_BufferError, "Column: a view of it is alive; cannot grow");
@@ -139,10 +226,7 @@ static int column_reserve(ColumnObject *self, Py_ssize_t need) {
     Py_ssize_t cap = self->cap + self->cap / 2;
     if (cap < self->len + need) cap = self->len + need;
     cap = PAGE_ROUND(cap);
-    char *p = buf_resize(self->data, self->cap, cap);
-    if (!p) { PyErr_NoMemory(); return -1; }
-    self->data = p;
-    self->cap = cap;
+    if (column_resize(self, cap)) { PyErr_NoMemory(); return -1; }
     return 0;
 }
 
@@ -166,6 +250,50 @@ static PyObject *Column_extend(ColumnObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#ifdef __linux__
+/* absorb's page move; 0 done, -1 not done (other then holds its bytes from *skip on) */
+static int absorb_pages(ColumnObject *self, ColumnObject *other, Py_ssize_t *skip) {
+    Py_ssize_t page = (Py_ssize_t)sysconf(_SC_PAGESIZE);
+    Py_ssize_t l1 = self->len, l2 = other->len;
+    if (!self->data || !other->data || l2 < ABSORB_MIN || page <= 0 || 4096 % page != 0 ||
+        self->nmaps + other->nmaps + 3 > COL_MAX_MAPS)
+        return -1;
+    Py_ssize_t o = l1 % page, base = l1 - o;
+    Py_ssize_t moved = PAGE_ROUND(l2 + o), need = base + moved;
+    if (moved > other->cap && column_resize(other, moved)) return -1;
+    /* other's bytes shifted by o, our last partial page in front of them: other's pages
+     * then follow our whole pages */
+    memmove(other->data + o, other->data, (size_t)l2);
+    memcpy(other->data, self->data + base, (size_t)o);
+    *skip = o;
+    if (need > self->cap && column_resize(self, need)) return -1;
+    /* the offsets where our mappings begin afterwards: ours below base, other's from base,
+     * ours again from need (when our storage went on past it) */
+    Py_ssize_t maps[COL_MAX_MAPS];
+    int k = 0;
+    for (int i = 0; i < self->nmaps; i++)
+        if (self->maps[i] < base) maps[k++] = self->maps[i];
+    maps[k++] = base;
+    for (int i = 1; i < other->nmaps; i++)
+        if (other->maps[i] < moved) maps[k++] = base + other->maps[i];
+    if (need < self->cap) {
+        maps[k++] = need;
+        for (int i = 0; i < self->nmaps; i++)
+            if (self->maps[i] > need) maps[k++] = self->maps[i];
+    }
+    move_maps(other, moved, l2 + o, self->data + base);   /* over our pages from base */
+    if (other->cap > moved) munmap(other->data + moved, (size_t)(other->cap - moved));
+    other->data = NULL;
+    other->len = other->cap = 0;
+    other->nmaps = 1;
+    other->maps[0] = 0;
+    memcpy(self->maps, maps, (size_t)k * sizeof maps[0]);
+    self->nmaps = k;
+    self->len = l1 + l2;
+    return 0;
+}
+#endif
+
 /* absorb(other): append another Column's bytes and leave it empty.  On Linux its pages are
  * moved, not copied: its bytes are first shifted in place by our length modulo the page size
  * (and our last partial page copied in front of them), then mremap puts its pages right after
@@ -182,41 +310,50 @@ static PyObject *Column_absorb(ColumnObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "Column.absorb: a column cannot absorb itself");
         return NULL;
     }
-    Py_ssize_t l1 = self->len, l2 = other->len, skip = 0;   /* other's bytes start at skip */
-#ifdef __linux__
-    Py_ssize_t page = (Py_ssize_t)sysconf(_SC_PAGESIZE);
-    if (self->data && other->data && l2 >= (1 << 20) && page > 0 && 4096 % page == 0) {
-        Py_ssize_t o = l1 % page, base = l1 - o;
-        int ok = 1;
-        if (l2 + o > other->cap) {
-            char *q = buf_resize(other->data, other->cap, PAGE_ROUND(l2 + o));
-            if (q) { other->data = q; other->cap = PAGE_ROUND(l2 + o); } else ok = 0;
-        }
-        if (ok) {
-            memmove(other->data + o, other->data, (size_t)l2);
-            memcpy(other->data, self->data + base, (size_t)o);
-            skip = o;
-            Py_ssize_t moved = PAGE_ROUND(l2 + o), need = base + moved;
-            if (need > self->cap) {
-                char *q = buf_resize(self->data, self->cap, need);
-                if (q) { self->data = q; self->cap = need; } else ok = 0;
-            }
-            if (ok && mremap(other->data, (size_t)moved, (size_t)moved,
-                             MREMAP_MAYMOVE | MREMAP_FIXED, self->data + base) != MAP_FAILED) {
-                if (other->cap > moved) munmap(other->data + moved, (size_t)(other->cap - moved));
-                other->data = NULL;
-                other->len = other->cap = 0;
-                self->len = l1 + l2;
-                Py_RETURN_NONE;
-            }
-        }
+    if (!self->len) {                    /* nothing of ours: its storage becomes ours */
+        column_clear(self);
+        self->data = other->data;
+        self->len = other->len;
+        self->cap = other->cap;
+        self->nmaps = other->nmaps;
+        memcpy(self->maps, other->maps, (size_t)other->nmaps * sizeof other->maps[0]);
+        other->data = NULL;
+        column_clear(other);
+        Py_RETURN_NONE;
     }
+    Py_ssize_t skip = 0;                 /* other's bytes start at skip */
+#ifdef __linux__
+    if (absorb_pages(self, other, &skip) == 0) Py_RETURN_NONE;
 #endif
-    if (column_append(self, other->data + skip, l2)) return NULL;   /* elsewhere: one copy */
-    buf_free(other->data, other->cap);
-    other->data = NULL;
-    other->len = other->cap = 0;
+    if (column_append(self, other->data + skip, other->len)) return NULL;   /* one copy */
+    column_clear(other);
     Py_RETURN_NONE;
+}
+
+/* absorb_threshold([n]) -> the size from which absorb() moves pages (bytes); n >= 1 sets it */
+static PyObject *absorb_threshold(PyObject *mod, PyObject *args) {
+    (void)mod;
+    Py_ssize_t n = 0, was = ABSORB_MIN;
+    if (!PyArg_ParseTuple(args, "|n", &n)) return NULL;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "absorb_threshold(n): n >= 1");
+        return NULL;
+    }
+    if (n) ABSORB_MIN = n;
+    return PyLong_FromSsize_t(was);
+}
+
+/* mappings() -> the offsets where the mappings the array may span begin ((0,) unless absorb()
+ * moved pages in) */
+static PyObject *Column_mappings(ColumnObject *self, PyObject *noargs) {
+    (void)noargs;
+    PyObject *t = PyTuple_New(self->nmaps);
+    for (int i = 0; t && i < self->nmaps; i++) {
+        PyObject *x = PyLong_FromSsize_t(self->maps[i]);
+        if (!x) { Py_CLEAR(t); break; }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
 }
 
 /* Column.na(type, n): n missing values of element type 'q' | 'd' | 'i' | 'b' */
@@ -246,6 +383,9 @@ static PyMethodDef Column_methods[] = {
     {"extend", (PyCFunction)Column_extend, METH_VARARGS, "extend(buffer): append its bytes"},
     {"absorb", (PyCFunction)Column_absorb, METH_VARARGS,
      "absorb(column): append its bytes, moving its pages where it can; it is left empty"},
+    {"mappings", (PyCFunction)Column_mappings, METH_NOARGS,
+     "mappings() -> offsets where the mappings the array may span begin ((0,) unless absorb "
+     "moved pages in)"},
     {"na", (PyCFunction)Column_na, METH_VARARGS | METH_CLASS,
      "Column.na(type, n): n missing values of element type q, d, i or b"},
     {NULL}};
@@ -378,20 +518,22 @@ slow:;
 /* 0.5 * 10**-d, computed once with the same pow() as before (bit for bit) */
 static double HALF_UNIT[41];
 
-/* a number per eagle3_prof.py's _NUM, at p; returns its end or NULL; *hu = half a unit in its
- * last printed place (eagle3_prof.half_ulp) */
+/* a number per eagle3_prof.py's _NUM (at most 30 digits before and 30 after the point), at
+ * p, of at most 40 characters; returns its end or NULL; *hu = half a unit in its last printed
+ * place (eagle3_prof.half_ulp) */
 static const char *scan_num(const char *p, const char *e, double *v, double *hu) {
     const char *s = p;
     if (p < e && (*p == '-' || *p == '+')) p++;
     const char *d0 = p;
     while (p < e && *p >= '0' && *p <= '9') p++;
     int intd = (int)(p - d0);
+    if (intd > 30) return NULL;
     const char *dot = NULL;
     if (p < e && *p == '.') {
         dot = p++;
         const char *f0 = p;
         while (p < e && *p >= '0' && *p <= '9') p++;
-        if (intd == 0 && p == f0) return NULL;
+        if ((intd == 0 && p == f0) || p - f0 > 30) return NULL;
     } else if (intd == 0) {
         return NULL;
     }
@@ -418,6 +560,12 @@ static const char *scan_int(const char *p, const char *e, int64_t *v) {
     if (p == d0) return NULL;
     *v = neg ? -x : x;
     return p;
+}
+
+/* a count: \d{1,18}, no sign (eagle3_prof.HEADER_RX, sglang.DECODE_HEAD_RX: '-0' is not one) */
+static const char *scan_count(const char *p, const char *e, int64_t *v) {
+    if (p >= e || !isdig(*p)) return NULL;
+    return scan_int(p, e, v);
 }
 
 /* a key/value float: -?\d+(\.\d+)? */
@@ -480,7 +628,9 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
             !dig(p + 9, 2, &d))
             return NULL;
         static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-        if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || y < 1) return NULL;
+        /* prefix.valid_datetime: a calendar date in what datetime64[ns] holds (1678-2261); the
+         * Python parser reports any other and keeps the record without a timestamp */
+        if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || y < 1678 || y > 2261) return NULL;
         if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return NULL;
         days = days_from_civil(y, (unsigned)mo, (unsigned)d);
         memcpy(self->last_date, p, 11);
@@ -720,8 +870,8 @@ static int batch_line(FastScanner *self, int decode, const char *p, const char *
     }
     int64_t iter = NA_I64;
     if (p < e && *p == ' ' && p + 1 < e && p[1] == '[') {
-        p = scan_int(p + 2, e, &iter);
-        if (!p || iter < 0 || p >= e || *p != ']') return 0;
+        p = scan_count(p + 2, e, &iter);
+        if (!p || p >= e || *p != ']') return 0;
         p++;
     }
     if (e - p < 2 || (*p != '.' && *p != ',') || p[1] != ' ') return 0;
@@ -760,13 +910,13 @@ typedef struct {
 static int block_header(FastScanner *self, const char *p, const char *e, Block *b) {
     if (e - p < 13 || memcmp(p, "EAGLE3_PROF (", 13) != 0) return 0;
     p += 13;
-    p = scan_int(p, e, &b->cycles);
-    if (!p || b->cycles < 0 || e - p < 8 || memcmp(p, " cycles,", 8) != 0) return 0;
+    p = scan_count(p, e, &b->cycles);
+    if (!p || e - p < 8 || memcmp(p, " cycles,", 8) != 0) return 0;
     p += 8;
     if (p >= e || *p != ' ') return 0;
     p++;
-    p = scan_int(p, e, &b->tokens);
-    if (!p || b->tokens < 0 || e - p < 4 || memcmp(p, " tok", 4) != 0) return 0;
+    p = scan_count(p, e, &b->tokens);
+    if (!p || e - p < 4 || memcmp(p, " tok", 4) != 0) return 0;
     p += 4;
     if (e - p >= 3 && memcmp(p, "ens", 3) == 0) p += 3;
     b->mode = -1;
@@ -1438,6 +1588,8 @@ static PyTypeObject FastScannerType = {
 
 static PyMethodDef module_methods[] = {
     {"line_stats", line_stats, METH_VARARGS, "line_stats(chunk) -> (newlines, blank lines)"},
+    {"absorb_threshold", absorb_threshold, METH_VARARGS,
+     "absorb_threshold([n]) -> bytes from which Column.absorb moves pages; n >= 1 sets it"},
     {NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_fastscan",

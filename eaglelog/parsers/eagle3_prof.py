@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 
 from .prefix import Prefix, split_tags
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
+# ASCII digits (re.ASCII below), at most 40 characters as the C accelerator reads them: a longer
+# number (or inf/nan) is no number of the patch's printf and its line is reported
+_NUM = r"[-+]?(?:\d{1,30}(?:\.\d{0,30})?|\.\d{1,30})"
 HEADER_RX = re.compile(r"EAGLE3_PROF\s*\(\s*(?P<cycles>\d+)\s+cycles?\s*,\s*(?P<tokens>\d+)\s+tok"
-                       r"(?:ens)?\s*(?:,\s*(?P<mode>[^)]*?)\s*)?\)")
+                       r"(?:ens)?\s*(?:,\s*(?P<mode>[^)]*?)\s*)?\)", re.ASCII)
 PHASE_RX = re.compile(r"^[ \t]+(?P<label>[^\s:][^:]*?)[ \t]*:[ \t]*(?P<ms>" + _NUM +
                       r")[ \t]*ms/cyc(?:le)?(?:[ \t]*\([ \t]*(?P<pct>" + _NUM +
-                      r")[ \t]*%[ \t]*\))?[ \t]*$")
+                      r")[ \t]*%[ \t]*\))?[ \t]*$", re.ASCII)
 VALUE_RX = re.compile(r"^[ \t]+(?P<label>Accept len|Eff tok/s)[ \t]*:[ \t]*(?P<v>" + _NUM +
-                      r")[ \t]*$")
+                      r")[ \t]*$", re.ASCII)
 
 
 def half_ulp(text: str) -> float:

@@ -7,16 +7,50 @@ is there (host frameworks that re-format SGLang's records).
 """
 from __future__ import annotations
 
+import datetime as _dt
+import functools
 import re
 from dataclasses import dataclass
 
 ANSI_RX = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# ASCII digits only (re.ASCII): a logger prints no other digits; a bracket of other digits is
+# found by the loose form below and reported as a bad timestamp
 BRACKET_RX = re.compile(
     r"\[(?:(?P<date>\d{4}-\d{2}-\d{2}) )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
-    r"(?P<tags>(?: [A-Z][A-Z_]*\d{1,9})*)\]")   # a rank of 10 digits is no SGLang rank
-TAG_RX = re.compile(r"([A-Z][A-Z_]*?)(\d+)")
+    r"(?P<tags>(?: [A-Z][A-Z_]*\d{1,9})*)\]", re.ASCII)   # a rank of 10 digits is no SGLang rank
+TAG_RX = re.compile(r"([A-Z][A-Z_]*?)(\d+)", re.ASCII)
 WRAPPER_TIME_RX = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})"
-                             r"(?:[.,](?P<frac>\d+))?")
+                             r"(?:[.,](?P<frac>\d+))?", re.ASCII)
+# the same shapes with any Unicode digit: a prefix printed with full-width or other digits
+_LOOSE_RX = re.compile(r"\[(?:(?P<date>\d{4}-\d{2}-\d{2}) )?(?P<time>\d{2}:\d{2}:\d{2})"
+                       r"(?:[.,]\d{3})?(?: [A-Z][A-Z_]*\d+)*\]|"
+                       r"(?P<wdate>\d{4}-\d{2}-\d{2})[ T](?P<wtime>\d{2}:\d{2}:\d{2})")
+# an SGLang bracket whose time is damaged (the date read, the rest not a time): reported
+_GARBLED_RX = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[^\]\s]{1,16})", re.ASCII)
+_TIME_TEXT = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,6})?", re.ASCII)
+_DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", re.ASCII)
+
+
+@functools.lru_cache(maxsize=4096)
+def valid_datetime(date: str | None, time: str | None) -> bool:
+    """Whether a prefix's date (YYYY-MM-DD, or None) and time (HH:MM:SS[.ffffff], or None) name
+    a real instant: ASCII digits, a calendar date, hours < 24, minutes and seconds < 60 (the
+    timestamp columns cannot hold '14:00:92' or '2026-02-30')."""
+    if time is not None:
+        m = _TIME_TEXT.fullmatch(time)
+        if m is None or int(m.group(1)) > 23 or int(m.group(2)) > 59 or int(m.group(3)) > 59:
+            return False
+    if date is not None:
+        m = _DATE_TEXT.fullmatch(date)
+        if m is None:
+            return False
+        try:
+            _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return False
+        if int(m.group(1)) < 1678 or int(m.group(1)) > 2261:   # what datetime64 can hold
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -77,6 +111,16 @@ def read_prefix(text: str) -> Prefix:
         if w.group("frac"):
             t += "." + w.group("frac")[:6]
         return Prefix(w.group("date"), t, None, False)
+    if not text.isascii():
+        loose = _LOOSE_RX.search(text)
+        if loose is not None:        # a timestamp of other digits: kept as printed, reported
+            if loose.group("time") is not None:
+                return Prefix(loose.group("date"), loose.group("time"), None, True)
+            return Prefix(loose.group("wdate"), loose.group("wtime"), None, False)
+    if "[" in text:
+        g = _GARBLED_RX.search(text)
+        if g is not None:            # '[2026-03-02 14:02G20.472 TP0]': a damaged bracket
+            return Prefix(g.group("date"), g.group("time"), None, True)
     return NO_PREFIX
 
 

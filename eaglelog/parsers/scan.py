@@ -21,7 +21,7 @@ from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
-from .prefix import read_prefix, split_bracketed, strip_ansi
+from .prefix import read_prefix, split_bracketed, strip_ansi, valid_datetime
 
 try:   # the C accelerator (setup.py); without it every line takes the Python path
     from . import _fastscan
@@ -127,10 +127,11 @@ class ScannerBase:
         self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
 
     def overflow(self) -> list[Diagnostic]:
-        """One diagnostic per kind standing for those counted and not kept."""
+        """One diagnostic per kind standing for those counted and not kept (in kind order: a
+        parallel scan cannot tell which kind overflowed first, parallel.merge_diagnostics)."""
         return [Diagnostic(self.source, None, kind, f"{n:,} more not listed (the first "
                            f"{MAX_KEPT:,} are)", "warning", more=n)
-                for kind, n in self.dropped.items() if n]
+                for kind, n in sorted(self.dropped.items()) if n]
 
     def _check_parsed(self, table: str, res, line_no: int, unterminated: bool) -> bool | None:
         """What a parser's LineResult for a marker line means for the scan: False, not a
@@ -231,12 +232,18 @@ class Scanner(ScannerBase):
                 return
             ln += 1
 
-    def _stamp(self, rec: dict) -> None:
-        """Replace the _date/_time parts by an ISO timestamp text (dates completed)."""
+    def _stamp(self, rec: dict) -> str | None:
+        """Replace the _date/_time parts by an ISO timestamp text (dates completed); a date or
+        time that names no instant ('14:00:92', '2026-02-30', other digits) leaves the record
+        without a timestamp and is returned, to be reported."""
         d, t = rec.pop("_date", None), rec.pop("_time", None)
         if t is None:
             rec["timestamp"] = None
-            return
+            return None
+        if not valid_datetime(d, t):
+            rec["timestamp"] = None
+            rec.pop("_time_only", None)
+            return f"{d} {t}" if d else t
         if d is None:
             # time-only prefix (v0.2.14 – v0.3.3): count midnights; without --date the dates
             # are provisional (from 1970-01-01) and shifted in finish()
@@ -248,9 +255,13 @@ class Scanner(ScannerBase):
             rec["_time_only"] = True
             self.time_only = True
         rec["timestamp"] = f"{d} {t}"
+        return None
 
     def _emit(self, table: str, line_no: int, rec: dict, startup: int | None = None) -> None:
-        self._stamp(rec)
+        bad = self._stamp(rec)
+        if bad is not None:
+            self.diag(line_no, "bad_value", f"{table} line: timestamp {bad!r} is not a valid "
+                      "date and time; the record is kept without a timestamp")
         if table == "server_args":
             self.startup += 1
         rec["line_no"] = line_no
@@ -505,6 +516,20 @@ class Scanner(ScannerBase):
             out[name] = self.parts[name]
             self.parts[name] = []
         return fast_rows, out
+
+    def finish_rows(self) -> tuple["FastRows", dict[str, list[dict]], dict[str, list]]:
+        """The end of a small input whose rows are typed together with other inputs' (a batch,
+        eaglelog/batch.py): blocks closed; (the C accelerator's rows as column arrays, the
+        Python parser's rows per table not yet typed, the frames flushed before).  Only for an
+        input with full dates (no time-only prefixes to shift); the scanner keeps nothing."""
+        self.blocks.finish()
+        self._close_blocks()
+        if self.fast is not None:
+            self._fast_acc.add()
+        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns)
+        rows, self.rows = self.rows, {t: [] for t in TABLES}
+        parts, self.parts = self.parts, {t: [] for t in TABLES}
+        return fast_rows, rows, parts
 
     def frames_so_far(self) -> dict[str, pd.DataFrame]:
         """Every table of the rows read so far, in line order (blocks still open excluded)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
-from .prefix import read_prefix, split_tags
+from .numbers import I64, literal_eval, parse_expr, to_float, to_int, to_int32
+from .prefix import read_prefix, split_tags, valid_datetime
 
 GRAPH_LABELS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
 
@@ -24,30 +26,15 @@ class LineResult:
     problems: list[str] = field(default_factory=list)
 
 
-_I64 = 1 << 63
-
-
-def _int(v: str) -> int:
-    x = int(v)
-    if not -_I64 <= x < _I64:     # a typed column holds 64-bit integers
-        raise ValueError(v)
-    return x
-
-
-def _int32(v: str) -> int:
-    """A count small by nature (a batch size): its column holds 32-bit integers."""
-    x = int(v)
-    if not -(1 << 31) <= x < (1 << 31):
-        raise ValueError(v)
-    return x
-
-
-def _float(v: str) -> float:
-    return float(v)
+_I64 = I64
+# what a number printed by a logger looks like: ASCII digits only (int() and float() also take
+# Arabic-Indic or full-width digits, '1_000', 'inf', 'nan' and 1e400, which no engine prints):
+# the shared converters of numbers.py, under the names scan._key_spec knows them by
+_int, _int32, _float = to_int, to_int32, to_float
 
 
 def _pct(v: str) -> float:
-    return float(v[:-1] if v.endswith("%") else v)
+    return _float(v[:-1] if v.endswith("%") else v)
 
 
 def _bool(v: str) -> bool:
@@ -59,7 +46,8 @@ def _bool(v: str) -> bool:
 
 
 def _iso(v: str) -> str:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?", v):
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?", v, re.ASCII) or \
+            not valid_datetime(v[:10], v[11:]):
         raise ValueError(v)
     return v
 
@@ -124,11 +112,11 @@ LEGACY_PREFILL_KEYS = {
     "#running_req": ("running_req", _int32), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
 }
 
-DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ")
+DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ", re.ASCII)
 PREFILL_HEAD_RX = re.compile(r"Prefil{1,2} batch(?:\(mixed #running-req: (?P<mixed>\d{1,18})\))?"
-                             r"(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ")
-GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d{1,18})\] $")
-LEGACY_FILL_RX = re.compile(r"(#?[A-Za-z_]+): (-?[\d.]+%?)")
+                             r"(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ", re.ASCII)
+GPU_TAG_RX = re.compile(r"\[gpu(?:_id)?=(?P<gpu>\d{1,18})\] $", re.ASCII)
+LEGACY_FILL_RX = re.compile(r"(#?[A-Za-z_]+): (-?[\d.]+%?)", re.ASCII)
 
 
 _PREFIX_COLS: dict[str, dict] = {}
@@ -223,10 +211,32 @@ def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
 # of key/value segmentation.  Anything else (extra fields, other pools, odd values) falls back to
 # _segments, which gives the same record for these lines (tests/test_properties.py).
 _FAST_DECODE = re.compile(
-    r"#running-req: (\d{1,9}), #token: (\d{1,18}), token usage: (\d+\.\d+), "
-    r"(?:accept len: (\d+\.\d+), (?:accept rate: (\d+\.\d+), )?)?"
+    r"#running-req: (\d{1,9}), #token: (\d{1,18}), token usage: (\d{1,20}\.\d{1,20}), "
+    r"(?:accept len: (\d{1,20}\.\d{1,20}), (?:accept rate: (\d{1,20}\.\d{1,20}), )?)?"
     r"(?:(cuda|cpu|npu|musa) graph: (True|False), )?"
-    r"gen throughput \(token/s\): (\d+\.\d+), #queue-req: (\d{1,18})(,)?")
+    r"gen throughput \(token/s\): (\d{1,20}\.\d{1,20}), #queue-req: (\d{1,18})(,)?", re.ASCII)
+
+
+_SOURCE_LOCATION = re.compile(r"\([\w./-]+\.py:[0-9]+\)", re.ASCII)
+
+
+def _call_site(rest: str) -> int | None:
+    """Where a trailing call site '(scheduler.py:123)' (and the ', ' or spaces before it)
+    starts in ``rest``, or None (a find from the end: no regex scan over long runs of text)."""
+    body = rest.rstrip()
+    if not body.endswith(")"):
+        return None
+    at = body.rfind("(")
+    if at < 0 or not _SOURCE_LOCATION.fullmatch(body, at):
+        return None
+    cut = len(body[:at].rstrip())
+    return cut - 1 if body[:cut].endswith(",") else cut
+# the columns a decode line's fields fill (the header and prefix columns are not among them)
+_DECODE_COLUMNS = {col for col, _ in DECODE_KEYS.values()} | {
+    "graph", "graph_backend", "full_token", "swa_token", "full_token_usage", "swa_token_usage",
+    "extra", "trailing_comma"}
+_PREFILL_COLUMNS = {col for col, _ in PREFILL_KEYS.values()} | {
+    "full_token", "swa_token", "full_token_usage", "swa_token_usage", "extra", "trailing_comma"}
 
 
 def _fast_decode(rest: str, rec: dict) -> bool:
@@ -259,6 +269,8 @@ def parse_decode_line(line: str) -> LineResult:
     if idx >= 0:
         m = DECODE_HEAD_RX.match(line, idx)
         if not m:
+            if line.startswith("Decode batch [", idx):     # '[-0]', '[1e3]': a damaged header
+                return LineResult(None, ["header 'Decode batch [N]' with N not a number"])
             return LineResult(None)
         before = _batch_header(line, idx, m, rec)
         rest = line[m.end():]
@@ -273,10 +285,31 @@ def parse_decode_line(line: str) -> LineResult:
         rec["header"] = "none"
         rest = line[idx:]
     rec.update(prefix_columns(before))
-    if not _fast_decode(rest, rec):
-        _segments(rest, DECODE_KEYS, rec, problems)
-    if "queue_req" not in rec:
-        return LineResult(None, ["decode line has no '#queue-req' field: cut short?"])
+    if _fast_decode(rest, rec):
+        return LineResult(rec, problems)
+    return _body(rest, DECODE_KEYS, _DECODE_COLUMNS, rec, problems)
+
+
+def _body(rest: str, keys: dict, columns: set, rec: dict, problems: list[str]) -> LineResult:
+    """The key/value body of a decode or prefill line.  '#queue-req' ends every release's
+    body: without it the line was cut short, and the fields before the last separator are kept
+    (the last one may be cut inside its value) and the cut is reported.  A logger format that
+    appends the call site ('… (scheduler.py:123)') ends the line whole."""
+    loc = _call_site(rest)
+    if loc is not None:
+        rest = rest[:loc]
+    _segments(rest, keys, rec, problems)
+    if "queue_req" not in rec and loc is None and "#queue-req: " not in rest:
+        kept, _, last = rest.rstrip().rpartition(", ")
+        for k in columns:
+            rec.pop(k, None)
+        del problems[:]
+        if kept:
+            _segments(kept, keys, rec, problems)
+        if not any(k in rec for k in columns if k not in ("extra", "trailing_comma")):
+            return LineResult(None, ["cut short before its first field"])
+        problems.append(f"cut short (no '#queue-req' field): the fields before "
+                        f"{' '.join(last.split())[:40]!r} are kept")
     return LineResult(rec, problems)
 
 
@@ -293,10 +326,7 @@ def parse_prefill_line(line: str) -> LineResult:
         if m.group("mixed") is not None:
             rec["mixed_running_req"] = int(m.group("mixed"))
         rec.update(prefix_columns(before))
-        _segments(line[m.end():], PREFILL_KEYS, rec, problems)
-        if "queue_req" not in rec:
-            return LineResult(None, ["prefill line has no '#queue-req' field: cut short?"])
-        return LineResult(rec, problems)
+        return _body(line[m.end():], PREFILL_KEYS, _PREFILL_COLUMNS, rec, problems)
     idx = line.find("new fill batch. ")
     if idx < 0:
         return LineResult(None)
@@ -346,7 +376,7 @@ def _top_level_split(text: str) -> list[str]:
 
 def _literal(node_or_text):
     try:
-        return ast.literal_eval(node_or_text)
+        return literal_eval(node_or_text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None if not isinstance(node_or_text, str) else _Unreadable(node_or_text)
 
@@ -365,7 +395,7 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
     i = text.find("server_args=")
     expr = text[i + len("server_args="):].strip() if i >= 0 else text.strip()
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = parse_expr(expr)
         call = tree.body
         if not isinstance(call, ast.Call):
             raise SyntaxError("not a call")
@@ -374,7 +404,7 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
             if kw.arg is None:
                 continue
             try:
-                out[kw.arg] = ast.literal_eval(kw.value)
+                out[kw.arg] = literal_eval(kw.value)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 out[kw.arg] = ast.get_source_segment(expr, kw.value) or ast.unparse(kw.value)
         return out, True
@@ -406,10 +436,25 @@ def parse_server_args_line(line: str) -> LineResult:
         return LineResult(None, ["server_args line could not be read"])
     rec = dict(prefix_columns(line[:idx]))
     rec["parse_ok"] = whole
-    rec["_args"] = args
     problems = [] if whole else [f"server_args line is not a complete ServerArgs(...) repr "
                                  f"(cut short?); {len(args)} keys recovered one by one"]
+    rec["_args"] = _checked_args(args, problems)
     return LineResult(rec, problems)
+
+
+def _checked_args(args: dict, problems: list[str]) -> dict:
+    """Config values a typed column can hold: an integer beyond 64 bits or a non-finite float
+    (tp_size=10**20, a bare 1e400) is a bad value, reported and left out (NA)."""
+    out = {}
+    for k, v in args.items():
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            out[k] = v
+        elif isinstance(v, int) and not -_I64 <= v < _I64 or \
+                isinstance(v, float) and not math.isfinite(v):
+            problems.append(f"bad value for {k}: {str(v)[:40]}")
+        else:
+            out[k] = v
+    return out
 
 
 # --------------------------------------------------------------------------- requests
@@ -454,9 +499,11 @@ def _request_record(meta: dict) -> tuple[dict, list[str]]:
                     if col in _INT_COLS:
                         v = _int(v)
                     elif col in _FLOAT_COLS:
-                        v = float(v)
+                        v = _float(v)
                     elif col == "accept_histogram":
-                        v = json.dumps([int(x) for x in v])
+                        if not isinstance(v, (list, tuple)):
+                            raise ValueError(v)
+                        v = json.dumps([_int(x) for x in v])
                     else:
                         v = str(v)
                 except (TypeError, ValueError):
@@ -497,7 +544,7 @@ def parse_finish_line(line: str) -> LineResult:
     out_text = line[o + len(", out="):].rstrip()
     problems: list[str] = []
     try:
-        out = ast.literal_eval(out_text)
+        out = literal_eval(out_text)
         meta = out.get("meta_info", out) if isinstance(out, dict) else {}
         if not isinstance(meta, dict):
             meta = {}

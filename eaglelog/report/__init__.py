@@ -47,7 +47,10 @@ def records(df: pd.DataFrame) -> list[dict]:
     cols = {}
     for c in out.columns:
         s = out[c]
-        vals = s.astype(object).where(s.notna(), None).tolist()
+        ok = s.notna()
+        if pd.api.types.is_float_dtype(s.dtype):
+            ok &= np.isfinite(s.to_numpy(dtype="float64", na_value=np.nan))   # JSON has no inf
+        vals = s.astype(object).where(ok, None).tolist()
         if c in JSON_LIST_COLUMNS:
             vals = [json.loads(v) if isinstance(v, str) else v for v in vals]
         cols[c] = [v.item() if hasattr(v, "item") else v for v in vals]
@@ -104,20 +107,39 @@ def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str |
         _iso_strings(df, uniform=True).to_csv(buf, index=False)
         text = buf.getvalue()
     elif fmt == "json":
-        text = json.dumps(records(df), indent=1, ensure_ascii=False) + "\n"
+        text = json.dumps(finite(records(df)), indent=1, ensure_ascii=False,
+                          allow_nan=False) + "\n"
     elif fmt == "jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records(df))
+        text = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n"
+                       for r in finite(records(df)))
     else:
         raise EaglelogError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     return text
 
 
+def finite(obj):
+    """``obj`` with every non-finite float (NaN, ±inf, numpy's too) replaced by None, so that
+    the JSON written is strict JSON (json.dumps would write NaN and Infinity, which JSON has
+    not); other values as they are."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    if isinstance(obj, np.floating):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
+
+
 def render_object(obj, fmt: str) -> str:
-    """A result object (a dict) in a machine format."""
+    """A result object (a dict) in a machine format (strict JSON: NaN and inf are null)."""
     if fmt == "json":
-        return json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable) + "\n"
+        return json.dumps(finite(obj), indent=2, ensure_ascii=False, default=_jsonable,
+                          allow_nan=False) + "\n"
     if fmt == "jsonl":
-        return json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n"
+        return json.dumps(finite(obj), ensure_ascii=False, default=_jsonable,
+                          allow_nan=False) + "\n"
     raise EaglelogError(f"format {fmt!r} is not available here")
 
 
@@ -125,7 +147,7 @@ def _jsonable(v):
     if isinstance(v, (np.integer,)):
         return int(v)
     if isinstance(v, (np.floating,)):
-        return None if np.isnan(v) else float(v)
+        return float(v) if np.isfinite(v) else None
     if isinstance(v, (pd.Timestamp,)):
         return v.isoformat()
     if v is pd.NA or v is pd.NaT:

@@ -7,7 +7,7 @@ from ..stats import Estimate
 
 
 def num(v: float | None, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or not math.isfinite(v):
         return "n/a"
     if v == 0:
         return "0"
@@ -44,7 +44,8 @@ def breakeven_block(r) -> str:
     lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
     lines.append(f"  {'verdict':<20}{verdict_sentence(r)}")
     if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 0.9995 and \
-            r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient:
+            r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient and \
+            r.accept_len.estimate > 0 and r.cycle_ms.estimate > 0:
         need_cycle = r.accept_len.estimate * r.baseline_step_ms.estimate
         lines.append(f"  {'to break even':<20}accept length {num(r.accept_len.estimate)} → "
                      f"{num(r.breakeven_accept_len.estimate)} "
@@ -114,20 +115,27 @@ def summary_block(s) -> str:
             interval = (f"[{e.ci_low:.2f} … {e.ci_high:.2f}]" if e.sufficient else
                         "insufficient data")
             out.append(f"    {p.phase:<18}{e.estimate:>7.2f} ms  {p.pct:5.1f}%  {interval}{mark}")
+    elif s.phases:        # sync-mode blocks only: the shares, not the times
+        out.append(f"  {'cycle':<16}not measured: {s.phases_from} only (exact phase shares; "
+                   "a device sync after each phase slows the cycle)")
+        for p in s.phases:
+            mark = "   ← bottleneck" if p.phase == s.bottleneck else ""
+            out.append(f"    {p.phase:<18}{p.pct:5.1f}% of the cycle{mark}")
     else:
         out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks" +
                    (" (`eaglelog breakeven` derives the cycle time from the decode lines)"
                     if s.accept_sglang is not None else ""))
+    families = set((s.engine or "sglang").split("+"))
+    server = ("vLLM" if "vllm" in families and "sglang" not in families else
+              "SGLang" if "sglang" in families and "vllm" not in families else "server")
     if s.accept_sglang is not None:
         out.append(f"  {'accept length':<16}{num(s.accept_sglang.estimate)}  "
-                   f"{ci(s.accept_sglang)}   "
-                   f"{'vLLM' if s.engine == 'vllm' else 'SGLang'} accept len: "
-                   f"{s.accept_sglang.source}")
+                   f"{ci(s.accept_sglang)}   {server} accept len: {s.accept_sglang.source}")
     if s.accept_profiler is not None:
         ratio = ""
         if s.accept_sglang is not None and s.accept_sglang.estimate:
-            ratio = (f"; {s.accept_profiler.estimate / s.accept_sglang.estimate:.2f}× SGLang's "
-                     "— see `eaglelog reconcile`")
+            ratio = (f"; {s.accept_profiler.estimate / s.accept_sglang.estimate:.2f}× "
+                     f"{server}'s — see `eaglelog reconcile`")
         out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
                    f"profiler Accept len: {s.accept_profiler.source}{ratio}")
     if s.throughput_all is not None:
@@ -141,7 +149,9 @@ def summary_block(s) -> str:
         b = s.breakeven
         cyc = ""
         if s.cycle_ms is None or abs(b.cycle_ms.estimate - s.cycle_ms.estimate) > 1e-9:
-            cyc = f" (cycle {b.cycle_ms.estimate:.2f} ms from {b.cycle_ms.source})"
+            cyc = (f" (cycle {b.cycle_ms.estimate:.2f} ms from {b.cycle_ms.source})"
+                   if math.isfinite(b.cycle_ms.estimate) else
+                   f" (no cycle time: {b.cycle_ms.source})")
         out.append(f"  {'break-even':<16}accept length {num(b.breakeven_accept_len.estimate)} "
                    f"{ci(b.breakeven_accept_len)} vs {s.breakeven.baseline}; measured "
                    f"{num(b.accept_len.estimate)}{cyc}")
@@ -150,6 +160,21 @@ def summary_block(s) -> str:
             out.append(f"  note: {n}")
     elif s.accept_sglang is not None or s.cycle_ms is not None:
         out.append(f"  {'break-even':<16}give --baseline-toks TOK_S or --baseline-log BASE.log")
+    for n in s.notes:
+        out.append(f"  note: {n}")
+    return "\n".join(out) + "\n"
+
+
+def export_summary_block(s) -> str:
+    """An export's summary: each metric it holds, then the break-even with a baseline."""
+    out = [f"{s.source}   (an eaglelog export; intervals: {s.confidence:.0%} confidence)"]
+    for name, label, unit, e in s.metrics:
+        interval = ci(e) if e.sufficient else "insufficient data"
+        out.append(f"  {label:<26}{num(e.estimate):>10} {unit:<15}{interval}   {e.n} windows")
+    if s.extra:
+        be, sp = s.extra["breakeven_accept_len"], s.extra["speedup"]
+        out.append(f"  {'break-even accept length':<26}{num(be.estimate):>10} {'':<15}{ci(be)}")
+        out.append(f"  {'speedup':<26}{num(sp.estimate, 3):>9}× {'':<15}{ci(sp, 3)}")
     for n in s.notes:
         out.append(f"  note: {n}")
     return "\n".join(out) + "\n"

@@ -136,8 +136,10 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                   rows, numeric=(2, 3))
     errs = [d for d in log.diagnostics if d.severity in ("error", "warning")]
     if errs:
-        body += "\n<p class=\"note\">" + "<br>\n".join(_e(f"{d.severity}: {d}") for d in errs[:20])
-        body += (f"<br>\n… and {len(errs) - 20} more" if len(errs) > 20 else "") + "</p>"
+        shown = [d for d in errs if not d.more][:20]
+        rest = sum(d.more or 1 for d in errs) - len(shown)
+        body += "\n<p class=\"note\">" + "<br>\n".join(_e(f"{d.severity}: {d}") for d in shown)
+        body += (f"<br>\n… and {rest:,} more" if rest > 0 else "") + "</p>"
     sections.append(("inputs", "Inputs", body))
 
     # --- summary blocks

@@ -1,0 +1,507 @@
+"""The per-stream rate of a run, from its decode windows (docs/statistics.md, "The rate model").
+
+A ``Decode batch`` line closes a window of I = decode_log_interval decode iterations of one
+scheduler.  For window j of a series (lines in time order):
+
+* B̃_j, the mean batch size over the window: (r_{j−1} + r_j) / 2 of the printed #running-req
+  (r_j alone for the first window of a series); r_j is the batch of the last iteration only;
+* y_j, the wall time per iteration, 1000 × a_j × B̃_j / g_j (a_j the accept length: tokens per
+  request-step, g_j the gen throughput: tokens over the window's wall time); 1000 × B̃_j / g_j
+  without speculation and for vLLM V0, whose throughput counts sequence-steps;
+* x_j, the prefill work inside the window: the prompt tokens and the batches of the ``Prefill
+  batch`` lines printed in it, and in the window before (a scheduler that runs a prefill's
+  forward after the next decode line puts its time there), per iteration; with DP attention the
+  prefills of every rank (a prefill on one rank stalls them all);
+* w_j = B̃_j × I, the window's request-steps.
+
+The model is y_j = c(B̃_j) + β·x_j + ε_j, with c smooth in B (a quadratic, a control only),
+fitted by weighted least squares over the usable windows: not the first of its series, no idle
+gap (its timestamps) and no stall (a residual far above the fit: an idle pause the timestamps
+cannot show).  The pure-decode cycle weighted by request-steps, the accept length, the rate one
+request stream gets and, against a baseline step b(B), the speedup are then
+
+    ĉ = Σ w_j (y_j − β̂·x_j) / Σ w_j          τ̂ = Σ w_j a_j / Σ w_j          rate = τ̂ / ĉ
+    b̄ = Σ w_j b(B̃_j) / Σ w_j                 speedup = τ̂ · b̄ / ĉ           break-even = ĉ / b̄
+
+Each window carries its own batch size, so the mix is the run's own (post-stratification by
+#running-req, to the window).  All are functions of sums over windows: one jackknife over
+contiguous batches of windows, sized from the autocorrelation of the terms
+(stats.jackknife_sums), gives their joint intervals.  When no usable window holds prefill work,
+β is not needed (the clean-window estimate); when prefill work cannot be told apart from the
+cycle (every usable window holds the same prefill), the cycle is an upper bound.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..stats import Blocks, Estimate
+from .windows import SERIES_TAGS, _series_codes
+
+IDLE_FACTOR = 5        # a window whose wall time is over this × its series' median …
+IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, held an idle gap
+STALL_SIGMAS = 8       # a residual over this many robust σ …
+STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
+WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE off the rest
+N_X = 4                # prefill regressors: tokens and batches, this window and the one before
+SYS_FLOOR = 0.0025     # relative standard uncertainty of a derived cycle from the batch size
+                       # inside a window, which no line prints (docs/statistics.md)
+
+# why a window is not used for the cycle (codes of Windows.why)
+USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED = range(6)
+WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out")
+
+
+@dataclass
+class Windows:
+    """The decode windows of one run (every series, in line order) as the rate model sees
+    them."""
+
+    interval: int
+    line: np.ndarray
+    ts: np.ndarray | None        # µs since the epoch, int64 (NaT: min int64), or None
+    series: np.ndarray
+    r: np.ndarray                # printed #running-req
+    b: np.ndarray                # mean batch size over the window
+    a: np.ndarray                # accept length (NaN: none printed)
+    y: np.ndarray                # wall time per iteration, ms (NaN: not derivable)
+    x: np.ndarray                # n × N_X prefill work per iteration
+    why: np.ndarray              # int8, USED or why not
+    spec: bool                   # the lines print an accept length
+    steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
+
+    @property
+    def n(self) -> int:
+        return len(self.line)
+
+    def restrict(self, keep: np.ndarray) -> "Windows":
+        keep = np.asarray(keep, dtype=bool)
+        return Windows(self.interval, self.line[keep], None if self.ts is None else self.ts[keep],
+                       self.series[keep], self.r[keep], self.b[keep], self.a[keep],
+                       self.y[keep], self.x[keep], self.why[keep], self.spec,
+                       self.steps_throughput[keep])
+
+    @property
+    def w(self) -> np.ndarray:
+        return self.b * self.interval
+
+
+def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
+    """A column as a writable array of its own."""
+    if name not in df.columns:
+        return np.full(len(df), na, dtype=dtype)
+    return np.array(df[name].to_numpy(dtype=dtype, na_value=na), dtype=dtype, copy=True)
+
+
+def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
+                   dp_attention: bool = False) -> Windows:
+    """The windows of ONE run's decode lines (one source and start-up)."""
+    d = decode
+    if len(d) and not d["line_no"].is_monotonic_increasing:
+        d = d.sort_values("line_no")
+    d = d.reset_index(drop=True)
+    n = len(d)
+    (key, pkey), _ = _series_codes([d, prefill])
+    key = np.asarray(key, dtype=np.int64)
+    pkey = np.asarray(pkey, dtype=np.int64)
+    if n and "tp" in d.columns and d["tp"].notna().any():
+        # several TP ranks printing one series: keep the lowest (windows.py does the same)
+        tp = d["tp"].to_numpy(dtype=np.int64, na_value=-1)
+        low = pd.Series(tp).groupby(key).transform("min").to_numpy()
+        keep = tp == low
+        if not keep.all():
+            d, key, n = d[keep].reset_index(drop=True), key[keep], int(keep.sum())
+    line = d["line_no"].to_numpy(dtype=np.int64) if n else np.empty(0, np.int64)
+    r = _col(d, "running_req")
+    a = _col(d, "accept_len")
+    a[a < 1] = np.nan            # below 1 is no accept length (a window with no verify: 0.00)
+    g = _col(d, "gen_throughput")
+    steps = _col(d, "gen_throughput_steps", dtype=object, na=False).astype(bool) \
+        if "gen_throughput_steps" in d.columns else np.zeros(n, dtype=bool)
+    ts = None
+    if "timestamp" in d.columns and n:
+        ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
+    why = np.zeros(n, dtype=np.int8)
+    b = r.copy()
+    x = np.zeros((n, N_X))
+    pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
+    ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
+    ptok[~np.isfinite(ptok)] = 0.0
+    for s in np.unique(key):
+        idx = np.flatnonzero(key == s)
+        why[idx[0]] = FIRST
+        rs = r[idx]
+        bs = rs.copy()
+        bs[1:] = (rs[1:] + rs[:-1]) / 2
+        b[idx] = bs
+        # prefill lines of this series (or of every rank, with DP attention) between its
+        # previous decode line and this one
+        pm = np.ones(len(pline), dtype=bool) if dp_attention or len(np.unique(key)) == 1 \
+            else (pkey == s)
+        if pm.any():
+            at = np.searchsorted(line[idx], pline[pm])
+            inside = at < len(idx)
+            tok = np.bincount(at[inside], weights=ptok[pm][inside], minlength=len(idx))
+            cnt = np.bincount(at[inside], minlength=len(idx)).astype(float)
+            x[idx, 0], x[idx, 1] = tok / interval, cnt / interval
+            x[idx[1:], 2], x[idx[1:], 3] = x[idx[:-1], 0], x[idx[:-1], 1]
+        if ts is not None and len(idx) > 2:
+            t = ts[idx]
+            if not (t == np.iinfo(np.int64).min).any():
+                gap = np.diff(t).astype(float) / 1e6
+                med = float(np.median(gap))
+                if med > 0:
+                    idle = (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S)
+                    sub = why[idx[1:]]
+                    sub[idle & (sub == USED)] = IDLE
+                    why[idx[1:]] = sub
+    spec = bool(np.isfinite(a).any())
+    tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = 1000.0 * tokens / g
+    bad = ~((g > 0) & (b > 0) & np.isfinite(y))
+    y[bad] = np.nan
+    why[bad & (why == USED)] = NO_THROUGHPUT
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps)
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
+    """How many leading windows a warm-up holds: MSER-5 (the truncation point d that minimises
+    Σ_{i>d} (m_i − m̄_d)² / (k − d)² over the means m of 5 windows), kept only when the
+    truncated windows' mean is WARMUP_SIGMAS standard errors away from the rest's.  0 when the
+    start looks like the rest."""
+    ok = np.flatnonzero(np.isfinite(z) & (w > 0))
+    n = len(ok)
+    if n < 40:
+        return 0
+    k = n // 5
+    zz, ww = z[ok[:5 * k]], w[ok[:5 * k]]
+    starts = np.arange(0, 5 * k, 5)
+    m = np.add.reduceat(zz * ww, starts) / np.add.reduceat(ww, starts)
+    best, cut = math.inf, 0
+    for d in range(0, k // 2):
+        rest = m[d:]
+        v = float(np.sum((rest - rest.mean()) ** 2)) / len(rest) ** 2
+        if v < best:
+            best, cut = v, d
+    if cut == 0:
+        return 0
+    head, tail = m[:cut], m[cut:]
+    var = float(np.var(tail, ddof=1))
+    se = math.sqrt(var / cut + var / len(tail))
+    if se == 0 or abs(head.mean() - tail.mean()) < WARMUP_SIGMAS * se:
+        return 0
+    return int(ok[5 * cut])
+
+
+# ----------------------------------------------------------------------------- the model
+
+# column layout of the sums (see _sums)
+_P = 3 + N_X                 # regressors: 1, B, B², x
+_TRI = np.triu_indices(_P)
+_NZ = len(_TRI[0])
+OUTPUTS = ("accept_len", "cycle_ms", "rate", "step_ms", "speedup", "breakeven_accept_len",
+           "cycle_ms_iter")
+
+
+def _design(win: Windows, scale: tuple[float, float]) -> np.ndarray:
+    """Regressors per window: 1, u, u² of the batch size centred and scaled to [−1, 1] (so
+    that they stay apart from the intercept whatever the range), then the prefill work."""
+    u = (win.b - scale[0]) / scale[1]
+    return np.column_stack([np.ones(win.n), u, u * u, win.x])
+
+
+def _sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
+          scale: float) -> list[np.ndarray]:
+    """Per-window terms of every sum the outputs need (zeros where a window does not count)."""
+    w = np.where(use, win.w, 0.0)
+    y = np.where(use, win.y, 0.0)
+    Z = _design(win, scale)
+    Z[~use] = 0.0
+    cols = [w, w * y]
+    cols += [w * Z[:, 3 + k] for k in range(N_X)]
+    wz = Z * w[:, None]
+    cols += [wz[:, i] * Z[:, j] for i, j in zip(*_TRI)]
+    cols += [wz[:, i] * y for i in range(_P)]
+    wa = np.where(acc, win.w, 0.0)
+    cols += [wa * np.where(acc, win.a, 0.0), wa]
+    cols += [w * (step if step is not None else np.zeros(win.n))]
+    one = use.astype(float)
+    cols += [one, one * y] + [one * Z[:, 3 + k] for k in range(N_X)]
+    return cols
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which regressors the fit carries (decided once, from all the windows)."""
+
+    xs: tuple[int, ...]          # prefill regressors kept (indices into x)
+    smooth: tuple[int, ...]      # 1, u, u² kept
+    scale: tuple[float, float]   # centre and half range of the batch sizes
+
+
+def _solve(S: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    """β of the prefill regressors (zeros for those left out) from the normal equations."""
+    beta = np.zeros(N_X)
+    if not spec.xs:
+        return beta
+    base = 2 + N_X
+    M = np.zeros((_P, _P))
+    M[_TRI] = S[base:base + _NZ]
+    M = M + np.triu(M, 1).T
+    v = S[base + _NZ:base + _NZ + _P]
+    keep = list(spec.smooth) + [3 + k for k in spec.xs]
+    try:
+        coef = np.linalg.solve(M[np.ix_(keep, keep)], v[keep])
+    except np.linalg.LinAlgError:
+        return np.full(N_X, np.nan)
+    beta[list(spec.xs)] = coef[len(spec.smooth):]
+    return beta
+
+
+def _outputs(S: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    beta = _solve(S, spec)
+    base = 2 + N_X + _NZ + _P
+    sw, swy, swx = S[0], S[1], S[2:2 + N_X]
+    tau = S[base] / S[base + 1] if S[base + 1] > 0 else math.nan
+    cyc = (swy - float(beta @ swx)) / sw if sw > 0 else math.nan
+    step = S[base + 2] / sw if sw > 0 else math.nan
+    n1, sy1, sx1 = S[base + 3], S[base + 4], S[base + 5:base + 5 + N_X]
+    cyc_iter = (sy1 - float(beta @ sx1)) / n1 if n1 > 0 else math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.array([tau, cyc, tau / cyc, step, tau * step / cyc, cyc / step, cyc_iter])
+
+
+def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
+    """The regressors the data can carry, and what the cycle then is: 'clean' (no prefill work
+    in the usable windows), 'corrected' (prefill time estimated and removed) or 'upper bound'
+    (prefill work that cannot be told apart from the cycle: it stays in)."""
+    bs = win.b[use]
+    lo, hi = (float(bs.min()), float(bs.max())) if len(bs) else (1.0, 1.0)
+    scale = ((lo + hi) / 2, max((hi - lo) / 2, 1e-9))
+    smooth = (0,) if np.ptp(bs) == 0 else (0, 1) if len(np.unique(bs)) < 4 else (0, 1, 2)
+    xs = tuple(k for k in range(N_X) if np.ptp(win.x[use, k]) > 0)
+    if not (win.x[use] > 0).any():
+        return ModelSpec((), smooth, scale), "clean"
+    Z = _design(win, scale)[use]
+    w = win.w[use]
+    keep = list(smooth) + [3 + k for k in xs]
+    while xs:
+        M = (Z[:, keep] * w[:, None]).T @ Z[:, keep]
+        d = np.sqrt(np.diag(M))
+        if (d > 0).all() and np.linalg.cond(M / np.outer(d, d)) < 1e8:
+            break
+        xs = xs[:-1]
+        keep = list(smooth) + [3 + k for k in xs]
+    if not xs or 1 not in xs and 0 not in xs:
+        return ModelSpec(xs, smooth, scale), "upper bound"
+    return ModelSpec(xs, smooth, scale), "corrected"
+
+
+@dataclass(frozen=True)
+class RateFit:
+    """What a run's decode windows say: each OUTPUTS name as an Estimate (joint jackknife), the
+    cycle's kind ('clean', 'corrected', 'upper bound'), the prefill cost per token and batch,
+    the windows used and left out (by reason), the autocorrelation time and the batches."""
+
+    estimates: dict[str, Estimate]
+    kind: str
+    beta: tuple[float, ...]
+    used: int
+    windows: int
+    left_out: dict[str, int]
+    tau: float
+    batches: int
+    coverage: float = 1.0        # share of the request-steps a baseline covers
+    warmup: int = 0              # leading windows left out as a warm-up
+    notes: tuple[str, ...] = ()
+    replicates: np.ndarray | None = field(default=None, repr=False)
+
+    def __getitem__(self, name: str) -> Estimate:
+        return self.estimates[name]
+
+
+def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode lines",
+        warmup: str | int = "auto") -> RateFit:
+    """Fit the rate model to ``win``; ``step_of(B)`` gives the baseline step (ms) at mean batch
+    size B (NaN where the baseline does not cover B), or None.  ``warmup``: 'auto' (MSER-5,
+    kept only when significant), a number of leading windows, or 0."""
+    notes: list[str] = []
+    base_use = win.why == USED
+    acc = np.isfinite(win.a) if win.spec else np.zeros(win.n, dtype=bool)
+    why = win.why.copy()
+    use = base_use.copy()
+    spec, kind = _choose(win, use)
+
+    def residuals(use, spec):
+        """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
+        beta = _solve(np.array([c.sum() for c in _sums(win, use, acc, None, spec.scale)]),
+                      spec)
+        z = win.y - win.x @ beta
+        Z = _design(win, spec.scale)[:, list(spec.smooth)]
+        sw = np.sqrt(win.w[use])
+        coef, *_ = np.linalg.lstsq(Z[use] * sw[:, None], z[use] * sw, rcond=None)
+        fitted = Z @ coef
+        res = z - fitted
+        mad = float(np.median(np.abs(res[use] - np.median(res[use])))) * 1.4826
+        return beta, fitted, res, mad
+
+    cut = 0
+    if use.sum() >= 3:
+        beta, fitted, res, mad = residuals(use, spec)
+        limit = np.maximum(STALL_SIGMAS * mad, STALL_SHARE * np.abs(fitted))
+        # warm-up: leading windows whose cycle (at their batch size) differs from the rest's
+        if warmup == "auto":
+            cut = warmup_windows(np.where(use, np.clip(res, -limit, limit), np.nan),
+                                 np.where(use, win.w, 0.0))
+        elif warmup:
+            cut = min(int(warmup), win.n)
+        if cut:
+            why[:cut][why[:cut] == USED] = SKIPPED
+            use[:cut] = False
+            acc[:cut] = False
+        # stalls: windows far above the fit (idle time the timestamps do not show); refit
+        for _ in range(3):
+            if use.sum() < 3:
+                break
+            spec, kind = _choose(win, use)
+            beta, fitted, res, mad = residuals(use, spec)
+            stall = use & (res > STALL_SIGMAS * mad) & (res > STALL_SHARE * fitted)
+            if not stall.any():
+                break
+            use &= ~stall
+            why[stall] = STALL
+        spec, kind = _choose(win, use)
+    beta = _solve(np.array([c.sum() for c in _sums(win, use, acc, None, spec.scale)]), spec)
+    step = None
+    coverage = 1.0
+    if step_of is not None:
+        step = np.asarray(step_of(win.b), dtype=float)
+        covered = np.isfinite(step)
+        tot = float(win.w[use | acc].sum())
+        coverage = float(win.w[(use | acc) & covered].sum()) / tot if tot > 0 else 0.0
+        use &= covered
+        acc &= covered
+        step = np.where(covered, step, 0.0)
+    thetas, terms = _point_and_terms(win, use, acc, step, spec)
+    beta = thetas.pop("_beta")
+    n = win.n
+    ests, facts = stats.influence_estimates(
+        [thetas[k] for k in OUTPUTS],
+        [None if terms[k] is None else stats.block_sums(terms[k], n) for k in OUTPUTS], n,
+        confidence, tau_of=(0, 1, 2) if win.spec else (1,))
+    src = {"accept_len": f"{what} ({int(acc.sum())} windows, request-step weighted)",
+           "cycle_ms": f"{what} ({int(use.sum())} windows of {win.n}, "
+                       + {"clean": "none with prefill work", "corrected": "prefill time removed",
+                          "upper bound": "prefill time included: an upper bound"}[kind] + ")"}
+    # the batch size inside a window is not printed: B̃ is the mean of the two lines'.  The same
+    # fit with the printed (last-iteration) batch instead moves the cycle by some amount; half
+    # of it is a systematic uncertainty of every figure that holds the cycle
+    sys_rel = 0.0
+    if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and win.spec is not None:
+        alt = win.restrict(np.ones(win.n, dtype=bool))
+        alt.y = np.where(alt.b > 0, win.y * win.r / np.where(win.b > 0, win.b, 1.0), np.nan)
+        alt.b = win.r.astype(float)
+        th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec)
+        if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
+            sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
+        # requests finishing and admitted inside a window move its mean batch in ways neither
+        # line shows (simulated: up to ±0.5 %): a floor, in quadrature (docs/statistics.md)
+        sys_rel = math.hypot(sys_rel, SYS_FLOOR)
+    out = {}
+    for nm, e in zip(OUTPUTS, ests):
+        if sys_rel and e.sufficient and nm != "accept_len" and nm != "step_ms":
+            se = math.sqrt(e.se_log ** 2 + sys_rel ** 2)
+            df = e.df * (se ** 4) / e.se_log ** 4 if e.se_log > 0 else math.inf
+            e = stats.from_log_se(e.estimate, se, df, e.n, confidence)
+        out[nm] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log, e.df,
+                           src.get(nm, what))
+    left = {}
+    for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED):
+        k = int((why == code).sum())
+        if k:
+            left[WHY[code]] = k
+    return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
+                   float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
+                   cut, tuple(notes))
+
+
+def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
+                     spec: ModelSpec) -> tuple[dict, dict]:
+    """The OUTPUTS' point estimates and, per window, the terms of their logarithms (zero for
+    a window that does not count), conditional on the run's batch mix: the cycle's terms come
+    from the residuals of the fitted model (its scores, through the regression's sensitivity),
+    not from the spread of the batch sizes, so that a run whose batch grows over time is not
+    taken for a noisy one.  A stated baseline is exact given the mix (its terms: None)."""
+    keep = list(spec.smooth) + [3 + k for k in spec.xs]
+    Z = _design(win, spec.scale)[:, keep]
+    ns = len(spec.smooth)
+    wu = np.where(use, win.w, 0.0)
+    W = float(wu.sum())
+    nan = math.nan
+    th = {k: nan for k in OUTPUTS}
+    terms: dict[str, np.ndarray | None] = {k: None for k in OUTPUTS}
+    beta = np.zeros(N_X)
+    y = np.where(use, win.y, 0.0)
+    if W > 0 and use.sum() > len(keep):
+        A = Z[use].T @ (Z[use] * wu[use, None])
+        Ainv = np.linalg.pinv(A)
+        gamma = Ainv @ (Z[use].T @ (wu[use] * y[use]))
+        beta[list(spec.xs)] = gamma[ns:]
+        e = np.where(use, y - Z @ gamma, 0.0)
+        zc = np.where(use, y - win.x @ beta, 0.0)
+        cyc = float((wu * zc).sum() / W)
+        g = (Z * wu[:, None]).sum(axis=0) / W
+        g[ns:] = 0.0
+        psi_w = wu * e                                   # each window's score weight
+        h = Z @ (Ainv @ g)                               # sensitivity of ĉ to a window's score
+        th["cycle_ms"] = cyc
+        terms["cycle_ms"] = psi_w * h / cyc
+        n1 = float(use.sum())
+        cyc_it = float(zc.sum() / n1)
+        g1 = Z[use].mean(axis=0)
+        g1[ns:] = 0.0
+        e_mean = float(e[use].mean())
+        th["cycle_ms_iter"] = cyc_it
+        terms["cycle_ms_iter"] = (psi_w * (Z @ (Ainv @ g1)) +
+                                  np.where(use, (e - e_mean) / n1, 0.0)) / cyc_it
+        if step is not None:
+            th["step_ms"] = float((wu * step).sum() / W)
+    wa = np.where(acc, win.w, 0.0)
+    Wa = float(wa.sum())
+    if Wa > 0:
+        a = np.where(acc, win.a, 0.0)
+        tau = float((wa * a).sum() / Wa)
+        th["accept_len"] = tau
+        terms["accept_len"] = wa * (a - tau) / Wa / tau
+    if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
+        th["rate"] = th["accept_len"] / th["cycle_ms"]
+        terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
+        if step is not None and th["step_ms"] > 0:
+            th["speedup"] = th["rate"] * th["step_ms"]
+            terms["speedup"] = terms["rate"]
+    if terms["cycle_ms"] is not None and step is not None and th["step_ms"] > 0:
+        th["breakeven_accept_len"] = th["cycle_ms"] / th["step_ms"]
+        terms["breakeven_accept_len"] = terms["cycle_ms"]
+    th["_beta"] = beta
+    return th, terms
+
+
+def step_curve(sizes: np.ndarray, steps: np.ndarray):
+    """A baseline step time for any mean batch size: linear between the given batch sizes
+    (ms per step), NaN outside them (no extrapolation)."""
+    order = np.argsort(sizes)
+    xs, ys = np.asarray(sizes, float)[order], np.asarray(steps, float)[order]
+
+    def of(b):
+        b = np.asarray(b, dtype=float)
+        out = np.interp(b, xs, ys)
+        out[(b < xs[0] - 1e-9) | (b > xs[-1] + 1e-9) | ~np.isfinite(b)] = np.nan
+        return out
+    return of

@@ -1,0 +1,151 @@
+"""Range-checked number converters shared by the parsers (issue 13, items 3 and 4).
+
+A number printed by a logger or a benchmark script is ASCII digits.  Python's ``int()`` and
+``float()`` also take Arabic-Indic and full-width digits, ``1_000``, ``inf``, ``nan``, and
+``1e400`` (which becomes infinity); no engine prints those, so here they are not numbers.  Every
+converter takes the printed text (or a value json.loads made of it) and returns the number, or
+raises ValueError: the caller then reports a bad value and keeps the record with that value NA,
+or, when the value is essential to the record, reports the line.  Nothing else is raised.
+
+* ``to_int``: an integer within 64 bits (the Int64 columns); an integral float from JSON
+  (``16384.0``) is accepted, a fractional one is not;
+* ``to_int32``: a count small by nature (batch size, ranks, steps): within 32 bits;
+* ``to_float``: a finite float (an exponent allowed);
+* ``to_floats``: a printed tuple or list of floats, ``(0.833, 0.606, 0.379)`` or ``0.1 0.2``;
+* ``Reader``: converts the captured texts of one record, collecting what it could not read.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+I64 = 1 << 63
+I32 = 1 << 31
+INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_BLANKS = " \t"
+
+
+def to_int(v) -> int:
+    """An integer as printed (or read from JSON): ASCII digits, within 64 bits."""
+    if isinstance(v, bool):
+        raise ValueError(v)
+    if isinstance(v, float):
+        if not math.isfinite(v) or v != int(v):
+            raise ValueError(v)
+        v = int(v)
+    elif not isinstance(v, int):
+        if not isinstance(v, str):
+            raise ValueError(v)
+        t = v.strip(_BLANKS)
+        if len(t) > 40 or not INT_TEXT.fullmatch(t):
+            raise ValueError(v)
+        v = int(t)
+    if not -I64 <= v < I64:
+        raise ValueError(v)
+    return v
+
+
+def to_int32(v) -> int:
+    """A count small by nature (a batch size, a rank): within 32 bits."""
+    x = to_int(v)
+    if not -I32 <= x < I32:
+        raise ValueError(v)
+    return x
+
+
+def to_float(v) -> float:
+    """A finite number: ASCII digits, an optional exponent; inf, nan and texts that overflow to
+    infinity (1e400) are not numbers."""
+    if isinstance(v, bool):
+        raise ValueError(v)
+    if isinstance(v, (int, float)):
+        try:
+            x = float(v)
+        except OverflowError:        # a JSON integer of 400 digits
+            raise ValueError(v) from None
+    elif isinstance(v, str):
+        t = v.strip(_BLANKS)
+        if len(t) > 400 or not FLOAT_TEXT.fullmatch(t):
+            raise ValueError(v)
+        x = float(t)
+    else:
+        raise ValueError(v)
+    if not math.isfinite(x):
+        raise ValueError(v)
+    return x
+
+
+_SPLIT = re.compile(r"[,\s]+", re.ASCII)
+
+
+def to_floats(text: str) -> list[float]:
+    """The numbers of a printed tuple, ``(a, b, c)`` or ``a b c`` (brackets optional; empty
+    gives []); one unreadable element raises ValueError."""
+    t = text.strip().strip("()[]").strip()
+    if not t:
+        return []
+    return [to_float(p) for p in _SPLIT.split(t) if p]
+
+
+def is_number_text(text: str) -> bool:
+    """Whether a printed cell reads as a number (the same rule as to_float)."""
+    try:
+        to_float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class Reader:
+    """Converts the captured values of one record; what it cannot read is noted in ``bad``
+    (one message each, for a bad_value report) and comes back as None."""
+
+    __slots__ = ("bad",)
+
+    def __init__(self) -> None:
+        self.bad: list[str] = []
+
+    def __call__(self, value, conv, name: str):
+        if value is None:
+            return None
+        try:
+            return conv(value)
+        except ValueError:
+            self.bad.append(f"bad value {_show(value)} for {name}")
+            return None
+
+    def floats(self, text: str | None, name: str) -> list[float] | None:
+        if text is None:
+            return None
+        try:
+            return to_floats(text)
+        except ValueError:
+            self.bad.append(f"bad value {_show(text)} for {name}")
+            return None
+
+
+def _show(value) -> str:
+    t = value if isinstance(value, str) else repr(value)
+    return repr(t[:30] + ("…" if len(t) > 30 else ""))
+
+
+# CPython 3.11's AST constructor keeps its recursion depth in per-interpreter state: two threads
+# compiling at once (the parallel scan's) can raise "SystemError: AST constructor recursion
+# depth mismatch".  Every parse of Python literal text goes through here, one at a time.
+import ast as _ast
+import threading as _threading
+
+_AST_LOCK = _threading.Lock()
+
+
+def literal_eval(node_or_text):
+    """ast.literal_eval, serialised across threads."""
+    with _AST_LOCK:
+        return _ast.literal_eval(node_or_text)
+
+
+def parse_expr(text: str):
+    """ast.parse(text, mode='eval'), serialised across threads."""
+    with _AST_LOCK:
+        return _ast.parse(text, mode="eval")
