@@ -208,13 +208,16 @@ def calibrate(name: str | Scenario, reps: int = 30, jobs: int = 1, seed0: int = 
         out[m] = _stats(_field(objs, m, "estimate"), _field(objs, m, "ci_low"),
                         _field(objs, m, "ci_high"), truth[m])
     verdicts = [o["verdict"] if o is not None else "error" for o in objs]
-    for v in ("above", "below", "inconclusive", "insufficient data", "error"):
+    for v in ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
+              "invalid baseline", "error"):
         out[v] = verdicts.count(v) / len(verdicts)
-    srcs = [o["cycle_ms"]["source"] or "" if o is not None else "" for o in objs]
-    out["cycle_from"] = {
-        "prof": sum("EAGLE3_PROF" in s for s in srcs) / reps,
-        "clean windows": sum("clean windows" in s for s in srcs) / reps,
-        "incl. prefill/idle": sum("incl. prefill" in s for s in srcs) / reps}
+    # a claim is wrong when the run's own truth is on the other side of 1 (each run's truth is
+    # its own batch mix: in a varying-batch scenario it is not exactly the pool's 1.00)
+    sp = truth["speedup"]
+    out["wrong"] = sum((v == "above" and t <= 1) or (v == "below" and t >= 1)
+                       for v, t in zip(verdicts, sp)) / len(verdicts)
+    kinds = [o.get("cycle_kind") or "?" if o is not None else "error" for o in objs]
+    out["cycle_from"] = {k: kinds.count(k) / reps for k in dict.fromkeys(kinds)}
     out["notes"] = sorted({n.split(":")[0] for o in objs if o for n in o.get("notes", [])})
     return out
 
@@ -330,7 +333,7 @@ def _pct(x, signed=False) -> str:
 def table(results: list[dict]) -> str:
     head = (f"{'scenario':<19} {'metric':<8} {'truth':>8} {'est':>8} {'bias%':>6} "
             f"{'cover%':>6} {'width%':>6} {'spread%':>7} {'w/s':>5}   "
-            f"{'above':>5} {'below':>5} {'incon':>5} {'insuf':>5}")
+            f"{'above':>5} {'below':>5} {'incon':>5} {'insuf':>5} {'other':>5} {'wrong':>5}")
     lines = [head, "-" * len(head)]
     for r in results:
         for i, m in enumerate(METRICS):
@@ -344,12 +347,16 @@ def table(results: list[dict]) -> str:
                    f"{s['est']:>8.4g} {_pct(s['bias'], True):>6} {'–':>6} {'–':>6} "
                    f"{100 * s['spread']:>7.1f} {'–':>5}")
             if i == 0:
+                other = r.get("partial", 0) + r.get("mixed", 0) + r.get("invalid baseline", 0)
                 row += (f"   {_pct(r['above']):>5} {_pct(r['below']):>5} "
-                        f"{_pct(r['inconclusive']):>5} {_pct(r['insufficient data']):>5}")
+                        f"{_pct(r['inconclusive']):>5} {_pct(r['insufficient data']):>5} "
+                        f"{_pct(other):>5} {_pct(r.get('wrong', 0)):>5}")
             lines.append(row)
         cf = ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["cycle_from"].items() if v)
+        verd = ", ".join(f"{k} {100 * r[k]:.0f}%" for k in ("partial", "mixed",
+                                                            "invalid baseline") if r.get(k))
         lines.append(f"{'':<19} {r['reps']} runs, {r['windows']:.0f} windows, baseline "
-                     f"{r['baseline']}; cycle from: {cf}" +
+                     f"{r['baseline']}; cycle: {cf}" + (f"; {verd}" if verd else "") +
                      (f"; {r['errors']} errors ({r['first_error']})" if r["errors"] else ""))
     return "\n".join(lines)
 
@@ -384,7 +391,7 @@ def main() -> None:
                     help="a scenario (repeatable; default: every table row)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--compare", action="store_true", help="also compare and sweep (issue 15)")
-    ap.add_argument("--power", action="store_true", help="with --compare: power at 5 and 10 %")
+    ap.add_argument("--power", action="store_true", help="with --compare: power at 5 and 10 %%")
     ap.add_argument("--requests", action="store_true", help="keep the Finish: lines")
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     a = ap.parse_args()

@@ -137,6 +137,92 @@ class ParsedLog:
                 by.setdefault(d.source, []).append(d)
         return ParsedLog(tables, [info], list(by.get(source, ())))
 
+    def select(self, since: str | None = None, until: str | None = None,
+               startup: int | None = None) -> "ParsedLog":
+        """The rows of a time span and/or one server start-up, as a ParsedLog of their own.
+
+        ``since``/``until``: 'YYYY-MM-DD HH:MM[:SS]', 'HH:MM[:SS]' (on the date of each input's
+        first line) or '+N[s|m|h]' (after each input's first line); rows without a timestamp
+        are left out of a time selection.  ``startup``: the start-up number (1 for the first
+        ``server_args=`` line; 0 for the lines before it).  Raises EaglelogError when nothing
+        is left."""
+        if since is None and until is None and startup is None:
+            return self
+        tables = {}
+        for name, df in self.tables.items():
+            keep = np.ones(len(df), dtype=bool)
+            if startup is not None and "startup" in df.columns and name != "server_args":
+                keep &= (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+            if name == "server_args" and startup is not None:
+                keep &= (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+            if (since or until) and "timestamp" in df.columns and name != "server_args":
+                ts = self._times(name)
+                lo = np.full(len(df), np.datetime64("NaT"), dtype="datetime64[us]")
+                hi = lo.copy()
+                for info in self.sources:
+                    m = (df["source"] == info.name).to_numpy(dtype=bool)
+                    if not m.any():
+                        continue
+                    first = self._first_time(info.name)
+                    lo[m] = _when(since, first, "--since") if since else np.datetime64("NaT")
+                    hi[m] = _when(until, first, "--until") if until else np.datetime64("NaT")
+                ok = ~np.isnat(ts)
+                if since:
+                    ok &= ts >= lo
+                if until:
+                    ok &= ts <= hi
+                keep &= ok
+            tables[name] = df if keep.all() else df[keep].reset_index(drop=True)
+        if "prof_phases" in tables and len(tables["prof_phases"]):
+            ph, pr = tables["prof_phases"], tables["prof"]
+            key = pd.MultiIndex.from_arrays([pr["source"].astype(str), pr["line_no"]])
+            m = pd.MultiIndex.from_arrays([ph["source"].astype(str), ph["block"]]).isin(key)
+            tables["prof_phases"] = ph[m].reset_index(drop=True)
+        if not any(len(tables[t]) for t in ("decode", "prof", "bench", "vllm_spec")
+                   if t in tables):
+            what = ", ".join(x for x in (f"since {since}" if since else "",
+                                         f"until {until}" if until else "",
+                                         f"start-up {startup}" if startup is not None else "")
+                             if x)
+            raise EaglelogError(f"no decode line or EAGLE3_PROF block is left ({what})")
+        return ParsedLog(tables, self.sources, self.diagnostics)
+
+    def _times(self, name: str) -> np.ndarray:
+        """The table's timestamps; a row without one (an EAGLE3_PROF block printed with
+        print(), say) takes that of the last decode line before it in the same input."""
+        df = self.tables[name]
+        ts = df["timestamp"].to_numpy(dtype="datetime64[us]").copy()
+        miss = np.isnat(ts)
+        if not miss.any() or name == "decode":
+            return ts
+        dec = self.tables["decode"]
+        for info in self.sources:
+            m = miss & (df["source"] == info.name).to_numpy(dtype=bool)
+            if not m.any():
+                continue
+            d = dec[(dec["source"] == info.name).to_numpy(dtype=bool)]
+            dt = d["timestamp"].to_numpy(dtype="datetime64[us]")
+            ok = ~np.isnat(dt)
+            lines, dt = d["line_no"].to_numpy(dtype=np.int64)[ok], dt[ok]
+            if not len(lines):
+                continue
+            order = np.argsort(lines)
+            lines, dt = lines[order], dt[order]
+            at = np.searchsorted(lines, df["line_no"].to_numpy(dtype=np.int64)[m]) - 1
+            ts[np.flatnonzero(m)] = np.where(at >= 0, dt[np.clip(at, 0, None)],
+                                             np.datetime64("NaT"))
+        return ts
+
+    def _first_time(self, source: str):
+        firsts = []
+        for df in self.tables.values():
+            if "timestamp" in df.columns and len(df):
+                t = df.loc[(df["source"] == source).to_numpy(dtype=bool), "timestamp"]
+                t = t.dropna()
+                if len(t):
+                    firsts.append(t.min())
+        return min(firsts) if firsts else None
+
     def units(self) -> list[tuple[str, "ParsedLog"]]:
         """What the analyses look at one by one: each input, or each server start-up of an
         input that holds several (labelled 'server.log [start-up 2 at line 615]')."""
@@ -157,6 +243,28 @@ class ParsedLog:
         counts = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
         return (f"<ParsedLog {len(self.sources)} input(s): {counts}; "
                 f"{len(self.diagnostics)} diagnostics>")
+
+
+def _when(text: str, first, option: str):
+    """A --since/--until value as a datetime64[us] for an input whose first line is at
+    ``first`` (a pandas Timestamp or None)."""
+    import re
+    t = text.strip()
+    m = re.fullmatch(r"\+(\d+(?:\.\d+)?)\s*([smh]?)", t)
+    if m:
+        if first is None:
+            raise EaglelogError(f"{option} {text}: the log has no timestamps to count from")
+        secs = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+        return np.datetime64(first + pd.Timedelta(seconds=secs), "us")
+    if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?", t):
+        if first is None:
+            raise EaglelogError(f"{option} {text}: the log has no timestamps to take a date from")
+        t = f"{first.date()} {t}"
+    try:
+        return np.datetime64(pd.Timestamp(t), "us")
+    except (ValueError, TypeError):
+        raise EaglelogError(f"{option} {text!r}: not a time (YYYY-MM-DD HH:MM[:SS], HH:MM[:SS] or "
+                            "+N[s|m|h] after the first line)") from None
 
 
 def _plain(v):
@@ -475,6 +583,10 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     specs = [os.fspath(p) for p in paths]
+    from .metrics import is_metrics_source, parse_with    # http(s)://…/metrics, prom+http(s)://…
+    if any(is_metrics_source(s) for s in specs):          # (eaglelog/metrics.py, prom.py)
+        return parse_with(specs, parse, engine=engine, keep_going=keep_going, base_date=base_date,
+                          chunk_size=chunk_size, remote=remote, cache=cache, columns=columns)
     if not specs:
         raise EaglelogError("no input given")
     if engine != "auto" and engine not in ENGINES:

@@ -6,7 +6,6 @@ Every EaglelogError becomes one line on stderr (``eaglelog: error: …``) and it
 from __future__ import annotations
 
 import functools
-import math
 import os
 import sys
 from collections import OrderedDict
@@ -118,6 +117,74 @@ def input_options(f):
                                           and not os.environ.get("NO_COLOR"),
                                           use_cache=not ctx.obj["no_cache"])
         return cached_result(ctx, lambda: f(*args, **kwargs))
+    return wrapper
+
+
+def selection_options(f):
+    """What of the logs an analysis looks at: a time span, one start-up, the warm-up."""
+    @click.option("--since", metavar="TIME", default=None,
+                  help="Only what the logs printed from TIME on: 'YYYY-MM-DD HH:MM[:SS]', "
+                       "'HH:MM[:SS]' (on the first line's date) or '+N[s|m|h]' after the first "
+                       "line.")
+    @click.option("--until", metavar="TIME", default=None, help="Only up to TIME (as --since).")
+    @click.option("--startup", type=click.IntRange(0), default=None, metavar="N",
+                  help="Only server start-up N of each log (1: after its first server_args "
+                       "line; 0: before it).")
+    @click.option("--skip-warmup", "skip_warmup", default="auto", show_default=True,
+                  metavar="auto|N",
+                  help="Leading decode windows to leave out: 'auto' (a start unlike the rest, "
+                       "found by MSER-5 and a test, said in a note), N windows, or 0.")
+    @functools.wraps(f)
+    def wrapper(*args, since=None, until=None, startup=None, skip_warmup="auto", **kwargs):
+        ctx = click.get_current_context()
+        ctx.ensure_object(dict)
+        if skip_warmup != "auto" and not (skip_warmup.isdigit()):
+            raise click.BadParameter(f"{skip_warmup!r}: 'auto' or a number of windows",
+                                     param_hint="--skip-warmup")
+        ctx.obj["select"] = {"since": since, "until": until, "startup": startup}
+        ctx.obj["warmup"] = "auto" if skip_warmup == "auto" else int(skip_warmup)
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def warmup_of(ctx: click.Context):
+    return (ctx.obj or {}).get("warmup", "auto")
+
+
+# ---- metrics sources (issue 19: eaglelog/metrics.py, prom.py) --------------------------------
+def metrics_options(f):
+    """--match/--step/--duration for http(s)://…/metrics and prom+http(s)://… inputs; they ride
+    in each such input's query (metrics.with_params).  A bare duration given to --since
+    (selection_options: '6h', '30m') is a Prometheus input's look-back."""
+    @click.option("--match", "match", multiple=True, metavar="SELECTOR",
+                  help="prom+http://… inputs: label matchers of the series to read, e.g. "
+                       "'job=\"sglang\"' (repeatable: their union); with --since 6h (a "
+                       "duration: how far back; default 1h).")
+    @click.option("--step", metavar="DURATION", default=None,
+                  help="http://…/metrics inputs: seconds between scrapes (default 5s); "
+                       "prom+http://…: at most one sample per step (default: every scrape).")
+    @click.option("--duration", "scrape_for", metavar="DURATION", default=None,
+                  help="http://…/metrics inputs: how long to scrape them (default 30s).")
+    @functools.wraps(f)
+    def wrapper(*args, match=(), step=None, scrape_for=None, **kwargs):
+        logs = kwargs.get("logs") or ()
+        from .metrics import is_metrics_source
+        if any(is_metrics_source(s) for s in logs):
+            import re
+            from .metrics import with_params
+            ctx = click.get_current_context()
+            sel = (ctx.obj or {}).get("select") or {}
+            since = sel.get("since")
+            if since and re.fullmatch(r"\d+(\.\d+)?(ms|s|m|h|d|w)", since.strip()):
+                sel["since"] = None            # a look-back, not a selection
+            else:
+                since = None
+            kwargs["logs"] = tuple(
+                with_params(s, match=list(match), since=since, step=step)
+                if s.startswith("prom+") else
+                with_params(s, step=step, duration=scrape_for) if is_metrics_source(s) else s
+                for s in logs)
+        return f(*args, **kwargs)
     return wrapper
 
 
@@ -271,7 +338,7 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
 
 def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
               skipped_note: bool = True, every_column: bool = False,
-              preload: tuple[str, ...] = ()) -> "ParsedLog":
+              preload: tuple[str, ...] = (), select: bool = True) -> "ParsedLog":
     """Parse the inputs; the analyses ask for the columns they read (schema.ANALYSIS_COLUMNS)
     of the large tables, `parse` for every column.  The modules named in ``preload`` (the
     command's analysis) and pandas are imported by a second thread meanwhile: the C scan of a
@@ -291,6 +358,9 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
                 cache=not ctx.obj.get("no_cache"),
                 columns=None if every_column else ANALYSIS_COLUMNS)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
+    sel = ctx.obj.get("select") if select else None
+    if sel and any(v is not None for v in sel.values()):
+        log = log.select(**sel)
     return log
 
 
@@ -322,6 +392,7 @@ def finish(ctx: click.Context, log: "ParsedLog") -> None:
 
 @main.command("parse")
 @input_options
+@metrics_options
 @follow_options
 @click.option("--table", "table",
               type=click.Choice([cli_name(t) for t in TABLES] +
@@ -381,10 +452,12 @@ def show_parsed(log: "ParsedLog", table, fmt, output) -> None:
 
 
 def baseline_option(f):
-    @click.option("--baseline-toks", metavar="TOK_S[±σ]", default=None,
+    @click.option("--baseline-toks", metavar="TOK_S[±σ] | B:TOK_S,…", default=None,
                   help="Decode rate of the same model without speculation, tokens/s per request "
-                       "stream at the run's batch size, e.g. 90 or '90±3' (σ: the standard "
-                       "uncertainty of that rate).")
+                       "stream: one rate at the run's batch size, e.g. 90 or '90±3' (σ: the "
+                       "standard uncertainty of that rate), or one per batch size, "
+                       "'1:90,8:70,32:40' (matched to the run's batch sizes; linear between "
+                       "them, nothing outside).")
     @click.option("--baseline-log", type=click.Path(dir_okay=False), default=None,
                   help="A log of the same model without speculation; its step time is matched "
                        "to the run on batch size (#running-req).")
@@ -395,27 +468,28 @@ def baseline_option(f):
 
 
 def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=True):
-    from .baseline import Baseline, parse_plus_minus
+    from .baseline import Baseline
 
     if baseline_toks and baseline_log:
         raise click.UsageError("give --baseline-toks or --baseline-log, not both")
     if baseline_toks:
         try:
-            value, sd = parse_plus_minus(baseline_toks)
-        except ValueError:
-            raise click.BadParameter(f"{baseline_toks!r} is not a rate like 90 or 90±3",
+            return Baseline.from_text(baseline_toks)
+        except ValueError as e:
+            raise click.BadParameter(f"{baseline_toks!r}: {e}",
                                      param_hint="--baseline-toks") from None
-        if not math.isfinite(value) or value <= 0 or (sd is not None and not math.isfinite(sd)):
-            raise click.BadParameter(f"{baseline_toks!r}: the rate must be a finite number > 0 "
-                                     "(and its ± a finite number)", param_hint="--baseline-toks")
-        return Baseline(tok_s=value, sd=sd)
     if baseline_log:
         return Baseline(log=read_logs(ctx, [baseline_log], engine, False, base_date,
-                                      skipped_note=False))
+                                      skipped_note=False, select=False))
     if required:
         raise click.UsageError("give the baseline: --baseline-toks 90 (tokens/s without "
                                "speculation) or --baseline-log BASE.log")
     return None
+
+
+# breakeven --check fails on these verdicts (and on 'insufficient data' unless
+# --allow-insufficient)
+GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
 
 
 def per_unit(log: "ParsedLog", analyse) -> list:
@@ -447,30 +521,42 @@ def results_output(results, fmt, output, block, flat):
 
 @main.command("breakeven")
 @input_options
+@selection_options
+@metrics_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @click.option("--by", "by", type=click.Choice(["batch"]), default=None,
-              help="Also per #running-req bucket (needs --baseline-log).")
+              help="Also per #running-req bucket (with a baseline per batch size: "
+                   "--baseline-log or --baseline-toks 1:90,8:70,…).")
 @click.option("--cycle-from", type=click.Choice(["auto", "prof", "decode"]), default="auto",
-              show_default=True, help="Cycle time from EAGLE3_PROF blocks (no-sync only) or "
-                                      "derived from the decode lines; auto: blocks when there "
-                                      "are enough.")
-@click.option("--check", is_flag=True, help="Exit with code 3 when a verdict is 'below' (CI "
-                                            "gate).")
+              show_default=True, help="Cycle time derived from the decode lines (prefill time "
+                                      "removed) or from EAGLE3_PROF blocks (no-sync only); "
+                                      "auto: derived when the log carries it without bias, "
+                                      "else the blocks.")
+@click.option("--check", is_flag=True, help="Exit with code 3 when a verdict is 'below', "
+                                            "'partial', 'mixed', 'invalid baseline' or "
+                                            "'insufficient data' (a CI gate).")
+@click.option("--allow-insufficient", is_flag=True,
+              help="With --check: let 'insufficient data' pass.")
 @output_options
 @click.pass_context
 def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
-                  confidence, by, cycle_from, check, fmt, output):
+                  confidence, by, cycle_from, check, allow_insufficient, fmt, output):
     """Is speculation paying off? Break-even accept length and projected speedup.
 
     \b
       breakeven_accept_len = cycle_ms / baseline_step_ms   (baseline_step_ms = 1000 / TOK_S)
       speedup              = accept_len × baseline_step_ms / cycle_ms
 
-    Verdict: 'above' / 'below' when the speedup interval is entirely above / below 1,
-    'inconclusive' when it contains 1, 'insufficient data' with fewer than 10 windows.
-    The statistical model (window weights, batch means, intervals): docs/statistics.md.
+    Both are per request stream: the cycle weighted by request-steps, with prefill time
+    estimated and removed, and the baseline taken at the run's own batch sizes. Verdict:
+    'above' / 'below' when the speedup interval is entirely above / below 1, 'inconclusive'
+    when it contains 1 (or when the cycle is only an upper bound), 'insufficient data'
+    without an interval, 'partial' when the baseline covers too few of the run's batch sizes,
+    'mixed' when one stated rate meets a wide range of batch sizes that disagree, 'invalid
+    baseline' when the break-even exceeds what a cycle can commit. The statistical model:
+    docs/statistics.md.
 
     \b
     Examples:
@@ -479,9 +565,6 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
       eaglelog breakeven --baseline-log base.log --by batch spec.log
       eaglelog breakeven --baseline-toks 90 --check server.log || echo "speculation is slower"
     """
-    if by == "batch" and not baseline_log:
-        raise click.UsageError("--by batch needs --baseline-log: a stated baseline rate has no "
-                               "batch size")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
@@ -490,15 +573,28 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
 
     results = per_unit(log, lambda sub: breakeven(sub, baseline, confidence=confidence,
                                                   by_batch=by == "batch",
-                                                  cycle_from=cycle_from))
+                                                  cycle_from=cycle_from,
+                                                  warmup=warmup_of(ctx)))
     results_output(results, fmt, output, breakeven_block, breakeven_rows)
-    if check and any(r.verdict == "below" for r in results):
-        ctx.exit(3)
+    if check:
+        failing = [r for r in results if r.verdict in GATE_FAILS or
+                   (r.verdict == "insufficient data" and not allow_insufficient)]
+        if failing:
+            if not ctx.obj["quiet"]:
+                click.echo("eaglelog: check failed: " + "; ".join(
+                    f"{r.source}: {r.verdict}" + (f" ({r.verdict_reason})" if r.verdict_reason
+                                                  else "") for r in failing) +
+                    ("" if allow_insufficient or all(r.verdict != "insufficient data"
+                                                     for r in failing)
+                     else " (--allow-insufficient lets too little data pass)"), err=True)
+            ctx.exit(3)
     finish(ctx, log)
 
 
 @main.command("summary")
 @input_options
+@selection_options
+@metrics_options
 @follow_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
@@ -525,7 +621,8 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         def results_of(log):
             from .analysis.summary import summarize
             return per_unit(log, lambda sub: summarize(sub, baseline=baseline,
-                                                       confidence=confidence))
+                                                       confidence=confidence,
+                                                       warmup=warmup_of(ctx)))
 
         def view(log):
             from .report.blocks import summary_block
@@ -558,7 +655,8 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         finish(ctx, log)
         return
     results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
-                                                  confidence=confidence))
+                                                  confidence=confidence,
+                                                  warmup=warmup_of(ctx)))
     results_output(results, fmt, output, summary_block, summary_rows)
     finish(ctx, log)
 
@@ -587,10 +685,10 @@ def summary_rows(s):
     row = {"source": s.source, **{f"config_{k}": v for k, v in s.config.items()}}
     for name, e in (("cycle_ms", s.cycle_ms), ("accept_len_sglang", s.accept_sglang),
                     ("accept_len_profiler", s.accept_profiler),
-                    ("throughput_clean_tok_s", s.throughput_clean)):
+                    ("cycle_derived_ms", s.cycle_derived), ("per_stream_tok_s", s.eff_tok_s)):
         row.update({name: e.estimate if e else None, f"{name}_ci_low": e.ci_low if e else None,
                     f"{name}_ci_high": e.ci_high if e else None})
-    row["throughput_all_tok_s"] = s.throughput_all
+    row["aggregate_tok_s"] = s.throughput_all
     for p in s.phases:
         row[f"phase_{p.phase}_ms"] = p.ms_per_cycle.estimate
     row["bottleneck"] = s.bottleneck
@@ -602,6 +700,7 @@ def summary_rows(s):
 
 @main.command("reconcile")
 @input_options
+@selection_options
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @output_options
@@ -637,6 +736,10 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     finish(ctx, log)
 
 
+def _pfmt(p) -> str:
+    return "n/a" if p is None else "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def load_export_or_none(spec: str):
     """The eaglelog export at ``spec`` (a local .json file made by `eaglelog export`), or None."""
     if spec == "-" or not spec.endswith(".json") or not os.path.isfile(spec):
@@ -651,7 +754,7 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
 
     runs, log_args = [], []
     for spec in logs:
-        exp = load_export(spec) if spec != "-" and os.path.isfile(spec) else None
+        exp = load_export(spec, confidence) if spec != "-" and os.path.isfile(spec) else None
         runs.append(exp if exp is not None else spec)
         if exp is None:
             log_args.append(spec)
@@ -660,8 +763,7 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
     if log_args:   # each distinct log is read once; a log given twice is the same run twice
         log = read_logs(ctx, list(dict.fromkeys(log_args)), engine, keep_going, base_date,
                         skipped_note=False)
-        for r in runs_from_log(log, engine, baseline,
-                               confidence):
+        for r in runs_from_log(log, engine, baseline, confidence, warmup_of(ctx)):
             logs_by_name.setdefault(r.label.split(" [start-up")[0], []).append(r)
     out = []
     for item in runs:
@@ -672,8 +774,142 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
     return out, log
 
 
+# ---- requests and compare --paired (issue 18: eaglelog/analysis/requests.py) ----------------
+# the choices of analysis.requests.GROUPINGS and MATCHES (tests/test_requests.py keeps them in
+# step; importing the module here would import pandas before any command runs)
+REQUEST_GROUPINGS = ("category", "finish", "prompt-len", "output-len", "label")
+PAIR_BY = ("auto", "question", "prompt", "rid")
+
+
+@main.command("requests")
+@input_options
+@baseline_option
+@click.option("--by", type=click.Choice(REQUEST_GROUPINGS), default=None,
+              help="Also per group: the question's category (benchmark files; SGLang: the "
+                   "custom label 'category'), the finish reason, the prompt or output length "
+                   "(powers of two), or the custom labels.")
+@click.option("--breakeven", type=click.FloatRange(0, min_open=True), default=None,
+              metavar="ACCEPT_LEN", help="Break-even accept length: show the share of requests "
+                                         "below it (a baseline instead computes it as "
+                                         "`eaglelog breakeven` does).")
+@click.option("--outliers", type=click.IntRange(0, 1000), default=5, show_default=True,
+              help="How many of the lowest and of the highest requests to list.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@output_options
+@click.pass_context
+def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, by,
+                 breakeven, outliers, confidence, fmt, output):
+    """Which requests benefit? The accept length of every finished request.
+
+    Per request τ_r = (completion − 1) / verify steps (SGLang Finish lines, --log-requests:
+    the first token comes from the prefill and needs no verify step), Σ accept_lengths /
+    steps (Spec-Bench answers), Σ new_tokens / Σ (idx + 1) (EAGLE answers), 1 + accepted /
+    spec steps (saved vLLM responses). Prints the pooled value Σ (completion − 1) / Σ verify
+    (what SGLang's accept len pools) with its interval (requests as independent units), the
+    quantiles, a histogram, the share below the break-even, the same per group, and outliers
+    with their line numbers (lowest, highest, repetition-loop suspects). docs/requests.md.
+    -f csv/jsonl/parquet: one row per request.
+
+    \b
+    Examples:
+      eaglelog requests server.log
+      eaglelog requests --by category --breakeven 2.4 answers.jsonl
+      eaglelog requests --by finish --baseline-toks 90 server.log
+      eaglelog requests -f csv -o requests.csv server.log
+    """
+    if breakeven is not None and (baseline_toks or baseline_log):
+        raise click.UsageError("give --breakeven or a baseline, not both")
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.requests", "eaglelog.report.requests"))
+    from .analysis.requests import requests
+    from .report.requests import group_rows, requests_block
+
+    result = requests(log, by=by, breakeven=breakeven, baseline=baseline,
+                      confidence=confidence, outliers=outliers)
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "table":
+        emit(requests_block(result), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        emit(render_frame(pd.DataFrame([{"run": r.run, **row} for r in result.runs
+                                        for row in group_rows(r, by)]), fmt, output), output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+    finish(ctx, log)
+
+
+def paired_options(f):
+    """compare --paired: the same prompts in two runs (analysis.requests.compare_paired)."""
+    @click.option("--paired", is_flag=True,
+                  help="Compare the accept length of the same prompts in REF and NEW (two logs "
+                       "or benchmark files): the per-prompt ratio with a paired t-test on the "
+                       "log ratios, wins and losses per group, the prompts that got worse, the "
+                       "unmatched share (docs/requests.md).")
+    @click.option("--pair-by", type=click.Choice(PAIR_BY), default="auto", show_default=True,
+                  help="--paired: match requests by benchmark question id, prompt hash (SGLang "
+                       "--log-requests-level 2 or 3) or rid (the same rid in both runs, or "
+                       "--rid-map); auto: the first of these the runs share.")
+    @click.option("--rid-map", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+                  help="--paired: the rid of each prompt in both runs, 'ref,new' one pair a "
+                       "line (or a JSON object ref → new).")
+    @click.option("--by", "paired_by", type=click.Choice(REQUEST_GROUPINGS), default=None,
+                  help="--paired: wins and losses per group (default: category when the "
+                       "inputs have one).")
+    @functools.wraps(f)
+    def wrapper(*args, paired=False, pair_by="auto", rid_map=None, paired_by=None, **kwargs):
+        if not paired:
+            if pair_by != "auto" or rid_map or paired_by:
+                raise click.UsageError("--pair-by, --rid-map and --by go with --paired")
+            return f(*args, **kwargs)
+        return paired_compare(click.get_current_context(), pair_by, rid_map, paired_by,
+                              **kwargs)
+    return wrapper
+
+
+def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_date,
+                   baseline_toks, baseline_log, confidence, fail_on, fmt, output, **_):
+    if len(logs) != 2:
+        raise click.UsageError("--paired compares two runs: REF NEW")
+    if baseline_toks or baseline_log:
+        raise click.UsageError("--paired compares accept lengths prompt by prompt: it takes no "
+                               "baseline")
+    if any(v is not None for v in (ctx.obj.get("select") or {}).values()):
+        raise click.UsageError("--since, --until and --startup do not apply to --paired")
+    if fail_on not in (None, "primary"):
+        raise click.UsageError("with --paired, --fail-on-regression takes no METRIC: it gates "
+                               "on the paired verdict")
+    ref, new = (read_logs(ctx, [spec], engine, keep_going, base_date, skipped_note=False,
+                          select=False) for spec in logs)
+    from .analysis.requests import compare_paired
+    from .report.requests import paired_block, paired_group_rows
+
+    r = compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by, confidence=confidence)
+    if fmt == "json":
+        emit(render_object(r.to_dict(), "json"), output)
+    elif fmt == "table":
+        emit(paired_block(r), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        emit(render_frame(pd.DataFrame(paired_group_rows(r)), fmt, output), output)
+    else:
+        emit(render_frame(r.to_frame(), fmt, output), output)
+    if fail_on and r.verdict == "worse":
+        if not ctx.obj["quiet"]:
+            click.echo(f"eaglelog: regression: accept length per prompt {r.ratio.estimate:.4g}× "
+                       f"the reference (paired t-test, p = {_pfmt(r.p_value)})", err=True)
+        ctx.exit(3)
+    finish(ctx, ref)
+    finish(ctx, new)
+
+
 @main.command("compare")
 @input_options
+@paired_options
+@selection_options
+@metrics_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval; a difference is significant when p < "
@@ -683,22 +919,26 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
                                       "batch means.")
 @click.option("--min-effect", type=click.FloatRange(0, 100), default=0.0, show_default=True,
               metavar="PCT", help="Smallest difference that matters in practice, in percent.")
-@click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="any", default=None,
-              metavar="[METRIC]", help="Exit with code 3 when a changed run is significantly "
-                                       "worse (on METRIC, or on any metric: 'any' or no value "
-                                       "when the option comes last).")
+@click.option("--fail-on-regression", "fail_on", is_flag=False, flag_value="primary",
+              default=None, metavar="[METRIC]",
+              help="Exit with code 3 when a changed run is significantly worse: on the primary "
+                   "metric (the speedup with a baseline, else the per-stream rate) when no "
+                   "value is given (the option last), on METRIC, or on any metric with 'any' "
+                   "(secondary metrics by their Holm-adjusted p).")
 @output_options
 @click.pass_context
 def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
                 confidence, test, min_effect, fail_on, fmt, output):
     """Did the change help? Compare runs with the first one as the reference.
 
-    For every metric both runs carry (cycle time and each phase, accept length in both views,
-    decode throughput, derived cycle time, and with a baseline the break-even accept length
-    and speedup): reference and changed mean ± σ (spread of the windows), the ratio with its
-    interval, the test's p-value and a verdict in words. Then the server_args keys that
-    differ, and warnings when the runs are not comparable. A LOG may also be an eaglelog
-    export (`eaglelog export LOG -o run.json`), so last week's run can be the reference.
+    One primary metric carries the verdict (better / worse / no detectable difference): the
+    speedup with a baseline, otherwise the per-stream rate (1000 × accept length / cycle).
+    The secondary metrics (accept length, cycle time, the profiler's accept length and phases)
+    are one family: their p-values are Holm-adjusted, shown next to the raw ones. Each ratio
+    comes with its interval; the test is Welch's t on the log ratio of the runs' estimates
+    (the same estimates breakeven prints). Then the server_args keys that differ, and
+    warnings when the runs are not comparable. A LOG may also be an eaglelog export (`eaglelog
+    export LOG -o run.json`), so last week's run can be the reference.
 
     \b
     Examples:
@@ -736,16 +976,23 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
             click.echo(f"eaglelog: warning: {w}", err=True)
     if fail_on:
         known = {m.metric for m in result.metrics}
-        if fail_on != "any" and fail_on not in known:
+        target = result.primary if fail_on == "primary" else fail_on
+        if fail_on == "primary" and target is None:
+            raise click.BadParameter("the runs have no primary metric in common (speedup or "
+                                     "per-stream rate): name a METRIC or 'any'",
+                                     param_hint="--fail-on-regression")
+        if target != "any" and target not in known:
             raise click.BadParameter(f"{fail_on!r} is not a compared metric; these are: "
                                      f"{', '.join(sorted(known))}",
                                      param_hint="--fail-on-regression")
-        worse = [m for m in result.metrics if m.worse and fail_on in ("any", m.metric)]
+        worse = [m for m in result.metrics if m.worse and target in ("any", m.metric)]
         if worse:
             if not ctx.obj["quiet"]:
                 click.echo("eaglelog: regression: " + "; ".join(
                     f"{m.run}: {m.metric} {m.reference_mean:.4g} → {m.mean:.4g} {m.unit} "
-                    f"({m.verdict})" for m in worse), err=True)
+                    f"({m.verdict}; p = {_pfmt(m.p_value)}" +
+                    (f", Holm-adjusted {_pfmt(m.p_adjusted)}" if m.p_adjusted is not None
+                     else "") + ")" for m in worse), err=True)
             ctx.exit(3)
     if log is not None:
         finish(ctx, log)
@@ -753,6 +1000,8 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
 
 @main.command("sweep")
 @input_options
+@selection_options
+@metrics_options
 @baseline_option
 @click.option("--key", "keys", multiple=True, metavar="NAME",
               help="server_args key to show as a column (repeatable); default: every key whose "
@@ -783,7 +1032,7 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
     from .report.blocks import sweep_block
 
     result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
-                   keep_going=keep_going)
+                   keep_going=keep_going, warmup=warmup_of(ctx))
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
@@ -806,8 +1055,60 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
     finish(ctx, log)
 
 
+def rules_options(f):
+    """export --prometheus-rules (issue 19, eaglelog/rules.py): the rules need no log."""
+    for p in getattr(f, "__click_params__", ()):
+        if isinstance(p, click.Argument) and p.name == "logs":
+            p.required = False
+
+    @click.option("--prometheus-rules", is_flag=True,
+                  help="Write Prometheus recording and alerting rules (YAML, to -o) and a "
+                       "Grafana dashboard (JSON, beside it: NAME.grafana.json) computing accept "
+                       "length, per-stream rate, speedup and break-even from the engines' "
+                       "counters; needs --baseline-toks, reads no log.")
+    @click.option("--baseline-toks", "rules_baseline", type=float, default=None, metavar="TOK_S",
+                  help="With --prometheus-rules: the per-stream rate without speculation.")
+    @click.option("--rules-match", metavar="SELECTOR", default=None,
+                  help="With --prometheus-rules: label matchers the rules select, e.g. "
+                       "'job=\"sglang\"'.")
+    @click.option("--rules-window", metavar="DURATION", default="5m", show_default=True,
+                  help="With --prometheus-rules: the rate() window.")
+    @click.option("--rules-for", metavar="DURATION", default="10m", show_default=True,
+                  help="With --prometheus-rules: how long a condition holds before it alerts.")
+    @click.option("--accept-floor", type=float, default=1.5, show_default=True,
+                  help="With --prometheus-rules: the accept length EagleAcceptLengthLow alerts "
+                       "under.")
+    @functools.wraps(f)
+    def wrapper(*args, prometheus_rules=False, rules_baseline=None, rules_match=None,
+                rules_window="5m", rules_for="10m", accept_floor=1.5, **kwargs):
+        if not prometheus_rules:
+            if not kwargs.get("logs"):
+                raise click.UsageError("Missing argument 'LOG...'.")
+            return f(*args, **kwargs)
+        import json as _json
+        import math as _math
+        from .rules import grafana_dashboard, rules_yaml
+        if kwargs.get("logs"):
+            raise click.UsageError("--prometheus-rules reads no log: give only -o FILE and "
+                                   "--baseline-toks")
+        if not rules_baseline or rules_baseline <= 0 or not _math.isfinite(rules_baseline):
+            raise click.UsageError("--prometheus-rules needs --baseline-toks TOK_S (the "
+                                   "per-stream rate without speculation, e.g. 90)")
+        out = kwargs["output"]
+        emit(rules_yaml(rules_baseline, window=rules_window, hold=rules_for,
+                        accept_floor=accept_floor, match=rules_match), out)
+        dash = os.path.splitext(out)[0] + ".grafana.json"
+        emit(_json.dumps(grafana_dashboard(rules_baseline, match=rules_match), indent=1) + "\n",
+             dash)
+        if not (click.get_current_context().obj or {}).get("quiet"):
+            click.echo(f"eaglelog: wrote {out} (rules) and {dash} (Grafana dashboard)", err=True)
+    return wrapper
+
+
 @main.command("export")
+@rules_options
 @input_options
+@selection_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), required=True,
               help="The JSON file to write.")
 @click.pass_context
@@ -855,7 +1156,7 @@ def breakeven_rows(r):
 
 # the kinds of eaglelog.report.plot.KINDS (a test keeps them in step; importing the module here
 # would import pandas before any command runs)
-PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare")
+PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
@@ -871,13 +1172,15 @@ def picture_output(output: str, suffixes: tuple[str, ...], what: str) -> str:
 
 @main.command("plot")
 @input_options
+@selection_options
 @baseline_option
 @click.option("--kind", type=click.Choice(PLOT_KINDS), default="timeline", show_default=True,
               help="timeline: accept length, throughput, running requests and profile cycle "
                    "time over time; phases: cycle breakdown per run; breakeven: accept length "
                    "against the break-even band (per batch size with --baseline-log); sweep: "
                    "effective tok/s against the varying config key; compare: ratio of each "
-                   "metric to the first run.")
+                   "metric to the first run; requests: the accept length of every request per "
+                   "group and against its output length.")
 @click.option("--key", "keys", multiple=True, metavar="NAME",
               help="--kind sweep: server_args key on the x axis (repeatable; default: the keys "
                    "that differ between the runs).")
@@ -901,13 +1204,15 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
       eaglelog plot --kind breakeven --baseline-log base.log -o breakeven.png spec.log
       eaglelog plot --kind sweep --baseline-toks 90 -o sweep.pdf steps-*.log
       eaglelog plot --kind compare -o compare.png before.log after.log
+      eaglelog plot --kind requests --baseline-toks 90 -o requests.png server.log
     """
     from .report import plot
 
     fmt = picture_output(output, PLOT_SUFFIXES, "plots")
-    if (baseline_toks or baseline_log) and kind not in ("breakeven", "sweep", "compare"):
-        raise click.UsageError(f"--kind {kind} takes no baseline (breakeven, sweep and compare "
-                               "do)")
+    if (baseline_toks or baseline_log) and kind not in ("breakeven", "sweep", "compare",
+                                                        "requests"):
+        raise click.UsageError(f"--kind {kind} takes no baseline (breakeven, sweep, compare "
+                               "and requests do)")
     if keys and kind != "sweep":
         raise click.UsageError("--key is for --kind sweep")
     plot._mpl()      # a missing matplotlib is said before any log is read
@@ -934,6 +1239,10 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
             from .analysis.breakeven import breakeven
             fig = plot.breakeven_figure(per_unit(log, lambda sub: breakeven(
                 sub, baseline, confidence=confidence, by_batch=baseline.log is not None)))
+        elif kind == "requests":       # issue 18: grouped by category, labels or finish
+            from .analysis.requests import auto_by, requests
+            fig = plot.requests_figure(requests(log, by=auto_by(log), baseline=baseline,
+                                                confidence=confidence))
         else:
             from .analysis.sweep import sweep
             fig = plot.sweep_figure(sweep(log, keys=list(keys), baseline=baseline,
@@ -948,6 +1257,7 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
 
 @main.command("report")
 @input_options
+@selection_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
@@ -978,6 +1288,172 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
     emit(report_html(log, baseline=baseline, confidence=confidence, title=title), output)
+    finish(ctx, log)
+
+
+# ---- watch and fleet (issue 19: eaglelog/watch.py, fleet.py) --------------------------------
+def _seconds(text, what):
+    from .metrics import parse_duration
+    try:
+        return parse_duration(text, what)
+    except EaglelogError as e:
+        raise click.BadParameter(str(e), param_hint=what) from None
+
+
+@main.command("watch")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@baseline_option
+@click.option("--interval", default="15s", show_default=True, metavar="DURATION",
+              help="Time between refreshes (and scrapes of http://…/metrics sources).")
+@click.option("--window", default="5m", show_default=True, metavar="DURATION",
+              help="The view's span: the windows of the last DURATION of each instance.")
+@click.option("--alert", "alerts", multiple=True, metavar="COND",
+              help="A condition METRIC OP VALUE, e.g. 'speedup<1', 'accept_len<1.5' (metrics: "
+                   "accept_len, accept_rate, speedup, rate, throughput); repeatable. When one "
+                   "holds over --for, a line 'ALERT …' is printed and watch exits 3.")
+@click.option("--for", "alert_for", default=None, metavar="DURATION",
+              help="The span an alert's condition is computed over (default: one --interval).")
+@click.option("--keep-watching", is_flag=True,
+              help="With --alert: print one line per firing and keep watching (exit 3 at the "
+                   "end when any fired).")
+@click.option("--count", type=click.IntRange(1), default=None, metavar="N",
+              help="Stop after N refreshes (exit 0 when no alert fired).")
+@click.option("--match", "match", multiple=True, metavar="SELECTOR",
+              help="prom+http://… sources: label matchers of the series, e.g. 'job=\"sglang\"'.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of the speedup interval.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table",
+              show_default=True, help="The view as a table, or one JSON object per refresh.")
+@click.pass_context
+def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, alert_for,
+              keep_watching, count, match, confidence, fmt):
+    """A live view per instance of SGLang/vLLM /metrics endpoints or a Prometheus server.
+
+    Accept length, per-position acceptance (vLLM), the rate one request stream gets and, with a
+    baseline, the speedup with its interval, over the last --window; refreshed every
+    --interval. With --alert the views go to stderr and stdout carries only the ALERT lines:
+    for cron and CI (exit 3 when a condition held).
+
+    \b
+    Examples:
+      eaglelog watch --baseline-toks 90 http://gpu7:30000/metrics
+      eaglelog watch --match 'job="sglang"' --baseline-toks 90 prom+http://prometheus:9090
+      eaglelog watch --alert 'speedup<1' --alert 'accept_len<1.5' --for 5m --count 1 \\
+          --baseline-toks 90 prom+http://prometheus:9090
+    """
+    import time as _time
+
+    from .watch import Watcher, check_alert_metrics, parse_alerts
+
+    every = _seconds(interval, "--interval")
+    conds = parse_alerts(alerts)
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, "auto", None, required=False)
+    check_alert_metrics(conds, baseline)
+    w = Watcher(sources, baseline=baseline, window=_seconds(window, "--window"), alerts=conds,
+                alert_for=_seconds(alert_for, "--for") if alert_for else None, interval=every,
+                match=match, confidence=confidence)
+    to_err = bool(conds)
+    stream = sys.stderr if to_err else sys.stdout
+    tty = stream.isatty()
+    fired_any = False
+    active: set = set()
+    n = 0
+    stop_after = float(os.environ["EAGLELOG_FOLLOW_STOP_AFTER"]) \
+        if os.environ.get("EAGLELOG_FOLLOW_STOP_AFTER") else None
+    started = _time.monotonic()
+    try:
+        while True:
+            view = w.refresh()
+            n += 1
+            if view.instances:
+                if fmt == "jsonl":
+                    click.echo(render_object(view.to_dict(), "jsonl"), nl=False, err=to_err)
+                else:
+                    if tty:
+                        click.echo("\x1b[H\x1b[2J", nl=False, err=to_err)
+                    else:
+                        import datetime as _dt
+                        click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (watching; Ctrl-C to "
+                                   "stop) ---", err=to_err)
+                    click.echo(view.text(), nl=False, err=to_err)
+            now = {(f.source, f.alert) for f in view.firings}
+            for f in view.firings:
+                if (f.source, f.alert) not in active:
+                    click.echo(f.line())
+            active = now
+            if view.firings:
+                fired_any = True
+                if not keep_watching:
+                    ctx.exit(3)
+            if count is not None and n >= count:
+                break
+            if stop_after is not None and _time.monotonic() - started >= stop_after:
+                break
+            _time.sleep(every)
+    except KeyboardInterrupt:
+        pass
+    if fired_any:
+        ctx.exit(3)
+
+
+@main.command("fleet")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@baseline_option
+@click.option("--match", "match", multiple=True, metavar="SELECTOR",
+              help="Label matchers of the series, e.g. 'job=\"sglang\"' (repeatable).")
+@click.option("--since", default="1h", show_default=True, metavar="DURATION",
+              help="How far back to read (prom+http://… sources).")
+@click.option("--step", default=None, metavar="DURATION",
+              help="At most one sample per step (default: every scrape); http://…/metrics "
+                   "sources: seconds between scrapes.")
+@click.option("--duration", "scrape_for", default=None, metavar="DURATION",
+              help="http://…/metrics sources: how long to scrape them (default 30s).")
+@click.option("--check", is_flag=True, help="Exit with code 3 when an instance is below "
+                                            "break-even (a CI gate).")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@output_options
+@click.pass_context
+def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scrape_for, check,
+              confidence, fmt, output):
+    """One row per instance, ranked by speedup: the ones below break-even marked, outliers
+    against the fleet named.
+
+    Every instance (and model) a Prometheus server scrapes with SGLang's or vLLM's families is
+    a run, analysed as `eaglelog breakeven` analyses a log. An instance that cannot be read is
+    one error row; the others are still ranked.
+
+    \b
+    Examples:
+      eaglelog fleet --baseline-toks 90 prom+http://prometheus:9090
+      eaglelog fleet --match 'job="sglang"' --since 6h --baseline-toks 90 -f csv \\
+          prom+http://prometheus:9090
+    """
+    from .fleet import fleet
+    from .metrics import is_metrics_source, with_params
+
+    bad = [s for s in sources if not is_metrics_source(s)]
+    if bad:
+        raise click.UsageError(f"{bad[0]}: fleet reads prom+http(s)://… Prometheus servers or "
+                               "http(s)://…/metrics endpoints")
+    _seconds(since, "--since")
+    specs = [with_params(s, match=list(match), since=since, step=step) if s.startswith("prom+")
+             else with_params(s, step=step, duration=scrape_for) for s in sources]
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, "auto", None, required=False)
+    from .api import parse
+    log = parse(specs)
+    report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)
+    res = fleet(specs, baseline=baseline, confidence=confidence, log=log)
+    if fmt == "json":
+        emit(render_object(res.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(r.to_dict(), "jsonl") for r in res.rows), output)
+    elif fmt == "table":
+        emit(res.text(), output)
+    else:
+        emit(render_frame(res.to_frame(), fmt, output), output)
+    if check and res.below:
+        ctx.exit(3)
     finish(ctx, log)
 
 

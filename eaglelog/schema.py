@@ -267,6 +267,12 @@ REQUESTS = Table(
         C("block_accept_length", "float64", "", "DSpark spec_block_accept_length"),
         C("total_retractions", "Int64", "", "times the request was retracted"),
         C("format", "category", "", "'text' (Finish: line) or 'json' (request.finished)"),
+        C("prompt_hash", "string", "", "16 hex digits of SHA-256 of the prompt as logged (obj "
+          "'text', else 'input_ids'; printed at --log-requests-level 2 and 3, long values "
+          "truncated alike in both formats): the same prompt in two runs has the same hash "
+          "(`compare --paired`); NA when the level leaves the prompt out"),
+        C("custom_labels", "string", "", "JSON object: the request's custom_labels "
+          "(GenerateReqInput.custom_labels, logged at every level; `requests --by label`)"),
     ),
 )
 
@@ -419,12 +425,15 @@ ACCEPT_LEN_DEFS = {
     "request": "one request: completion_tokens / verify steps, first (prefill) token included "
                "(SGLang send_one)",
     "pooled-with-first-token": "Σ completion tokens / Σ verify steps over the run: each "
-                               "request's first token included (SGLang mtbench script)",
+                               "request's first token included (SGLang mtbench script, "
+                               "SpecForge bench_eagle3)",
     "request-mean": "unweighted mean of per-request values (SGLang run_eval, adaptive bench, "
                     "TRT-LLM [AL] AVERAGE)",
     "iteration": "one engine iteration, requests with drafts only: (accepted + requests) / "
                  "requests (TRT-LLM specDecodingStats)",
     "per-step": "mean over all decoding steps at batch size 1 (Spec-Bench, EAGLE answer files)",
+    "request-steps": "one request: 1 + accepted draft tokens / its speculative steps, first "
+                     "(prefill) token excluded (vLLM --per-request-spec-decode-metrics)",
 }
 
 _BENCH_WHERE = _WHERE[:2] + (
@@ -436,7 +445,9 @@ _BENCH_WHO = (
       "lines), 'llama-speculative-simple', 'trtllm-bench', 'trtllm', 'sglang.bench_serving', "
       "'sglang.bench_one_batch_server', 'sglang.bench_speculative', 'sglang.mtbench', "
       "'sglang.send_one', 'sglang.bench_adaptive_speculative', 'sglang.run_eval', "
-      "'vllm.bench_serve', 'vllm.spec_decode_example', 'spec-bench', 'eagle' (others.md)"),
+      "'vllm.bench_serve', 'vllm.spec_decode_example', 'spec-bench', 'eagle' (others.md), "
+      "'vllm.response' (a saved API response with per-request spec metrics), "
+      "'specforge.bench_eagle3' (a SpecForge results file) — docs/requests.md"),
     C("engine", "category", "", "serving engine measured: 'llama.cpp', 'tensorrt-llm', "
       "'sglang', 'vllm'; NA for research harnesses (their own HF-transformers loop) and for a "
       "serving-benchmark block that does not say which engine printed it"),
@@ -452,7 +463,8 @@ BENCH = Table(
         C("scope", "category", "", "what one row describes: 'run' (a benchmark run or offline "
           "run), 'request' (one request), 'aggregate' (an engine's running totals, llama.cpp "
           "'statistics'), 'config' (one configuration of a sweep), 'phase' (one phase of the "
-          "adaptive bench), 'task' (a Spec-Bench task)"),
+          "adaptive bench), 'task' (a Spec-Bench task, a SpecForge benchmark or one of its "
+          "categories)"),
         C("format", "category", "", "how the tool printed it: 'line', 'block', 'table' (a row of "
           "a printed table) or 'jsonl' (a JSON record); one run printed twice (a table row and "
           "a line, a stdout line and a JSONL record) gives two rows"),
@@ -535,6 +547,18 @@ BENCH = Table(
         C("complete", "boolean", "", "False when a block was cut short (missing rows; the rows it "
           "printed are kept); True otherwise, single lines included"),
         C("end_line", "Int64", "", "line number of the row's last line (blocks and tables)"),
+        C("category", "string", "", "workload of the row: the question's category (Spec-Bench "
+          "and EAGLE answer files), the benchmark (SpecForge results); NA if none"),
+        C("steps", "Int64", "steps", "scope 'request': the request's draft/verify steps "
+          "(Spec-Bench: len(accept_lengths); EAGLE: Σ (idx + 1); vLLM response: "
+          "num_spec_steps) — the denominator of its per-request τ"),
+        C("step_tokens", "Int64", "tokens", "scope 'request': tokens those steps committed, bonus "
+          "included (Spec-Bench: Σ accept_lengths; EAGLE: Σ new_tokens; vLLM response: "
+          "num_spec_steps + accepted draft tokens): τ_r = step_tokens / steps"),
+        C("prompt_tokens", "Int64", "tokens", "scope 'request': prompt length (vLLM response "
+          "usage.prompt_tokens)"),
+        C("finish_reason", "category", "", "scope 'request': why generation stopped ('stop', "
+          "'length', …) when the tool says"),
     ),
 )
 
@@ -633,7 +657,8 @@ ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
         "running_req", "accept_len", "accept_rate", "gen_throughput", "header", "engine",
         "prompt_throughput", "drafts", "gen_throughput_steps"),
-    "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS,
+    "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
+        "new_seq", "new_token", "running_req"),
 }
 
 

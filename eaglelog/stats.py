@@ -129,32 +129,51 @@ def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: floa
 
 
 def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
-                  source: str | None = None) -> Estimate:
-    """Weighted mean of window means (windows in time order), batch-means jackknife interval."""
+                  source: str | None = None, resolution: float = 0.0) -> Estimate:
+    """Weighted mean of window means (windows in time order), with an interval from batch
+    means sized from the data (influence_estimates: batches several autocorrelation times
+    long; fewer than MIN_SERIES windows or MIN_BATCHES batches: insufficient data).
+    ``resolution``: half a unit of the values' last printed digit; a series constant at that
+    precision gets the rounding error (resolution / √3) as its standard error, not zero."""
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float)
     ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
     if not ok.all():
         v, w = v[ok], w[ok]
-    if len(v) >= MIN_WINDOWS and not np.any(v):
-        return Estimate(0.0, 0.0, 0.0, len(v), confidence, 0.0, math.inf, source)
-
-    # the jackknife's delete-one-batch means from per-batch sums (one pass, not B masks)
     n = len(v)
-    wv = w * v
-    theta = float(np.sum(wv) / np.sum(w)) if n and w.sum() > 0 else math.nan
-    if n < MIN_WINDOWS or not np.isfinite(theta) or theta <= 0:
+    W = float(w.sum()) if n else 0.0
+    theta = float(np.dot(w, v) / W) if W > 0 else math.nan
+    if n >= MIN_SERIES and theta == 0 and not np.any(v):
+        return Estimate(0.0, 0.0, 0.0, n, confidence, 0.0, math.inf, source)
+    if not (math.isfinite(theta) and theta > 0):
         return insufficient(theta, n, confidence, source)
-    starts = batch_starts(n)
-    s_wv, s_w = np.add.reduceat(wv, starts), np.add.reduceat(w, starts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        loo = (s_wv.sum() - s_wv) / (s_w.sum() - s_w)
-    if not (np.isfinite(loo).all() and (loo > 0).all()):
-        return insufficient(theta, n, confidence, source)
-    logs = np.log(loo)
-    b = len(logs)
-    se_log = math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
-    return from_log_se(theta, se_log, b - 1, n, confidence, source)
+    return weighted_mean_batches(v, w, confidence, source, resolution)[0]
+
+
+def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: float,
+                          source: str | None = None,
+                          resolution: float = 0.0) -> tuple[Estimate, tuple[float, ...]]:
+    """weighted_mean, and each batch's own estimate on the log scale (for a rank test)."""
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
+    if not ok.all():
+        v, w = v[ok], w[ok]
+    n = len(v)
+    W = float(w.sum()) if n else 0.0
+    theta = float(np.dot(w, v) / W) if W > 0 else math.nan
+    if n >= MIN_SERIES and theta == 0 and not np.any(v):
+        return Estimate(0.0, 0.0, 0.0, n, confidence, 0.0, math.inf, source), ()
+    if not (math.isfinite(theta) and theta > 0):
+        return insufficient(theta, n, confidence, source), ()
+    terms = w * (v - theta) / W / theta
+    (est,), facts = influence_estimates([theta], [block_sums(terms)], n, confidence, [source])
+    if resolution and est.sufficient:
+        floor = resolution / math.sqrt(3) / theta
+        if est.se_log < floor:
+            est = from_log_se(theta, floor, est.df, n, confidence, source)
+    logs = facts.get("batch_logs") or [()]
+    return est, logs[0]
 
 
 def constant(value: float, sd: float | None, confidence: float, source: str) -> Estimate:
@@ -376,15 +395,20 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     labels = (np.arange(k) * b) // k
     t = float(_sp.stdtrit(b - 1, 0.5 + confidence / 2))
     out = []
+    facts["batch_logs"] = []
     for th, u, s, good in zip(thetas, influences, srcs, ok):
         if u is None:
             out.append(Estimate(float(th), float(th), float(th), n, confidence, 0.0, math.inf, s)
                        if math.isfinite(th) else insufficient(th, n, confidence, s))
+            facts["batch_logs"].append(())
             continue
         if not good:
             out.append(insufficient(th, n, confidence, s))
+            facts["batch_logs"].append(())
             continue
         sums = np.bincount(labels, weights=u, minlength=b)
+        # each batch's own estimate, on the log scale (what a rank test compares)
+        facts["batch_logs"].append(tuple(float(math.log(th) + b * x) for x in sums))
         se = inflate * math.sqrt(b * float(np.var(sums, ddof=1)))
         out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
                             n, confidence, se, b - 1, s))

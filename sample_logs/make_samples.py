@@ -184,7 +184,7 @@ def write_prof(lines, rng, prof, phases, prof_accept, prefix):
 
 
 def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, port: int,
-                     batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 1200) -> None:
+                     batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 2000) -> None:
     """Continuous batching at a fixed concurrency per phase (1, 2, 4, … requests), long requests
     replaced as they finish (each replacement is a prefill).  A decode iteration at batch size b
     takes cycle(b) = 27.28 + 1.9 (b − 1) ms with speculation and 11.1 + 0.45 (b − 1) ms without,
@@ -264,7 +264,7 @@ def main() -> None:
                  spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
                        "steps": steps},
                  cycle_ms=sum(phases.values()), phases=phases, accept_dist=tuple(dist),
-                 prof_accept=sum(p ** k for k in range(1, steps + 1)), requests=24,
+                 prof_accept=sum(p ** k for k in range(1, steps + 1)), requests=60,
                  out_tokens=(160, 320), prof_prefix=False)
     better = (0.1, 0.2, 0.35, 0.2, 0.1, 0.05)   # a stronger draft: accept len ≈ 3.15
     simulate_batches("batch_eagle3.log", seed=11, port=30003, accept_dist=better,
@@ -280,10 +280,14 @@ def main() -> None:
 # 60 s idle gap (its lines were at DEBUG).  tests/test_vllm.py works the summary and break-even
 # numbers out by hand from these lists.
 VLLM_DRAFTS = [1600, 2000, 2010, 1990, 2005, 1995, 1700, 2002, 1998, 2004, 1996, 2001, 1999,
-               2003, 1997, 1750, 2000, 2006, 1994, 2000, 2008, 1992, 2001, 1999]
+               2003, 1997, 1750, 2000, 2006, 1994, 2000, 2008, 1992, 2001, 1999,
+               2004, 1996, 2002, 1998, 2000, 2006, 1680, 1994, 2003, 1997, 2001, 1999, 2005,
+               1995, 1720, 2000, 2002, 1998, 2004, 1996, 2000, 2001, 1999, 2003]
 VLLM_ACCEPTED = [2000, 3300, 3350, 3250, 3310, 3290, 2700, 3305, 3280, 3320, 3275, 3300, 3290,
-                 3310, 3285, 2800, 3300, 3320, 3270, 3300, 3330, 3260, 3305, 3295]
-VLLM_PREFILL = {0: 2400.0, 6: 812.8, 15: 640.0}
+                 3310, 3285, 2800, 3300, 3320, 3270, 3300, 3330, 3260, 3305, 3295,
+                 3315, 3285, 3300, 3290, 3310, 3325, 2750, 3270, 3305, 3295, 3300, 3290, 3320,
+                 3280, 2790, 3300, 3310, 3290, 3315, 3285, 3300, 3305, 3295, 3310]
+VLLM_PREFILL = {0: 2400.0, 6: 812.8, 15: 640.0, 30: 700.0, 38: 660.0}
 VLLM_IDLE_BEFORE = 19
 
 

@@ -26,56 +26,64 @@ def decode_line(i, al, tput, rr=1):
 
 
 def test_worked_example_2_46(write):
-    """eagle3_prof.md: 27.28 ms / (1000/90 ms) = 2.46."""
-    text = "".join(CANON + "\n" + decode_line(i, 2.30, 84.31) for i in range(12))
+    """eagle3_prof.md: 27.28 ms / (1000/90 ms) = 2.46; the decode lines derive the same cycle
+    (1000 × 2.30 × 1 / 84.31 = 27.28 ms)."""
+    text = CANON + "\n" + "".join(decode_line(i, 2.30, 84.31) for i in range(40))
     r = breakeven(eaglelog.parse(write("w.log", text)), Baseline(tok_s=90))
-    assert r.cycle_ms.estimate == pytest.approx(27.28)
-    assert (r.cycle_ms.ci_low, r.cycle_ms.ci_high) == pytest.approx((27.28, 27.28))
+    assert r.cycle_ms.estimate == pytest.approx(1000 * 2.30 / 84.31)
+    assert r.cycle_kind == "clean"            # no prefill line: nothing to remove
+    # every window prints the same numbers: the interval is the stated systematic floor of a
+    # derived cycle (the batch inside a window is not printed), ±1.96 × 0.25 %
+    assert r.cycle_ms.ci_high / r.cycle_ms.estimate - 1 == pytest.approx(
+        math.exp(1.959964 * 0.0025) - 1, rel=0.05)
     assert r.baseline_step_ms.estimate == pytest.approx(1000 / 90)
     assert round(r.breakeven_accept_len.estimate, 2) == 2.46
-    assert r.breakeven_accept_len.estimate == pytest.approx(27.28 * 90 / 1000)
     assert r.accept_len.estimate == pytest.approx(2.30)
-    assert r.speedup.estimate == pytest.approx(2.30 / 2.4552, rel=1e-4)
+    assert r.speedup.estimate == pytest.approx(2.30 / 2.4552, rel=1e-3)
     assert r.verdict == "below"  # every window says 2.30 < 2.46, with no spread at all
+    assert r.eff_tok_s.estimate == pytest.approx(84.31)  # one stream: the printed throughput
 
 
 def test_five_step_sample_golden():
     r = breakeven(eaglelog.parse(FIVE), Baseline(tok_s=90))
-    assert r.cycle_ms.estimate == pytest.approx(27.2802, abs=1e-4)
-    assert r.cycle_ms.n == 42 and r.cycle_ms.source.startswith("EAGLE3_PROF blocks (42")
+    assert r.cycle_ms.estimate == pytest.approx(27.28, abs=0.01)
+    assert r.cycle_kind == "corrected" and r.cycle_ms.n == 106
+    assert r.cycle_ms.source == "decode lines (105 windows of 106, prefill time removed)"
     assert round(r.breakeven_accept_len.estimate, 2) == 2.46
     assert r.accept_len.estimate == pytest.approx(2.2857, abs=1e-4) and r.accept_len.n == 106
-    assert r.accept_len.ci_low == pytest.approx(2.2432, abs=1e-3)
-    assert r.accept_len.ci_high == pytest.approx(2.3289, abs=1e-3)
-    assert r.speedup.estimate == pytest.approx(0.9309, abs=1e-4)
+    assert r.speedup.estimate == pytest.approx(0.9309, abs=5e-4)
     assert r.speedup.ci_high < 1 and r.verdict == "below"
+    assert r.facts["prefill_ms_per_token"] > 0
 
 
 def test_derived_cycle_agrees_with_profile_blocks():
     """Tolerance 1 %: accept len is printed with 2 decimals (±0.2 % at 2.3) and the decode
-    windows and the profile blocks cover different subsets of the same cycles."""
+    windows and the profile blocks cover different subsets of the same cycles.  The derived
+    cycle removes the prefill time of the 39 windows that hold a prefill (their wall time per
+    iteration is over 5 % above the profiler's)."""
     log = eaglelog.parse(FIVE)
-    prof = breakeven(log, Baseline(tok_s=90), cycle_from="prof").cycle_ms
-    der = breakeven(log, Baseline(tok_s=90), cycle_from="decode").cycle_ms
-    assert der.source == "decode lines (66 clean windows of 106)"
-    assert abs(der.estimate / prof.estimate - 1) < 0.01
-    assert der.ci_low <= prof.ci_high and prof.ci_low <= der.ci_high  # intervals overlap
-    # the 40 windows left out contain a prefill (a new request) or are the first: all windows
-    # together would overstate the cycle
-    from eaglelog.analysis.breakeven import one_source
-    _, w = one_source(log, str(FIVE))
-    assert {k: n for k, n in w["reason"].value_counts().items() if n} == \
-        {"": 66, "prefill": 39, "first": 1}
-    from eaglelog.analysis.windows import derived_ms
-    assert derived_ms(w)[~w["clean"].to_numpy()].mean() > 1.05 * prof.estimate
+    prof = breakeven(log, Baseline(tok_s=90), cycle_from="prof")
+    der = breakeven(log, Baseline(tok_s=90), cycle_from="decode")
+    assert prof.cycle_kind == "profiler" and der.cycle_kind == "corrected"
+    assert abs(der.cycle_ms.estimate / prof.cycle_ms.estimate - 1) < 0.01
+    assert der.cycle_ms.ci_low <= prof.cycle_ms.ci_high and \
+        prof.cycle_ms.ci_low <= der.cycle_ms.ci_high  # intervals overlap
+    from eaglelog.analysis.breakeven import run_windows
+    _, win = run_windows(log, str(FIVE))
+    held = (win.x[:, 1] > 0) & (win.why == 0)
+    assert int(held.sum()) == 39          # the 40 prefills' windows, the first one left out
+    assert np.nanmean(win.y[held]) > 1.05 * prof.cycle_ms.estimate
+    # nothing said about the two: they agree
+    assert not any("differ by" in n for n in der.notes)
 
 
 def test_baseline_log_matches_batch_size():
     r = breakeven(eaglelog.parse(FIVE),
                   Baseline(log=eaglelog.parse(SAMPLES / "baseline.log")), by_batch=True)
     assert r.baseline_step_ms.estimate == pytest.approx(11.10, abs=0.01)
-    assert r.baseline_step_ms.source == "baseline log, matched on running_req 1 (100%)"
+    assert r.baseline_step_ms.source == "baseline log, step per running_req 1"
     assert [b.batch for b in r.by_batch] == ["1"] and r.by_batch[0].verdict == "below"
+    assert r.coverage == 1.0
 
 
 def test_insufficient_data(write):
@@ -94,10 +102,38 @@ def test_plus_minus_baseline_widens_the_interval():
     assert fuzzy.breakeven_accept_len.estimate == exact.breakeven_accept_len.estimate
     w_exact = exact.speedup.ci_high - exact.speedup.ci_low
     w_fuzzy = fuzzy.speedup.ci_high - fuzzy.speedup.ci_low
-    assert w_fuzzy > 3 * w_exact
+    assert w_fuzzy > 2 * w_exact
     # the step's relative uncertainty is 3/90: 95 % normal interval of 1000/X
     lo, hi = fuzzy.baseline_step_ms.ci_low, fuzzy.baseline_step_ms.ci_high
     assert math.log(hi / lo) / 2 == pytest.approx(1.959964 * 3 / 90, rel=1e-6)
+
+
+def test_a_rate_per_batch_size_is_matched_to_the_run(write):
+    """--baseline-toks 1:90,…: the step at the run's own batch sizes, linear between the given
+    ones, nothing outside (a partial verdict names what it covers)."""
+    spec = eaglelog.parse(SAMPLES / "batch_eagle3.log")
+    steps = {b: 11.1 + 0.45 * (b - 1) for b in (1, 2, 4, 8, 16, 32)}
+    full = breakeven(spec, Baseline(per_batch=tuple((b, 1000 / s) for b, s in steps.items())),
+                     by_batch=True)
+    assert full.coverage == 1.0 and full.verdict in ("above", "below", "inconclusive")
+    got = {b.batch: b for b in full.by_batch}
+    assert got["32"].baseline_step_ms.estimate == pytest.approx(steps[32], rel=1e-3)
+    assert got["32"].verdict == "below" and got["1"].verdict == "above"
+    part = breakeven(spec, Baseline(per_batch=((1, 90.0), (2, 1000 / steps[2]))))
+    assert part.verdict == "partial" and part.coverage < 0.1
+    assert part.verdict_reason.startswith("above at running_req 1–2")
+
+
+def test_an_aggregate_rate_is_caught(write):
+    """720 tok/s against a 5-step run: a break-even of 19.6 tokens per cycle, more than twice
+    the 6 a cycle can commit: not a per-stream rate."""
+    r = breakeven(eaglelog.parse(FIVE), Baseline(tok_s=720))
+    assert r.verdict == "invalid baseline"
+    assert any("probably an aggregate rate" in n for n in r.notes)
+    slow = breakeven(eaglelog.parse(SAMPLES / "sweep" / "steps1.log"), Baseline(tok_s=90))
+    # 2.33 > 2 = num_steps + 1: this config cannot pay at any acceptance (a note, a verdict)
+    assert slow.verdict == "below"
+    assert any("cannot beat the baseline at any acceptance" in n for n in slow.notes)
 
 
 # ------------------------------------------------------------------ calibration by simulation
@@ -111,15 +147,14 @@ def ar1(rng, n, phi, sd):
     return x
 
 
-def synthetic_log(rng, n_windows=60, n_blocks=30, phi=0.3, mu_l=2.3, mu_c=27.28):
+def synthetic_log(rng, n_windows=160, n_blocks=80, phi=0.3, mu_l=2.3, mu_c=27.28, rr=2):
     """A run drawn from a known truth: per-window accept length and cycle time are AR(1)
-    around mu_l and mu_c; batch sizes 1–4; gen throughput consistent with both."""
+    around mu_l and mu_c at a constant batch of ``rr``; gen throughput consistent with both."""
     L = mu_l + ar1(rng, n_windows, phi, 0.12)
     c = mu_c + ar1(rng, n_windows, phi, 0.6)
-    r = rng.integers(1, 5, n_windows)
-    dec = [{"source": "sim", "line_no": i + 1, "timestamp": None, "running_req": int(r[i]),
+    dec = [{"source": "sim", "line_no": i + 1, "timestamp": None, "running_req": rr,
             "accept_len": float(L[i]), "accept_rate": float(L[i]) / 4,
-            "gen_throughput": float(1000 * L[i] * r[i] / c[i]), "queue_req": 0, "header": ","}
+            "gen_throughput": float(1000 * L[i] * rr / c[i]), "queue_req": 0, "header": ","}
            for i in range(n_windows)]
     tot = mu_c + ar1(rng, n_blocks, phi, 0.3)
     prof = [{"source": "sim", "line_no": 10_000 + j, "mode": "no sync", "cycles": 100,
@@ -133,50 +168,55 @@ def synthetic_log(rng, n_windows=60, n_blocks=30, phi=0.3, mu_l=2.3, mu_c=27.28)
 
 @pytest.mark.parametrize("cycle_from", ["prof", "decode"])
 def test_intervals_are_calibrated(cycle_from):
-    """The 95 % intervals of accept length, break-even and speedup cover the truth 92–98 % of
-    the time over 400 synthetic runs (AR(1) windows, φ = 0.3, a baseline of 90±3 tok/s whose
-    stated value is itself a draw)."""
+    """The 95 % intervals of accept length, break-even and speedup cover the truth 91–99 % of
+    the time over 300 synthetic runs (AR(1) windows, φ = 0.3, a baseline of 90±3 tok/s whose
+    stated value is itself a draw).  (The request-level simulator's scenarios are in
+    tests/test_calibration.py and benchmarks/calibration.py.)"""
     rng = np.random.default_rng(20261129 + (cycle_from == "decode"))
     mu_l, mu_c, tok, sd = 2.3, 27.28, 90.0, 3.0
     truth = {"accept_len": mu_l, "breakeven_accept_len": mu_c * tok / 1000,
              "speedup": mu_l * 1000 / tok / mu_c, "cycle_ms": mu_c}
     hits = {k: 0 for k in truth}
-    reps = 400
+    reps = 300
     for _ in range(reps):
         log = synthetic_log(rng)
         observed = rng.normal(tok, sd)
-        r = breakeven(log, Baseline(tok_s=observed, sd=sd), cycle_from=cycle_from)
+        r = breakeven(log, Baseline(tok_s=observed, sd=sd), cycle_from=cycle_from, warmup=0)
         for k, v in truth.items():
             e = getattr(r, k)
             hits[k] += e.ci_low <= v <= e.ci_high
     cover = {k: h / reps for k, h in hits.items()}
     for k, c in cover.items():
-        assert 0.92 <= c <= 0.98, (k, cover)
+        # a derived cycle carries a 0.25 % systematic floor (the batch inside a window is not
+        # printed; this synthetic log has none of that error): it may cover more
+        top = 1.0 if k == "cycle_ms" and cycle_from == "decode" else 0.99
+        assert 0.91 <= c <= top, (k, cover)
 
 
 def test_interval_agrees_with_a_block_bootstrap():
-    """The jackknife/delta interval of the speedup is checked against a moving-block bootstrap
-    (resampling the same batches, and the baseline rate from N(90, 3))."""
+    """The influence (delta-method) interval of the speedup is checked against a block
+    bootstrap that resamples batches of the same length (and the baseline rate from
+    N(90, 3))."""
     rng = np.random.default_rng(7)
-    log = synthetic_log(rng, n_windows=100, n_blocks=50)
-    r = breakeven(log, Baseline(tok_s=90, sd=3), cycle_from="decode")
+    log = synthetic_log(rng, n_windows=300, n_blocks=50)
+    r = breakeven(log, Baseline(tok_s=90, sd=3), cycle_from="decode", warmup=0)
     d = log.decode
     L = d.accept_len.to_numpy()
-    w = d.running_req.to_numpy(dtype=float)
-    c = 1000 * L * w / d.gen_throughput.to_numpy()
-    labels = stats.batch_labels(len(L))
-    b = labels.max() + 1
-    ok = np.arange(len(L)) > 0  # the first window is not clean
+    c = 1000 * L * 2 / d.gen_throughput.to_numpy()
+    b = r.facts["batches"]
+    n = len(L)
+    labels = (np.arange(n) * b) // n
+    ok = np.arange(n) > 0  # the first window has no start
     boot = []
     for _ in range(4000):
         pick = rng.integers(0, b, b)
         idx = np.concatenate([np.flatnonzero(labels == k) for k in pick])
-        ratio = np.sum(L[idx] * w[idx]) / np.sum(w[idx]) / np.mean(c[idx][ok[idx]])
+        ratio = np.mean(L[idx]) / np.mean(c[idx][ok[idx]])
         boot.append(ratio * 1000 / rng.normal(90, 3))
     lo, hi = np.percentile(boot, [2.5, 97.5])
     width = r.speedup.ci_high - r.speedup.ci_low
-    assert abs(r.speedup.ci_low - lo) < 0.15 * width
-    assert abs(r.speedup.ci_high - hi) < 0.15 * width
+    assert abs(r.speedup.ci_low - lo) < 0.2 * width
+    assert abs(r.speedup.ci_high - hi) < 0.2 * width
 
 
 # ------------------------------------------------------------------ CLI
@@ -187,9 +227,12 @@ def test_cli_json_shape(run):
     d = json.loads(res.stdout)
     for k in ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup"):
         assert set(d[k]) >= {"estimate", "ci_low", "ci_high", "n"}
-    assert d["cycle_ms"]["source"].startswith("EAGLE3_PROF blocks")
+    assert d["cycle_ms"]["source"].startswith("decode lines (105 windows of 106")
+    assert d["cycle_kind"] == "corrected" and d["coverage"] == 1.0
     assert d["confidence"] == 0.95 and d["verdict"] == "below" and d["notes"] == []
     assert round(d["breakeven_accept_len"]["estimate"], 2) == 2.46
+    assert round(d["eff_tok_s"]["estimate"], 1) == 83.8
+    assert d["facts"]["windows_used"] == 105 and d["facts"]["batches"] >= 5
 
 
 def test_cli_human_block(run):
@@ -197,8 +240,9 @@ def test_cli_human_block(run):
     assert out[0] == f"{FIVE}  vs  baseline 90 tok/s   (intervals: 95% confidence)"
     assert out[1].split()[:4] == ["cycle", "time", "27.28", "ms"]
     assert out[3].split()[:3] == ["break-even", "accept", "2.455"]
-    assert "BELOW break-even: 0.931× the baseline (6.9% slower" in out[6]
-    assert out[7].strip().startswith("to break even       accept length 2.286 → 2.455")
+    assert out[6].split()[:4] == ["per-stream", "rate", "83.79", "tok/s"]
+    assert "BELOW break-even: 0.931× the baseline (6.9% slower" in out[7]
+    assert out[8].strip().startswith("to break even       accept length 2.286 → 2.455")
 
 
 def test_cli_check_gate(run):
@@ -217,9 +261,11 @@ def test_cli_confidence_and_errors(run):
     r = run("breakeven", FIVE)
     assert r.exit_code == 2 and "give the baseline" in r.stderr
     r = run("breakeven", "--baseline-toks", "ninety", FIVE)
-    assert r.exit_code == 2 and "is not a rate like 90 or 90±3" in r.stderr
-    r = run("breakeven", "--baseline-toks", "90", "--by", "batch", FIVE)
-    assert r.exit_code == 2 and "--by batch needs --baseline-log" in r.stderr
+    assert r.exit_code == 2 and "'ninety': not a rate like 90, 90±3 or 1:90,8:70" in r.stderr
+    r = run("breakeven", "--baseline-toks", "1:90,x:3", FIVE)
+    assert r.exit_code == 2 and "'x:3' is not BATCH:TOK_S" in r.stderr
+    r = run("breakeven", "--baseline-toks", "90", "--skip-warmup", "some", FIVE)
+    assert r.exit_code == 2 and "'auto' or a number of windows" in r.stderr
     r = run("breakeven", "--baseline-toks", "90", SAMPLES / "baseline.log")
     assert r.exit_code == 1
     assert "nothing to take a cycle time from (is this a speculative run?)" in r.stderr
@@ -248,8 +294,8 @@ def test_by_batch_finds_where_speculation_stops_paying():
         assert b.accept_len.estimate == pytest.approx(3.15, abs=0.05)
         truth = 3.15 * (11.1 + 0.45 * (n - 1)) / (27.28 + 1.9 * (n - 1))
         assert b.speedup.estimate == pytest.approx(truth, rel=0.02)
-    assert [b.verdict for b in r.by_batch] == ["above"] * 5 + ["below"]
-    assert any("spans batch sizes 1–32" in n for n in r.notes)
+    # at 16 the truth is 3.15 × 17.85 / 55.78 = 1.008: too close to 1 to call
+    assert [b.verdict for b in r.by_batch] == ["above"] * 4 + ["inconclusive", "below"]
 
 
 def test_cli_by_batch_table(run):
@@ -275,10 +321,12 @@ def test_a_partial_baseline_matches_the_same_windows_on_both_sides(write, tmp_pa
     base = eaglelog.parse(write("base.log", kept))
     r = breakeven(eaglelog.parse(SAMPLES / "batch_eagle3.log"), Baseline(log=base),
                   by_batch=True)
-    assert [b.batch for b in r.by_batch] == ["1", "2", "4", "8"]
-    assert all(b.verdict == "above" for b in r.by_batch)
-    assert r.verdict == "above"
-    assert any("running_req 16, 32" in n and "left out" in n for n in r.notes)
+    got = {b.batch: b.verdict for b in r.by_batch}
+    assert got == {"1": "above", "2": "above", "4": "above", "8": "above",
+                   "16": "no baseline", "32": "no baseline"}
+    # 1–8 is a small share of the run's request-steps (the large batches weigh most)
+    assert r.verdict == "partial" and r.verdict_reason.startswith("above at running_req 1–8")
+    assert any("the baseline covers running_req 1–8" in n for n in r.notes)
 
 
 @pytest.mark.parametrize("n", [10, 11, 17, 99, 100, 101, 399, 400, 401, 12345, 3790831])

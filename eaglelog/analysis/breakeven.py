@@ -3,15 +3,21 @@
     breakeven_accept_len = cycle_ms / baseline_step_ms
     speedup              = accept_len × baseline_step_ms / cycle_ms
 
-Speculation pays when speedup > 1, i.e. when accept_len > breakeven_accept_len.  The verdict is
-``above`` / ``below`` when the speedup interval lies entirely above / below 1, ``inconclusive``
-when it straddles 1, ``insufficient data`` when an interval cannot be had.
+Both are per request stream: the cycle is weighted by request-steps and the baseline step is taken
+at the run's own batch-size mix (the rate model, analysis/rate.py).  Speculation pays when
+speedup > 1.  The verdict reads the speedup interval: ``above`` / ``below`` when it lies entirely
+above / below 1, ``inconclusive`` when it straddles 1 (or when the cycle is only an upper bound and
+the bound does not settle it), ``insufficient data`` when there is no interval, ``partial`` when
+the baseline covers too little of the run's batch sizes for a whole-run verdict, ``mixed`` when a
+single stated rate is compared with a run spanning a wide range of batch sizes and the batch sizes
+disagree, ``invalid baseline`` when the break-even is more than a cycle can commit (a baseline
+that is not a per-stream rate).
 """
 from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,10 +27,15 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .windows import bucket_labels, decode_interval, derived_ms, rows_where, windows
+from . import rate
+from .windows import decode_interval, rows_where, windows
 
-VERDICTS = ("above", "below", "inconclusive", "insufficient data")
+VERDICTS = ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
+            "invalid baseline")
 ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
+MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no whole-run verdict
+WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
+DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
 
 
 def _estimates(obj) -> dict:
@@ -41,11 +52,16 @@ class BucketResult:
     accept_len: Estimate
     speedup: Estimate
     verdict: str
+    share: float = math.nan      # the bucket's share of the run's request-steps
 
     def to_dict(self) -> dict:
         batch = int(self.batch) if self.batch.isdigit() else self.batch
-        return {"running_req": batch, "windows": self.windows, **_estimates(self),
-                "verdict": self.verdict}
+        return {"running_req": batch, "windows": self.windows, "share": _num(self.share),
+                **_estimates(self), "verdict": self.verdict}
+
+
+def _num(v):
+    return None if v is None or not math.isfinite(v) else float(v)
 
 
 @dataclass(frozen=True)
@@ -62,13 +78,35 @@ class BreakevenResult:
     notes: tuple[str, ...] = ()
     by_batch: tuple[BucketResult, ...] | None = None
     rate: Estimate | None = None     # accept_len / cycle_ms: the run's own part of the speedup
+    cycle_kind: str = "corrected"    # clean | corrected | upper bound | profiler
+    coverage: float = 1.0            # share of the run's request-steps the baseline covers
+    verdict_reason: str | None = None
+    facts: dict = field(default_factory=dict)   # windows used / left out, τ, batches, …
+
+    @property
+    def eff_tok_s(self) -> Estimate | None:
+        """The rate one request stream gets, tokens/s (1000 × accept_len / cycle_ms)."""
+        if self.rate is None:
+            return None
+        return _scaled(self.rate, 1000.0, "tokens/s per request stream")
 
     def to_dict(self) -> dict:
         d = {"source": self.source, "baseline": self.baseline, **_estimates(self),
-             "confidence": self.confidence, "verdict": self.verdict, "notes": list(self.notes)}
+             "eff_tok_s": self.eff_tok_s.to_dict() if self.eff_tok_s else None,
+             "cycle_kind": self.cycle_kind, "coverage": _num(self.coverage),
+             "confidence": self.confidence, "verdict": self.verdict,
+             "verdict_reason": self.verdict_reason, "notes": list(self.notes),
+             "facts": self.facts}
         if self.by_batch is not None:
             d["by_batch"] = [b.to_dict() for b in self.by_batch]
         return d
+
+
+def _scaled(e: Estimate, k: float, source: str | None = None) -> Estimate:
+    lo = e.ci_low * k if e.ci_low is not None else None
+    hi = e.ci_high * k if e.ci_high is not None else None
+    return Estimate(e.estimate * k, lo, hi, e.n, e.confidence, e.se_log, e.df,
+                    source or e.source)
 
 
 def verdict_of(speedup: Estimate) -> str:
@@ -94,47 +132,6 @@ def one_source(log: ParsedLog, source: str) -> tuple[dict, pd.DataFrame]:
         pre = rows_where(log.prefill, log.prefill["source"] == source)
         memo[source] = (cfg, windows(dec, pre, decode_interval(cfg)))
     return memo[source]
-
-
-def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str]) -> Estimate | None:
-    p = log.prof[log.prof["source"] == source]
-    if p.empty:
-        return None
-    mode = p["mode"]
-    complete = p["complete"].fillna(False).astype(bool)
-    sync = (mode == "sync").fillna(False).astype(bool)       # NA (no mode) is not sync
-    if sync.any():
-        notes.append(f"{int(sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
-                     "synchronize after each phase distorts the cycle time")
-    if (~complete).any():
-        notes.append(f"{int((~complete).sum())} incomplete EAGLE3_PROF block(s) left out")
-    if mode.isna().any():
-        notes.append(f"{int(mode.isna().sum())} EAGLE3_PROF block(s) without a mode are taken as "
-                     "'no sync'")
-    use = p[complete & ~sync].sort_values("line_no")
-    if use.empty:
-        return None
-    return stats.weighted_mean(use["total_ms"].to_numpy(), use["cycles"].to_numpy(dtype=float),
-                               confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
-                               "cycle-weighted)")
-
-
-def derived_cycle(w: pd.DataFrame, confidence: float, notes: list[str],
-                  what: str = "cycle") -> tuple[Estimate, pd.DataFrame]:
-    """Mean derived cycle (or step) time over clean windows; all windows when too few are
-    clean (said in a note)."""
-    use = rows_where(w, w["clean"])
-    label = f"decode lines ({len(use)} clean windows of {len(w)})"
-    if len(use) < stats.MIN_WINDOWS:
-        rest = rows_where(w, np.isfinite(derived_ms(w)) & (w["reason"] != "first").to_numpy())
-        if len(rest) > len(use):
-            notes.append(f"only {len(use)} of {len(w)} decode windows are free of prefill and "
-                         f"idle time: the derived {what} time uses {len(rest)} windows and "
-                         "includes that time (an upper bound)")
-            use = rest
-            label = f"decode lines ({len(use)} windows incl. prefill/idle time)"
-    est = stats.weighted_mean(derived_ms(use), np.ones(len(use)), confidence, label)
-    return est, use
 
 
 _ACCEPT_MEMO: dict[int, tuple[weakref.ref, dict]] = {}   # id(frame) -> (its ref, estimates)
@@ -168,159 +165,360 @@ def diluted(dec: pd.DataFrame) -> bool:
     return bool(old.any())
 
 
-def baseline_steps(baseline: Baseline, confidence: float, notes: list[str]):
-    """(step Estimate, None) for a stated rate, or (None, the baseline log's windows with their
-    batch-size bucket) for a baseline log."""
+
+# ----------------------------------------------------------------------------- the run
+
+def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
+    """(config, the rate model's windows of the source's decode lines), computed once."""
+    memo = log.__dict__.setdefault("_rate_windows", {})
+    if source not in memo:
+        cfg = log.config(source)
+        dec = log.decode
+        if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
+            dec = dec[(dec["source"] == source).to_numpy(dtype=bool)]
+        pre = rows_where(log.prefill, log.prefill["source"] == source)
+        memo[source] = (cfg, rate.decode_windows(dec, pre, decode_interval(cfg),
+                                                 bool(cfg.get("enable_dp_attention"))))
+    return memo[source]
+
+
+@dataclass
+class BaseSide:
+    """The baseline as the rate model takes it: the step time at a mean batch size (NaN where
+    the baseline says nothing), and the uncertainty of the run's matched step."""
+
+    label: str
+    kind: str                      # rate | per batch | log
+    step_of: object                # callable: mean batch sizes -> step ms
+    source: str
+    sizes: tuple[float, float] | None = None          # the batch sizes it covers
+    buckets: list | None = None    # (size, step Estimate) of a baseline log
+    sd_rel: float = 0.0            # a stated rate's relative σ
+
+    def uncertainty(self, b: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+        """(se of log(matched step), its df) for windows of mean batch b and weight w."""
+        if self.kind == "rate":
+            return self.sd_rel, math.inf
+        if self.kind == "per batch" or not self.buckets:
+            return 0.0, math.inf
+        sizes = np.array([s for s, _ in self.buckets], dtype=float)
+        steps = np.array([e.estimate for _, e in self.buckets])
+        ok = np.isfinite(b) & (w > 0) & (b >= sizes[0] - 1e-9) & (b <= sizes[-1] + 1e-9)
+        if not ok.any():
+            return 0.0, math.inf
+        b, w = b[ok], w[ok]
+        hi = np.clip(np.searchsorted(sizes, b), 0, len(sizes) - 1)
+        lo = np.clip(hi - 1, 0, len(sizes) - 1)
+        span = np.where(sizes[hi] > sizes[lo], sizes[hi] - sizes[lo], 1.0)
+        f = np.where(sizes[hi] > sizes[lo], (b - sizes[lo]) / span, 1.0)
+        lam = np.bincount(hi, weights=w * f, minlength=len(sizes)) + \
+            np.bincount(lo, weights=w * (1 - f), minlength=len(sizes))
+        lam /= w.sum()
+        step = float(lam @ steps)
+        parts = [(lam[i] * steps[i] * e.se_log, e.df) for i, (_, e) in enumerate(self.buckets)
+                 if lam[i] > 0 and e.se_log is not None]
+        var = sum(p * p for p, _ in parts) / step ** 2
+        if var == 0:
+            return 0.0, math.inf
+        den = sum((p / step) ** 4 / d for p, d in parts if math.isfinite(d) and d > 0)
+        return math.sqrt(var), (var ** 2 / den if den > 0 else math.inf)
+
+
+def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> BaseSide:
+    if baseline.per_batch:
+        sizes = np.array([b for b, _ in baseline.per_batch], dtype=float)
+        steps = 1000.0 / np.array([v for _, v in baseline.per_batch])
+        return BaseSide(baseline.label, "per batch", rate.step_curve(sizes, steps),
+                        f"--baseline-toks per batch size ({baseline.label}; taken as exact)",
+                        (float(sizes[0]), float(sizes[-1])))
     if baseline.log is None:
         step = 1000.0 / baseline.tok_s
-        sd = 1000.0 * baseline.sd / baseline.tok_s ** 2 if baseline.sd else None
         src = f"--baseline-toks {baseline.label}" + (" (σ of the rate)" if baseline.sd else
                                                       " (taken as exact)")
-        return stats.constant(step, sd, confidence, src), None
+        return BaseSide(baseline.label, "rate",
+                        lambda b: np.where(np.isfinite(np.asarray(b, float)), step, np.nan),
+                        src, None, None, (baseline.sd / baseline.tok_s) if baseline.sd else 0.0)
     log = baseline.log
     src = log.sources[0].name
     ups = log.startups(src)
     if len(ups) > 1:
         raise EaglelogError(f"{src}: the baseline log holds {len(ups)} server start-ups: give a "
                             "log of one run")
-    cfg, w = one_source(log, src)
-    if cfg.get("speculative_algorithm") or (len(w) and w["accept_len"].notna().any()):
+    cfg, win = run_windows(log, src)
+    if cfg.get("speculative_algorithm") or win.spec:
         why = (f"speculative_algorithm={cfg['speculative_algorithm']!r}"
                if cfg.get("speculative_algorithm") else "its decode lines print accept len")
         raise EaglelogError(f"{src}: not a baseline: it is a speculative run ({why}); give a "
                             "log of the same model without speculation")
-    if w.empty:
+    if not win.n:
         raise EaglelogError(f"{src}: the baseline log has no 'Decode batch' lines to derive a "
                             "step time from")
-    w = w.assign(bucket=bucket_labels(w["running_req"]))
-    return None, w
+    bfit = rate.fit(win, confidence, None, what="baseline log")
+    buckets = []
+    for bk in rate.by_bucket(win, bfit, confidence, what="baseline log"):
+        e = bk["cycle_ms"]
+        if e.sufficient and bk.label.isdigit():
+            buckets.append((float(bk.label), e))
+    if not buckets:
+        raise EaglelogError(f"{src}: the baseline log has too few windows at any batch size for "
+                            f"a step time (need ≥ {stats.MIN_SERIES} at one #running-req)")
+    if bfit.kind == "upper bound":
+        notes.append("the baseline log's step time includes prefill time that cannot be told "
+                     "apart (an upper bound): the speedup is overstated by as much")
+    sizes = np.array([s for s, _ in buckets])
+    steps = np.array([e.estimate for _, e in buckets])
+    label = ("baseline log, step per running_req " +
+             ", ".join(f"{int(s)}" for s, _ in buckets))
+    return BaseSide(src, "log", rate.step_curve(sizes, steps), label,
+                    (float(sizes[0]), float(sizes[-1])), buckets)
+
+
+def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
+               since_line: int | None = None) -> Estimate | None:
+    """The cycle-weighted mean TOTAL of the complete no-sync EAGLE3_PROF blocks (a point
+    estimate even when they are too few for an interval), or None."""
+    p = log.prof[log.prof["source"] == source]
+    if p.empty:
+        return None
+    mode = p["mode"]
+    complete = p["complete"].fillna(False).astype(bool)
+    sync = (mode == "sync").fillna(False).astype(bool)       # NA (no mode) is not sync
+    if sync.any():
+        notes.append(f"{int(sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
+                     "synchronize after each phase distorts the cycle time")
+    if (~complete).any():
+        notes.append(f"{int((~complete).sum())} incomplete EAGLE3_PROF block(s) left out")
+    if mode.isna().any():
+        notes.append(f"{int(mode.isna().sum())} EAGLE3_PROF block(s) without a mode are taken as "
+                     "'no sync'")
+    keep = complete & ~sync
+    if since_line is not None:
+        keep &= p["line_no"] >= since_line
+    use = p[keep.to_numpy(dtype=bool)].sort_values("line_no")
+    if use.empty:
+        return None
+    return stats.weighted_mean(use["total_ms"].to_numpy(), use["cycles"].to_numpy(dtype=float),
+                               confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
+                               "cycle-weighted)")
+
+
+def _span_note(win: "rate.Windows", base: BaseSide) -> tuple[str | None, bool]:
+    """A note when a stated single rate meets a run that is not at one batch size; and
+    whether the span is wide (the per-batch table is then the answer)."""
+    if base.kind != "rate":
+        return None, False
+    r = win.r[np.isfinite(win.r) & (win.r > 0)]
+    if not len(r):
+        return None, False
+    lo, hi = float(r.min()), float(r.max())
+    if hi <= 1 and lo >= 1:
+        return None, False
+    wide = hi / lo > WIDE_SPAN
+    if hi / lo <= 2 and hi > 1:
+        at = f"{int(lo)}" if lo == hi else f"{int(lo)}–{int(hi)}"
+        return (f"--baseline-toks is a per-stream rate at one batch size; the run is at "
+                f"running_req {at}: it must be the baseline at that batch size "
+                "(a rate per batch size, --baseline-toks 1:90,8:70,…, or --baseline-log matches "
+                "each)", False)
+    return (f"--baseline-toks is a per-stream rate at one batch size, but the run spans "
+            f"running_req {int(lo)}–{int(hi)}: the step time grows with the batch, so one rate "
+            "fits one of them at most; give one per batch size (--baseline-toks 1:90,8:70,…) or "
+            "--baseline-log" + ("; the per-batch table below is the answer" if wide else ""),
+            wide)
+
+
+def _max_tokens(cfg: dict) -> int | None:
+    """The most tokens one cycle can commit per request: num_steps + 1 (a chain or a tree)."""
+    k = cfg.get("speculative_num_steps")
+    if isinstance(k, (int, float)) and not isinstance(k, bool) and k > 0:
+        return int(k) + 1
+    return None
 
 
 # ----------------------------------------------------------------------------- main
 
-@dataclass(frozen=True)
-class RunPart:
-    """What a speculative run alone says: cycle time, accept length, and their ratio (the
-    tokens per ms each request stream gets), with the windows behind them."""
+def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
+              confidence: float = 0.95, by_batch: bool = False, cycle_from: str = "auto",
+              warmup: str | int = "auto") -> BreakevenResult:
+    """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``.
 
-    cycle_ms: Estimate
-    accept_len: Estimate
-    rate: Estimate          # accept_len / cycle_ms, tokens per ms per request
-    spec_windows: pd.DataFrame
-    notes: tuple[str, ...]
-    cycle_windows: pd.DataFrame | None = None   # the windows of a derived cycle time
-
-
-def run_part(log: ParsedLog, source: str | None = None, confidence: float = 0.95,
-             cycle_from: str = "auto", buckets: set | None = None) -> RunPart:
-    """Cycle time, accept length and their ratio for one run; with ``buckets``, only the
-    decode windows of those batch-size buckets (the ones a baseline log can match)."""
+    ``cycle_from``: 'auto' (the cycle derived from the decode lines when the log carries it
+    without bias, else the EAGLE3_PROF blocks, else the derived upper bound), 'decode' or
+    'prof'.  ``warmup``: 'auto' (leading windows unlike the rest are left out, said in a note),
+    a number of leading decode windows to leave out, or 0."""
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
     notes: list[str] = []
-    cfg, w = one_source(log, source)
-    dec = rows_where(log.decode, log.decode["source"] == source)
-    spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
-    if buckets is not None and len(spec_w):
-        lab = bucket_labels(spec_w["running_req"])
-        keep = lab.isin(buckets).to_numpy()
-        if not keep.all():
-            lost = sorted(set(lab[~keep].dropna()), key=lambda b: int(str(b).split("–")[0]))
-            notes.append(f"the baseline log has too few windows at running_req "
-                         f"{', '.join(map(str, lost))}: the run's {int((~keep).sum())} windows "
-                         f"({(~keep).mean():.0%}) at those batch sizes are left out")
-            spec_w = spec_w[keep]
-            if spec_w.empty:
-                raise EaglelogError(f"{source}: the baseline log matches none of the run's batch "
-                                    "sizes (#running-req)")
-
-    # --- cycle time
-    cyc = None
-    if cycle_from in ("auto", "prof"):
-        cyc = prof_cycle(log, source, confidence, notes)
-        if cyc is not None and not cyc.sufficient and cycle_from == "auto" and len(spec_w):
-            notes.append(f"only {cyc.n} usable EAGLE3_PROF blocks: cycle time derived from the "
-                         "decode lines instead")
-            cyc = None
-        if cyc is None and cycle_from == "prof":
-            raise EaglelogError(f"{source}: no usable EAGLE3_PROF blocks for --cycle-from prof")
-    cyc_windows = None
-    if cyc is None:
-        if spec_w.empty:
-            raise EaglelogError(f"{source}: no EAGLE3_PROF blocks and no 'Decode batch' lines with "
-                                "accept len: nothing to take a cycle time from (is this a "
-                                "speculative run?)")
-        cyc, cyc_windows = derived_cycle(spec_w, confidence, notes)
-
-    # --- accept length (per-batch, request-step weighted)
-    if len(spec_w):
-        acc = accept_from_windows(spec_w, confidence)
-        if diluted(dec):
-            notes.append("accept len comes from SGLang ≤ v0.5.3.post1 lines, which mix a 1.0 "
-                         "sample per prefilled request into it (sglang.md §3.6): a lower bound")
-    else:
+    base = baseline_side(baseline, confidence, notes)
+    cfg, win = run_windows(log, source)
+    fit = rate.fit(win, confidence, base.step_of, warmup=warmup)
+    facts = {"windows": fit.windows, "windows_used": fit.used, "left_out": fit.left_out,
+             "tau_windows": _num(fit.tau), "batches": fit.batches, "warmup_windows": fit.warmup,
+             "prefill_ms_per_token": _num(fit.beta[0]), "prefill_ms_per_batch": _num(fit.beta[1]),
+             "cycle_systematic_rel": _num(fit.sys_rel)}
+    if fit.warmup:
+        notes.append(f"the first {fit.warmup} decode windows differ from the rest (a warm-up): "
+                     "left out (--skip-warmup 0 keeps them)")
+    stalls = fit.left_out.get(rate.WHY[rate.STALL], 0) + fit.left_out.get(rate.WHY[rate.IDLE], 0)
+    if stalls:
+        notes.append(f"{stalls} decode window(s) held idle time or a stall (far above the fitted "
+                     "cycle): left out of the cycle time")
+    since_line = int(win.line[fit.warmup]) if fit.warmup and fit.warmup < win.n else None
+    prof = prof_cycle(log, source, confidence, notes, since_line) if cycle_from != "decode" \
+        else None
+    if cycle_from == "prof" and prof is None:
+        raise EaglelogError(f"{source}: no usable EAGLE3_PROF blocks for --cycle-from prof")
+    acc = fit["accept_len"]
+    if not win.spec:
         acc = requests_accept(log, source, confidence)
-        if acc is None:
-            raise EaglelogError(f"{source}: no accept length: the decode lines print no "
-                                "'accept len' and there are no Finish lines with spec_verify_ct")
+        if acc is None or prof is None:
+            what = ("no EAGLE3_PROF blocks and no 'Decode batch' lines with accept len: nothing "
+                    "to take a cycle time from (is this a speculative run?)") if prof is None else \
+                ("no accept length: the decode lines print no 'accept len' and there are no "
+                 "Finish lines with spec_verify_ct")
+            raise EaglelogError(f"{source}: {what}")
         notes.append("the decode lines print no accept len: accept length from the Finish "
                      "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
-    if cyc_windows is not None:
-        # accept length and cycle time come from the same windows: jackknife their ratio jointly
-        rate = joint_ratio(spec_w, confidence)
+    elif diluted(rows_where(log.decode, log.decode["source"] == source)):
+        notes.append("accept len comes from SGLang ≤ v0.5.3.post1 lines, which mix a 1.0 "
+                     "sample per prefilled request into it (sglang.md §3.6): a lower bound")
+    derived = fit["cycle_ms"]
+    derived_ok = win.spec and fit.kind != "upper bound" and derived.sufficient
+    use_prof = prof is not None and (cycle_from == "prof" or (cycle_from == "auto" and
+                                                              not derived_ok))
+    wts = np.where(fit.acc, win.w, 0.0)
+    if use_prof:
+        cyc, kind = prof, "profiler"
+        r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
+        st = np.asarray(base.step_of(win.b), dtype=float)
+        ok = fit.acc & np.isfinite(st)
+        step_bar = float((win.w[ok] * st[ok]).sum() / win.w[ok].sum()) if ok.any() else math.nan
+        wts = np.where(ok, win.w, 0.0)
+        sizes = win.r[fit.acc & np.isfinite(win.r)]
+        if len(sizes) and sizes.max() > 1.5 * max(sizes.min(), 1):
+            notes.append("the EAGLE3_PROF cycle is a mean over cycles, not over request-steps: "
+                         "with batch sizes that vary, the per-stream rate is approximate")
+        if derived.sufficient and win.spec:
+            notes.append(f"cycle from the EAGLE3_PROF blocks ({cyc.estimate:.2f} ms): the decode "
+                         f"lines give {derived.estimate:.2f} ms only as an upper bound (prefill "
+                         "time cannot be told apart)" if fit.kind == "upper bound" else
+                         f"cycle from the EAGLE3_PROF blocks ({cyc.estimate:.2f} ms), as asked")
     else:
-        rate = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
-        if buckets is not None and any("left out" in n for n in notes):
-            notes.append("the EAGLE3_PROF cycle time covers every batch size of the run: "
-                         "--cycle-from decode matches the baseline exactly")
-    return RunPart(cyc, acc, rate, spec_w, tuple(notes), cyc_windows)
-
-
-def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
-              confidence: float = 0.95, by_batch: bool = False,
-              cycle_from: str = "auto") -> BreakevenResult:
-    """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``."""
-    source = source or log.sources[0].name
-    notes: list[str] = []
-    step, base_w = baseline_steps(baseline, confidence, notes)
-    matchable = None
-    if base_w is not None:
-        matchable = {b for b, g in base_w.groupby("bucket", observed=True)
-                     if _bucket_step(g, confidence).sufficient}
-    part = run_part(log, source, confidence, cycle_from, buckets=matchable)
-    notes = list(part.notes) + notes
-    cyc, acc, spec_w = part.cycle_ms, part.accept_len, part.spec_windows
-    buckets = None
-    if base_w is not None:
-        # the same windows weigh both sides: those of the derived cycle, else all spec windows
-        step, share_note = matched_step(part.cycle_windows if part.cycle_windows is not None
-                                        else spec_w, base_w, confidence)
-        if share_note:
-            notes.append(share_note)
-
-    # --- ratio and speedup
+        cyc, kind, r = derived, fit.kind, fit["rate"]
+        step_bar = fit["step_ms"].estimate
+        wts = np.where(fit.use, win.w, 0.0)
+        if prof is not None and prof.sufficient and derived.sufficient:
+            per_iter = fit["cycle_ms_iter"]
+            d = math.log(prof.estimate / per_iter.estimate)
+            se = math.hypot(prof.se_log or 0.0, per_iter.se_log or 0.0)
+            if abs(d) > max(DISAGREE, 2 * se):
+                notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) and the cycle "
+                             f"derived from the decode lines ({per_iter.estimate:.2f} ms per "
+                             f"iteration) differ by {abs(math.expm1(d)):.0%}: the verdict uses "
+                             "the derived cycle, which holds all the wall time between cycles "
+                             "(the profiler sees only what it brackets)")
+    se_b, df_b = base.uncertainty(win.b, wts)
+    if not math.isfinite(step_bar):
+        step = stats.insufficient(math.nan, 0, confidence, base.source)
+    elif se_b > 0:
+        step = stats.from_log_se(step_bar, se_b, df_b, None, confidence, base.source)
+    else:
+        step = stats.constant(step_bar, None, confidence, base.source)
     be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence,
-                       "cycle_ms / baseline_step_ms")
-    sp = stats.combine(part.rate.estimate * step.estimate, [(part.rate, 1), (step, 1)],
-                       confidence, "accept_len × baseline_step_ms / cycle_ms")
-    if by_batch:
-        if base_w is None:
-            raise EaglelogError("--by batch needs --baseline-log: a stated baseline rate has no "
-                                "batch size")
-        buckets = tuple(by_bucket(spec_w, base_w, confidence))
-    sizes = spec_w["running_req"].dropna().unique() if len(spec_w) else []
-    if len(sizes) > 1:
-        lo, hi = int(min(sizes)), int(max(sizes))
-        notes.append(f"the run spans batch sizes {lo}–{hi}: the overall numbers mix them "
-                     "(cycle and step time grow with the batch)" +
-                     ("" if by_batch else "; --by batch with --baseline-log shows each"))
-    rho = lag1(spec_w["accept_len"].to_numpy(dtype=float)) if len(spec_w) > 3 else 0.0
-    if rho > 0.5:
-        notes.append(f"consecutive windows are strongly autocorrelated (lag-1 r = {rho:.2f}): "
-                     "intervals may be too narrow; a longer run gives more independent batches")
-    return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp,
-                           verdict_of(sp), tuple(notes), buckets, part.rate)
+                       "cycle_ms / baseline_step_ms") if math.isfinite(step.estimate) else \
+        stats.insufficient(math.nan, 0, confidence)
+    sp = stats.combine(r.estimate * step.estimate, [(r, 1), (step, 1)], confidence,
+                       "accept_len × baseline_step_ms / cycle_ms") \
+        if math.isfinite(step.estimate) and math.isfinite(r.estimate) else \
+        stats.insufficient(math.nan, 0, confidence)
+    verdict, reason = verdict_of(sp), None
+    if kind == "upper bound":
+        notes.append("every usable decode window holds prefill work that cannot be told apart "
+                     "from the cycle: the cycle is an upper bound, the speedup a lower bound")
+        if verdict in ("below", "inconclusive"):
+            verdict, reason = "inconclusive", "the cycle is an upper bound"
+    coverage = fit.coverage if not use_prof else _coverage(win, fit.acc, base)
+    facts["coverage"] = _num(coverage)
+    # --- the baseline and the run's batch sizes
+    span_note, wide = _span_note(win, base)
+    if span_note:
+        notes.append(span_note)
+    if base.kind != "rate" and coverage < 1 - 1e-9:
+        lo, hi = base.sizes
+        pct = f"{coverage:.0%}"
+        notes.append(f"the baseline covers running_req {int(lo)}–{int(hi)}: {pct} of the run's "
+                     "request-steps; the rest is left out of the match")
+        if coverage < MIN_COVERAGE and verdict != "insufficient data":
+            reason = (f"{verdict} at running_req {int(lo)}–{int(hi)} ({pct} of the run's "
+                      "request-steps); the baseline does not cover the rest")
+            verdict = "partial"
+    k1 = _max_tokens(cfg)
+    if k1 and be.estimate > 2 * k1:
+        mean_b = float(np.sum(wts * win.b) / np.sum(wts)) if np.sum(wts) > 0 else math.nan
+        per = f"{baseline.tok_s / mean_b:.4g} tok/s" if baseline.tok_s and mean_b >= 1.5 \
+            else None
+        notes.append(f"break-even accept length {be.estimate:.3g} is far more than one cycle can "
+                     f"commit ({k1} tokens: num_steps + 1): the baseline is not a per-stream "
+                     "rate — probably an aggregate rate (all streams together)" +
+                     (f"; per stream at this run's mean batch size ({mean_b:.3g}) it would be "
+                      f"{per}" if per else ""))
+        verdict, reason = "invalid baseline", "the break-even exceeds what a cycle can commit"
+    elif k1 and be.estimate > k1:
+        notes.append(f"break-even accept length {be.estimate:.3g} is more than one cycle can "
+                     f"commit ({k1} tokens: num_steps + 1): this config cannot beat the baseline "
+                     "at any acceptance (unless the baseline is not a per-stream rate)")
+    if cfg.get("speculative_algorithm") and str(cfg["speculative_algorithm"]).lower() in (
+            "ngram", "suffix", "[ngram]") and win.spec and any(
+            log.sources[i].engine and "vllm" in log.sources[i].engine
+            for i in range(len(log.sources))):
+        notes.append("n-gram drafting on vLLM: its mean acceptance length counts only the "
+                     "requests that drafted, so the derived cycle and the break-even are "
+                     "overstated by the same factor; the speedup is unaffected "
+                     "(docs/formats-vllm.md)")
+    buckets = None
+    if by_batch or wide:
+        # every batch size of the run, those the baseline does not cover included
+        whole = fit if fit.coverage >= 1 else rate.fit(win, confidence, None, warmup=fit.warmup)
+        buckets = tuple(_buckets(win, whole, base, confidence))
+        if wide and not by_batch and verdict not in ("insufficient data", "invalid baseline"):
+            vs = {b.verdict for b in buckets if b.verdict != "insufficient data"}
+            if len(vs) > 1:
+                verdict, reason = "mixed", ("the batch sizes disagree: " + ", ".join(
+                    f"{b.batch} {b.verdict}" for b in buckets))
+    rho = stats.autocorr_time(win.a[fit.acc]) if fit.acc.sum() > 3 else 1.0
+    facts["tau_accept_windows"] = _num(rho)
+    return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,
+                           tuple(dict.fromkeys(notes)), buckets, r, kind, coverage, reason,
+                           facts)
+
+
+def _coverage(win, mask, base: BaseSide) -> float:
+    st = np.asarray(base.step_of(win.b), dtype=float)
+    tot = float(win.w[mask].sum())
+    return float(win.w[mask & np.isfinite(st)].sum()) / tot if tot > 0 else 0.0
+
+
+def _buckets(win, fit, base: BaseSide, confidence: float):
+    for bk in rate.by_bucket(win, fit, confidence, base.step_of):
+        st = bk["step_ms"]
+        mask = (rate.bucket_of(win.r)[0] == rate.bucket_of(win.r)[1].index(bk.label)) & fit.use
+        se_b, df_b = base.uncertainty(win.b[mask], win.w[mask])
+        if not math.isfinite(st.estimate):
+            step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")
+        elif se_b > 0:
+            step = stats.from_log_se(st.estimate, se_b, df_b, None, confidence, base.source)
+        else:
+            step = stats.constant(st.estimate, None, confidence, base.source)
+        cyc, acc, r = bk["cycle_ms"], bk["accept_len"], bk["rate"]
+        ok = math.isfinite(step.estimate) and math.isfinite(cyc.estimate)
+        be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence) \
+            if ok else stats.insufficient(math.nan, 0, confidence)
+        sp = stats.combine(r.estimate * step.estimate, [(r, 1), (step, 1)], confidence) \
+            if ok and math.isfinite(r.estimate) else stats.insufficient(math.nan, 0, confidence)
+        yield BucketResult(bk.label, bk.windows, cyc, step, be, acc, sp,
+                           verdict_of(sp) if math.isfinite(step.estimate) else "no baseline",
+                           bk.share)
 
 
 def lag1(x: np.ndarray) -> float:
@@ -332,24 +530,6 @@ def lag1(x: np.ndarray) -> float:
     return float(np.dot(d[1:], d[:-1]) / den) if den > 0 else 0.0
 
 
-def joint_ratio(w: pd.DataFrame, confidence: float) -> Estimate:
-    """accept_len / cycle_ms from the same windows (request-step weighted accept length over all
-    windows, mean derived cycle over clean ones), jackknifed over batches of windows."""
-    a = w["accept_len"].to_numpy(dtype=float)
-    rs = w["req_steps"].to_numpy(dtype=float)
-    c = derived_ms(w)
-    clean = w["clean"].to_numpy(dtype=bool)
-    if clean.sum() < stats.MIN_WINDOWS:
-        clean = np.isfinite(c) & (w["reason"].to_numpy() != "first")
-
-    def fn(mask):
-        m2 = mask & clean
-        if not m2.any():
-            return math.nan
-        return float(np.sum(a[mask] * rs[mask]) / np.sum(rs[mask]) / np.mean(c[m2]))
-    return stats.jackknife(fn, len(w), confidence, "decode lines")
-
-
 def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:
     r = log.requests[(log.requests["source"] == source)].sort_values("line_no")
     r = r[r["verify_ct"].fillna(0) > 0]
@@ -359,62 +539,3 @@ def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate 
     v = r["verify_ct"].to_numpy(dtype=float)
     return stats.jackknife(lambda m: float(c[m].sum() / v[m].sum()), len(r), confidence,
                            f"Finish lines ({len(r)} requests, pooled per verify step)")
-
-
-def _bucket_step(bw: pd.DataFrame, confidence: float) -> Estimate:
-    notes: list[str] = []
-    est, _ = derived_cycle(bw, confidence, notes, "step")
-    return est
-
-
-def matched_step(spec_w: pd.DataFrame, base_w: pd.DataFrame, confidence: float):
-    """Baseline step time matched on batch size: per running_req bucket, weighted by the spec
-    run's share of windows in that bucket."""
-    sb = bucket_labels(spec_w["running_req"]) if len(spec_w) else pd.Series([], dtype="string")
-    share = sb.value_counts(normalize=True)
-    parts, missing = [], []
-    for b, p in share.items():
-        bw = base_w[base_w["bucket"] == b]
-        est = _bucket_step(bw, confidence) if len(bw) else None
-        if est is None or not est.sufficient:
-            missing.append((b, p))
-            continue
-        parts.append((b, p, est))
-    note = None
-    if missing:
-        lost = sum(p for _, p in missing)
-        note = (f"the baseline log has too few windows at running_req "
-                f"{', '.join(str(b) for b, _ in missing)}: {lost:.0%} of the run's windows are "
-                "matched with the other batch sizes only")
-    if not parts:
-        return stats.insufficient(math.nan, 0, confidence, "baseline log (no batch size of the "
-                                  "run has enough baseline windows)"), note
-    tot = sum(p for _, p, _ in parts)
-    step = sum(p / tot * e.estimate for _, p, e in parts)
-    var = sum((p / tot * e.estimate * e.se_log) ** 2 for _, p, e in parts)
-    num = var ** 2
-    den = sum((p / tot * e.estimate * e.se_log) ** 4 / e.df for _, p, e in parts if e.df)
-    df = num / den if den > 0 else math.inf
-    n = sum(e.n for _, _, e in parts)
-    label = ("baseline log, matched on running_req " +
-             ", ".join(f"{b} ({p / tot:.0%})" for b, p, _ in parts))
-    if var == 0:
-        return stats.Estimate(step, step, step, n, confidence, 0.0, math.inf, label), note
-    return stats.from_log_se(step, math.sqrt(var) / step, df, n, confidence, label), note
-
-
-def by_bucket(spec_w: pd.DataFrame, base_w: pd.DataFrame, confidence: float):
-    sw = spec_w.assign(bucket=bucket_labels(spec_w["running_req"]))
-    keys = sorted(set(sw["bucket"].dropna()), key=lambda s: int(str(s).split("–")[0]))
-    for b in keys:
-        w = sw[sw["bucket"] == b]
-        bw = base_w[base_w["bucket"] == b]
-        notes: list[str] = []
-        cyc, _ = derived_cycle(w, confidence, notes)
-        acc = accept_from_windows(w, confidence)
-        step = _bucket_step(bw, confidence) if len(bw) else stats.insufficient(
-            math.nan, 0, confidence, "baseline log: no window at this batch size")
-        be = stats.combine(cyc.estimate / step.estimate, [(cyc, 1), (step, -1)], confidence)
-        r = joint_ratio(w, confidence)
-        sp = stats.combine(r.estimate * step.estimate, [(r, 1), (step, 1)], confidence)
-        yield BucketResult(str(b), len(w), cyc, step, be, acc, sp, verdict_of(sp))

@@ -1,11 +1,25 @@
-"""Which run is faster, by how much, and is it real (pyperf's compare_to, for window means).
+"""Did the change help?  Runs against a reference, as one family of tests (docs/statistics.md).
 
-The first run is the reference.  For every metric both runs carry, each run's estimate is the
-weighted mean of its windows with a batch-means jackknife standard error on the log scale
-(docs/statistics.md).  The ratio changed/reference gets a delta-method interval; the default test
-is **Welch's t-test on the log scale**: t = log(ratio) / se, with Welch–Satterthwaite degrees of
-freedom (unequal variances, batch means as the independent units).  ``test="mannwhitney"`` uses
-the Mann-Whitney U test on the two runs' batch means instead.
+The first run is the reference.  Every run is summarised by the same estimates ``breakeven`` and
+``summary`` print (the rate model of analysis/rate.py and the EAGLE3_PROF blocks): each metric is
+an estimate with a standard error on the log scale and its degrees of freedom.  Two runs are
+compared metric by metric with **Welch's t-test on the log ratio** (t = log(new/ref) / √(se² +
+se²), Welch–Satterthwaite degrees of freedom); ``test='mannwhitney'`` uses the Mann-Whitney U test
+on the runs' batch estimates instead.
+
+* **One primary metric** carries the headline verdict in words (better / worse / no detectable
+  difference) and is what ``--fail-on-regression`` gates by default: the speedup when a baseline
+  is given, otherwise the per-stream rate (effective tok/s, 1000 × accept length / cycle).
+* **Secondary metrics** (accept length, the cycle the rate uses, the profiler's accept length and
+  phases) are a family: their p-values are Holm-adjusted within each compared pair and shown next
+  to the raw ones; near-duplicates (break-even = cycle / a constant, a second cycle estimate) are
+  not in it.
+* **Resolution**: a series constant at its printed precision has the rounding error (half a unit
+  of the last digit ÷ √3) as its standard error, and a difference of at most one printed unit is
+  "not resolvable at the printed precision", never significant.
+* **One window rule**: every metric comes from the windows breakeven uses; two runs whose cycle
+  comes from different kinds of windows (profiler vs decode lines, an upper bound vs an unbiased
+  estimate) are said to be not comparable on the metrics that hold it.
 """
 from __future__ import annotations
 
@@ -20,94 +34,235 @@ from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .breakeven import Baseline, breakeven
-from .metrics import Series, run_metrics
-from .windows import derived_ms, rows_where
+from .breakeven import Baseline, BaseSide, baseline_side, breakeven, run_windows
+from . import rate
 
 EXPORT_KEY = "eaglelog_export"
+EXPORT_VERSION = 2
 NOT_CONFIG = {"port", "host", "nccl_port", "random_seed", "dist_init_addr", "metrics_port"}
+PRIMARY = ("speedup", "eff_tok_s")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a run: its estimate (with se on the log scale and df), what it means, and
+    where it comes from (``kind``: the kind of windows, for comparability)."""
+
+    name: str
+    label: str
+    unit: str
+    better: str                  # "higher" or "lower"
+    estimate: Estimate
+    kind: str = ""
+    resolution: float = 0.0      # half a unit of the printed last digit (0: not printed)
+    constant: bool = False       # every window printed the same value
+    batch_logs: tuple[float, ...] = ()   # per-batch log estimates (Mann-Whitney)
+
+    def to_dict(self) -> dict:
+        e = self.estimate
+        return {"label": self.label, "unit": self.unit, "better": self.better,
+                "estimate": _f(e.estimate), "ci_low": _f(e.ci_low), "ci_high": _f(e.ci_high),
+                "se_log": _f(e.se_log), "df": _f(e.df), "n": e.n, "source": e.source,
+                "kind": self.kind, "resolution": self.resolution, "constant": self.constant,
+                "batch_logs": [float(x) for x in self.batch_logs]}
+
+    @classmethod
+    def from_dict(cls, name: str, d: dict, confidence: float) -> "Metric":
+        est, se, df = d["estimate"], d.get("se_log"), d.get("df")
+        if est is None:
+            e = stats.insufficient(math.nan, d.get("n") or 0, confidence, d.get("source"))
+        elif se is None:
+            e = stats.insufficient(est, d.get("n") or 0, confidence, d.get("source"))
+        else:
+            e = stats.from_log_se(est, se, df if df is not None else math.inf, d.get("n"),
+                                  confidence, d.get("source"))
+        return cls(name, d["label"], d["unit"], d["better"], e, d.get("kind", ""),
+                   float(d.get("resolution") or 0.0), bool(d.get("constant")),
+                   tuple(d.get("batch_logs") or ()))
+
+
+def _f(x):
+    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 @dataclass
 class Run:
-    """One run to compare: its metric series plus what tells whether runs are comparable."""
+    """One run to compare: its metrics plus what tells whether runs are comparable, and its
+    batch-size mix (request-step weight per mean batch size), to match a baseline later."""
 
     label: str
     engine: str
     config: dict
-    series: dict[str, Series]
+    metrics: dict[str, Metric]
     batch_sizes: list[float] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
-    extra: dict[str, Estimate] = field(default_factory=dict)   # breakeven, speedup
+    mix: list[tuple[float, float]] = field(default_factory=list)
+    cycle_kind: str = ""
 
     def to_export(self) -> dict:
-        return {EXPORT_KEY: 1, "source": self.label, "engine": self.engine,
+        return {EXPORT_KEY: EXPORT_VERSION, "source": self.label, "engine": self.engine,
                 "config": self.config, "batch_sizes": self.batch_sizes, "modes": self.modes,
-                "metrics": {k: s.to_dict() for k, s in self.series.items()}}
+                "mix": [[b, w] for b, w in self.mix], "cycle_kind": self.cycle_kind,
+                "metrics": {k: m.to_dict() for k, m in self.metrics.items()
+                            if k != "speedup"}}
 
     @classmethod
-    def from_export(cls, d: dict, label: str) -> "Run":
+    def from_export(cls, d: dict, label: str, confidence: float = 0.95) -> "Run":
+        if d[EXPORT_KEY] == 1:        # window series: estimated again with today's rules
+            metrics = {}
+            for k, v in d["metrics"].items():
+                e = stats.weighted_mean(np.asarray(v["values"], float),
+                                        np.asarray(v["weights"], float), confidence,
+                                        v.get("source"))
+                name = {"cycle_ms_derived": "cycle_ms"}.get(k, k)
+                if name in metrics:
+                    continue
+                metrics[name] = Metric(name, v["label"], v["unit"], v["better"], e, "v1 export")
+            return cls(d.get("source") or label, d.get("engine", "sglang"),
+                       d.get("config") or {}, metrics, d.get("batch_sizes") or [],
+                       d.get("modes") or [], [], "v1 export")
         return cls(d.get("source") or label, d.get("engine", "sglang"), d.get("config") or {},
-                   {k: Series.from_dict(k, v) for k, v in d["metrics"].items()},
-                   d.get("batch_sizes") or [], d.get("modes") or [])
+                   {k: Metric.from_dict(k, v, confidence) for k, v in d["metrics"].items()},
+                   d.get("batch_sizes") or [], d.get("modes") or [],
+                   [(float(b), float(w)) for b, w in d.get("mix") or []],
+                   d.get("cycle_kind", ""))
+
+
+def _half_unit(values: np.ndarray) -> float:
+    """Half a unit of the last digit the values were printed with (0 when they need more than
+    6 decimals: not a printed quantity)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return 0.0
+    for d in range(7):
+        if np.all(np.abs(v * 10 ** d - np.round(v * 10 ** d)) < 1e-6):
+            return 0.5 * 10.0 ** -d
+    return 0.0
+
+
+def _mean_metric(name, label, unit, better, values, weights, confidence, source, kind,
+                 printed=True) -> Metric:
+    res = _half_unit(values) if printed else 0.0
+    e, logs = stats.weighted_mean_batches(values, weights, confidence, source, resolution=res)
+    v = np.asarray(values, dtype=float)
+    const = bool(len(v) and np.nanmax(v) == np.nanmin(v))
+    return Metric(name, label, unit, better, e, kind, res, const, logs)
+
+
+def run_of(sub: ParsedLog, label: str, engine: str, baseline: Baseline | None,
+           confidence: float, warmup="auto") -> Run:
+    """The metrics of one run (a ParsedLog of one input or start-up)."""
+    src = sub.sources[0].name
+    su = sub.decode["startup"].dropna()
+    cfg = sub.config(src, int(su.iloc[0]) if len(su) else None)
+    eng = sub.sources[0].engine or (engine if engine != "auto" else "sglang")
+    _, win = run_windows(sub, src)
+    metrics: dict[str, Metric] = {}
+    kind = ""
+    mix: list[tuple[float, float]] = []
+    if win.n and (win.spec or len(sub.prof)):
+        fit = rate.fit(win, confidence, None, warmup=warmup)
+        logs = fit.batch_logs
+        if baseline is not None:
+            be = breakeven(sub, baseline, source=src, confidence=confidence, warmup=warmup)
+            cyc, acc, r, kind = be.cycle_ms, be.accept_len, be.rate, be.cycle_kind
+            # the baseline is common to the compared runs: the speedup ratio carries the runs'
+            # own uncertainty only (the rate's)
+            sp = be.speedup
+            if r is not None and r.sufficient and sp.sufficient:
+                sp = stats.from_log_se(sp.estimate, r.se_log, r.df, r.n, confidence, sp.source)
+            metrics["speedup"] = Metric("speedup", "speedup", "×", "higher", sp, kind,
+                                        batch_logs=logs.get("speedup", ()))
+        else:
+            cyc, acc, r, kind = fit["cycle_ms"], fit["accept_len"], fit["rate"], fit.kind
+            if not (win.spec and kind != "upper bound" and cyc.sufficient):
+                from .breakeven import prof_cycle
+                prof = prof_cycle(sub, src, confidence, [])
+                if prof is not None:
+                    cyc, kind = prof, "profiler"
+                    r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)],
+                                      confidence)
+        if win.spec and r is not None and math.isfinite(r.estimate):
+            eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
+                           None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
+                           r.se_log, r.df, "1000 × accept length / cycle")
+            metrics["eff_tok_s"] = Metric("eff_tok_s", "per-stream rate", "tok/s", "higher",
+                                          eff, kind, batch_logs=logs.get("rate", ()))
+        if win.spec:
+            metrics["accept_len"] = Metric("accept_len", "accept length", "tokens/verify",
+                                           "higher", acc, "decode lines",
+                                           batch_logs=logs.get("accept_len", ()))
+        if math.isfinite(cyc.estimate):
+            metrics["cycle_ms"] = Metric("cycle_ms", "cycle time", "ms", "lower", cyc, kind,
+                                         batch_logs=logs.get("cycle_ms", ())
+                                         if kind != "profiler" else ())
+        # the run's batch mix: request-step weight per mean batch size (to 0.5)
+        ok = np.isfinite(win.b) & (win.b > 0)
+        if ok.any():
+            bins = np.round(win.b[ok] * 2) / 2
+            u, inv = np.unique(bins, return_inverse=True)
+            wsum = np.bincount(inv, weights=win.w[ok])
+            mix = [(float(b), float(w)) for b, w in zip(u, wsum / wsum.sum())]
+    p = sub.prof
+    if len(p):
+        use = p[p["complete"].fillna(False).astype(bool) &
+                ~p["mode"].astype("string").eq("sync").fillna(False)].sort_values("line_no")
+        if len(use):
+            w = use["cycles"].to_numpy(float)
+            ph = sub.prof_phases[sub.prof_phases["block"].isin(use["line_no"])]
+            wmap = dict(zip(use["line_no"].to_numpy(), w))
+            for lab in dict.fromkeys(ph["phase"].astype(str)):
+                rows = ph[ph["phase"].astype(str) == lab].sort_values("block")
+                key = "phase:" + lab
+                metrics[key] = _mean_metric(key, lab, "ms", "lower",
+                                            rows["ms_per_cycle"].to_numpy(float),
+                                            np.array([wmap[b] for b in rows["block"]]),
+                                            confidence, "EAGLE3_PROF phase line, cycle-weighted",
+                                            "profiler")
+            metrics["accept_len_profiler"] = _mean_metric(
+                "accept_len_profiler", "profiler accept length", "tokens/cycle", "higher",
+                use["accept_len"].to_numpy(float), w, confidence,
+                "EAGLE3_PROF Accept len, cycle-weighted", "profiler")
+            if "cycle_ms" not in metrics:
+                metrics["cycle_ms"] = _mean_metric(
+                    "cycle_ms", "cycle time", "ms", "lower", use["total_ms"].to_numpy(float), w,
+                    confidence, "EAGLE3_PROF TOTAL, no-sync blocks, cycle-weighted", "profiler")
+                kind = kind or "profiler"
+    return Run(label, eng, cfg, metrics,
+               sorted(float(x) for x in sub.decode["running_req"].dropna().unique()),
+               sorted(str(m) for m in sub.prof["mode"].dropna().unique()), mix, kind)
 
 
 def runs_from_log(log: ParsedLog, engine: str, baseline: Baseline | None,
-                  confidence: float) -> list[Run]:
-    out = []
-    for label, sub in log.units():
-        src = sub.sources[0].name
-        su = sub.decode["startup"].dropna()
-        cfg = sub.config(src, int(su.iloc[0]) if len(su) else None)
-        eng = sub.sources[0].engine or (engine if engine != "auto" else "sglang")
-        run = Run(label, eng, cfg, run_metrics(sub),
-                  sorted(float(x) for x in sub.decode["running_req"].dropna().unique()),
-                  sorted(str(m) for m in sub.prof["mode"].dropna().unique()))
-        if baseline is not None and ("accept_len" in run.series):
-            run.extra = _shared_baseline(breakeven(sub, baseline, confidence=confidence),
-                                         confidence)
-        out.append(run)
-    return out
+                  confidence: float, warmup="auto") -> list[Run]:
+    return [run_of(sub, label, engine, baseline, confidence, warmup)
+            for label, sub in log.units()]
 
 
-def _shared_baseline(r, confidence: float) -> dict:
-    """Break-even and speedup of one run with the baseline step taken as exact: every compared
-    run divides by the same baseline, so its own uncertainty cancels in their ratio."""
-    step = r.baseline_step_ms.estimate
-    cyc, rate = r.cycle_ms, r.rate
-
-    def scaled(e: Estimate, factor: float) -> Estimate:
-        if not e.sufficient:
-            return stats.insufficient(e.estimate * factor, e.n, confidence)
-        return stats.from_log_se(e.estimate * factor, e.se_log, e.df, e.n, confidence)
-    return {"breakeven_accept_len": scaled(cyc, 1 / step), "speedup": scaled(rate, step)}
-
-
-def extra_from_series(run: Run, baseline: Baseline, confidence: float) -> dict:
-    """Break-even and speedup of an exported run (its metric windows) against a baseline rate;
-    the baseline step counts as exact, as in _shared_baseline."""
-    cyc_s = run.series.get("cycle_ms") or run.series.get("cycle_ms_derived")
-    acc_s = run.series.get("accept_len")
-    if cyc_s is None or acc_s is None:
-        return {}
-    if baseline.log is not None:
-        from .breakeven import baseline_steps
-        _, base_w = baseline_steps(baseline, confidence, [])
-        clean = derived_ms(rows_where(base_w, base_w["clean"]))
-        step = float(np.nanmean(clean)) if np.isfinite(clean).any() else math.nan
-    else:
-        step = 1000.0 / baseline.tok_s
-    cyc, acc = cyc_s.estimate(confidence), acc_s.estimate(confidence)
-    if not (cyc.sufficient and acc.sufficient):
-        return {}
-    rate = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
-    return {"breakeven_accept_len": stats.from_log_se(cyc.estimate / step, cyc.se_log, cyc.df,
-                                                      cyc.n, confidence),
-            "speedup": stats.from_log_se(rate.estimate * step, rate.se_log, rate.df, rate.n,
-                                         confidence)}
+def speedup_of_export(run: Run, base: BaseSide, confidence: float) -> Estimate | None:
+    """An exported run's speedup against a baseline: its per-stream rate × the baseline step at
+    its batch mix (the mix it carries)."""
+    eff = run.metrics.get("eff_tok_s")
+    if eff is None or not run.mix:
+        return None
+    b = np.array([x for x, _ in run.mix])
+    w = np.array([y for _, y in run.mix])
+    st = np.asarray(base.step_of(b), dtype=float)
+    ok = np.isfinite(st)
+    if not ok.any():
+        return None
+    step = float((w[ok] * st[ok]).sum() / w[ok].sum())
+    e = eff.estimate
+    se_b, _ = base.uncertainty(b, w)
+    sp = e.estimate * step / 1000.0
+    if not e.sufficient:
+        return stats.insufficient(sp, e.n, confidence)
+    return stats.from_log_se(sp, math.hypot(e.se_log, se_b), e.df, e.n, confidence,
+                             "export: per-stream rate × baseline step")
 
 
-def load_export(path: str) -> Run | None:
+def load_export(path: str, confidence: float = 0.95) -> Run | None:
     """An eaglelog export (``eaglelog export``), or None when the file is not one."""
     try:
         with open(path, "rb") as f:
@@ -120,16 +275,18 @@ def load_export(path: str) -> Run | None:
         return None
     if not isinstance(d, dict) or EXPORT_KEY not in d:
         return None
-    if d[EXPORT_KEY] != 1:
+    if d[EXPORT_KEY] not in (1, 2):
         raise EaglelogError(f"{path}: export format {d[EXPORT_KEY]!r} is newer than this eaglelog")
     try:
-        run = Run.from_export(d, path)
+        run = Run.from_export(d, path, confidence)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise EaglelogError(f"{path}: not a valid eaglelog export (bad or missing {e}); make "
                             "one with `eaglelog export LOG -o FILE.json`") from None
     run.label = f"{path} (export of {run.label})"
     return run
 
+
+# ----------------------------------------------------------------------------- comparing
 
 @dataclass(frozen=True)
 class MetricComparison:
@@ -150,23 +307,25 @@ class MetricComparison:
     verdict: str
     n_reference: int | None
     n: int | None
+    role: str = "secondary"          # primary | secondary
+    p_adjusted: float | None = None  # Holm within the pair's secondary family
+    direction: str | None = None     # better | worse | None (no detectable difference)
 
     @property
     def worse(self) -> bool:
-        if not (self.significant and self.practical):
-            return False
-        return self.ratio.estimate > 1 if self.better == "lower" else self.ratio.estimate < 1
+        return self.direction == "worse"
 
     def to_dict(self) -> dict:
-        def f(x):
-            return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
         return {"metric": self.metric, "label": self.label, "unit": self.unit,
-                "better": self.better, "run": self.run, "reference_mean": f(self.reference_mean),
-                "reference_sd": f(self.reference_sd), "mean": f(self.mean), "sd": f(self.sd),
-                "ratio": f(self.ratio.estimate), "ratio_ci_low": f(self.ratio.ci_low),
-                "ratio_ci_high": f(self.ratio.ci_high), "test": self.test,
-                "p_value": f(self.p_value), "significant": self.significant,
-                "practical": self.practical, "worse": self.worse, "verdict": self.verdict,
+                "better": self.better, "role": self.role, "run": self.run,
+                "reference_mean": _f(self.reference_mean), "reference_sd": _f(self.reference_sd),
+                "mean": _f(self.mean), "sd": _f(self.sd),
+                "ratio": _f(self.ratio.estimate), "ratio_ci_low": _f(self.ratio.ci_low),
+                "ratio_ci_high": _f(self.ratio.ci_high), "test": self.test,
+                "p_value": _f(self.p_value) if self.p_value is not None else None,
+                "p_adjusted": _f(self.p_adjusted) if self.p_adjusted is not None else None,
+                "significant": self.significant, "practical": self.practical,
+                "direction": self.direction, "worse": self.worse, "verdict": self.verdict,
                 "n_reference": self.n_reference, "n": self.n}
 
 
@@ -181,28 +340,28 @@ class CompareResult:
     config_diff: dict
     warnings: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    primary: str | None = None
+    headline: dict = field(default_factory=dict)     # run -> better | worse | no … | …
 
     def to_dict(self) -> dict:
         return {"reference": self.reference, "runs": list(self.runs),
                 "confidence": self.confidence, "test": self.test,
-                "min_effect": self.min_effect, "metrics": [m.to_dict() for m in self.metrics],
+                "min_effect": self.min_effect, "primary": self.primary,
+                "headline": self.headline, "metrics": [m.to_dict() for m in self.metrics],
                 "config_diff": self.config_diff, "warnings": list(self.warnings),
                 "notes": list(self.notes)}
 
 
 def _words(label: str, better: str, unit: str, r: float) -> str:
     if unit == "ms":   # times: faster / slower
-        return f"{1 / r:.2f}x faster" if r < 1 else f"{r:.2f}x slower"
-    return f"{label} {r:.2f}x higher" if r > 1 else f"{label} {1 / r:.2f}x lower"
+        return f"{1 / r:.3g}x faster" if r < 1 else f"{r:.3g}x slower"
+    return f"{label} {r:.3g}x higher" if r > 1 else f"{label} {1 / r:.3g}x lower"
 
 
-def compare_estimates(ref: Estimate, new: Estimate, confidence: float) -> tuple[Estimate, float]:
-    """Ratio new/ref with its interval, and the Welch p-value on the log scale."""
-    if ref.estimate == 0 or new.estimate == 0:
-        if ref.estimate == new.estimate and ref.sufficient and new.sufficient:
-            return Estimate(1.0, 1.0, 1.0, min(ref.n or 0, new.n or 0), confidence, 0.0,
-                            math.inf, "both zero"), 1.0
-        return stats.insufficient(math.nan, 0, confidence, "a mean is zero: no ratio"), math.nan
+def log_ratio_test(ref: Estimate, new: Estimate, confidence: float) -> tuple[Estimate, float]:
+    """Ratio new/ref with its interval, and Welch's p-value on the log scale."""
+    if not (ref.estimate > 0 and new.estimate > 0):
+        return stats.insufficient(math.nan, 0, confidence, "a value is not positive"), math.nan
     ratio = stats.combine(new.estimate / ref.estimate, [(new, 1), (ref, -1)], confidence,
                           "changed / reference")
     if not ratio.sufficient:
@@ -215,43 +374,81 @@ def compare_estimates(ref: Estimate, new: Estimate, confidence: float) -> tuple[
     return ratio, float(p)
 
 
-def compare_metric(name: str, ref: Run, run: Run, confidence: float, test: str,
-                   min_effect: float) -> MetricComparison:
-    alpha = 1 - confidence
-    if name in ref.series:
-        a, b = ref.series[name], run.series[name]
-        ea, eb = a.estimate(confidence), b.estimate(confidence)
-        label, unit, better, sda, sdb = a.label, a.unit, a.better, a.sd, b.sd
-    else:
-        ea, eb = ref.extra[name], run.extra[name]
-        label = {"breakeven_accept_len": "break-even accept length", "speedup": "speedup"}[name]
-        unit, better = ("tokens/cycle", "lower") if name == "breakeven_accept_len" else \
-            ("×", "higher")
-        sda = sdb = None
-        a = b = None
-    ratio, p = compare_estimates(ea, eb, confidence)
+compare_estimates = log_ratio_test      # the name sweep and older code use
+
+
+def holm(p: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None: not tested)."""
+    idx = [i for i, x in enumerate(p) if x is not None and math.isfinite(x)]
+    order = sorted(idx, key=lambda i: p[i])
+    m = len(order)
+    out: list[float | None] = [None] * len(p)
+    running = 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p[i]))
+        out[i] = running
+    return out
+
+
+def _not_comparable(a: Metric, b: Metric) -> str | None:
+    kinds = {a.kind, b.kind}
+    if a.name in ("cycle_ms", "eff_tok_s", "speedup") and len(kinds) > 1 and \
+            "v1 export" not in kinds:
+        return (f"not comparable: the cycle comes from different kinds of windows "
+                f"({b.kind or '?'} vs {a.kind or '?'})")
+    return None
+
+
+def compare_metric(a: Metric, b: Metric, run: str, confidence: float, test: str,
+                   min_effect: float, role: str) -> MetricComparison:
+    ea, eb = a.estimate, b.estimate
+    ratio, p = log_ratio_test(ea, eb, confidence)
     used = "welch"
-    if test == "mannwhitney" and a is not None and ratio.sufficient:
-        # 12 significant digits: float noise in a batch mean is no difference
-        ba = np.array([float(f"{x:.12g}") for x in a.batch_means()])
-        bb = np.array([float(f"{x:.12g}") for x in b.batch_means()])
+    if test == "mannwhitney" and ratio.sufficient and len(a.batch_logs) >= 3 and \
+            len(b.batch_logs) >= 3:
         from scipy.stats import mannwhitneyu
+        ba = np.round(np.array(a.batch_logs), 12)
+        bb = np.round(np.array(b.batch_logs), 12)
         p = float(mannwhitneyu(ba, bb, alternative="two-sided").pvalue) \
             if not np.array_equal(np.sort(ba), np.sort(bb)) else 1.0
         used = "mannwhitney"
-    if not ratio.sufficient:
+    sd = None
+    why = _not_comparable(a, b)
+    unresolved = (a.resolution and b.resolution and (a.constant or b.constant) and
+                  abs(eb.estimate - ea.estimate) <= 2 * max(a.resolution, b.resolution) + 1e-12)
+    if why:
+        verdict, sig, prac, p = why, False, False, None
+    elif unresolved:
+        verdict, sig, prac, p = "not resolvable at the printed precision", False, False, None
+    elif not ratio.sufficient or p is None or not math.isfinite(p):
         verdict, sig, prac, p = "insufficient data", False, False, None
     else:
-        sig = bool(p < alpha)
+        sig = bool(p < 1 - confidence)
         prac = abs(math.log(ratio.estimate)) >= math.log1p(min_effect)
-        if not sig:
-            verdict = "not significant"
-        elif not prac:
-            verdict = f"not significant in practice (below --min-effect {min_effect:.1%})"
-        else:
-            verdict = _words(label, better, unit, ratio.estimate)
-    return MetricComparison(name, label, unit, better, run.label, ea.estimate, sda,
-                            eb.estimate, sdb, ratio, p, used, sig, prac, verdict, ea.n, eb.n)
+        verdict = ""
+    return MetricComparison(a.name, a.label, a.unit, a.better, run, ea.estimate, sd,
+                            eb.estimate, sd, ratio, p, used, sig, prac, verdict, ea.n, eb.n,
+                            role)
+
+
+def _finish(m: MetricComparison, p_adj: float | None, confidence: float,
+            min_effect: float) -> MetricComparison:
+    """Significance on the adjusted p (secondaries) and the verdict in words."""
+    if m.verdict:                         # not comparable, not resolvable, insufficient
+        return MetricComparison(**{**m.__dict__, "p_adjusted": p_adj, "significant": False})
+    p = p_adj if m.role == "secondary" else m.p_value
+    sig = p is not None and p < 1 - confidence
+    direction, words = None, ""
+    if not sig:
+        words = "no detectable difference"
+    elif not m.practical:
+        words = f"below --min-effect {min_effect:.1%}: no difference that matters"
+    else:
+        up = m.ratio.estimate > 1
+        direction = "better" if up == (m.better == "higher") else "worse"
+        words = f"{direction} ({_words(m.label, m.better, m.unit, m.ratio.estimate)})"
+    return MetricComparison(**{**m.__dict__, "p_adjusted": p_adj, "significant": sig,
+                               "direction": direction, "verdict": words})
 
 
 def _config_diff(ref: Run, run: Run) -> dict:
@@ -270,15 +467,11 @@ def _warnings(ref: Run, run: Run) -> list[str]:
     ma, mb = ref.config.get("model_path"), run.config.get("model_path")
     if ma and mb and ma != mb:
         out.append(f"{run.label}: different model ({mb} vs {ma}): the runs are not comparable")
-    if ref.batch_sizes and run.batch_sizes:
-        if set(ref.batch_sizes) != set(run.batch_sizes):
-            out.append(f"{run.label}: different batch sizes (#running-req "
-                       f"{_sizes(run.batch_sizes)} vs {_sizes(ref.batch_sizes)}): cycle and step "
-                       "time grow with the batch")
-        elif len(run.batch_sizes) > 1:
-            out.append(f"{run.label}: both runs span batch sizes {_sizes(run.batch_sizes)}: "
-                       "throughput and cycle time pool them by time; compare one batch size "
-                       "at a time (eaglelog breakeven --by batch) before concluding")
+    if ref.batch_sizes and run.batch_sizes and set(ref.batch_sizes) != set(run.batch_sizes):
+        out.append(f"{run.label}: different batch sizes (#running-req "
+                   f"{_sizes(run.batch_sizes)} vs {_sizes(ref.batch_sizes)}): cycle and step "
+                   "time grow with the batch; the per-stream rate and the speedup weigh each "
+                   "run's own mix")
     if ref.modes and run.modes and ref.modes != run.modes:
         out.append(f"{run.label}: EAGLE3_PROF modes differ ({', '.join(run.modes)} vs "
                    f"{', '.join(ref.modes)}): sync-mode cycle times are distorted")
@@ -297,26 +490,42 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
     ref = runs[0]
     notes = []
     if baseline is not None:
+        base = None
         for r in runs:
-            if not r.extra:
-                r.extra = extra_from_series(r, baseline, confidence)
-                if r.extra:
-                    notes.append(f"{r.label}: break-even and speedup from its exported windows "
-                                 "(cycle and accept length taken as independent)")
-    metrics, diff, warns = [], {}, []
+            if "speedup" not in r.metrics:
+                base = base or baseline_side(baseline, confidence, [])
+                sp = speedup_of_export(r, base, confidence)
+                if sp is not None:
+                    r.metrics["speedup"] = Metric("speedup", "speedup", "×", "higher", sp,
+                                                  r.cycle_kind)
+                    notes.append(f"{r.label}: speedup from its exported per-stream rate and "
+                                 "batch mix")
+    primary = next((p for p in PRIMARY if all(p in r.metrics for r in runs)), None)
+    metrics, diff, warns, headline = [], {}, [], {}
     for run in runs[1:]:
-        common = [k for k in ref.series if k in run.series] + \
-                 [k for k in ref.extra if k in run.extra]
+        common = [k for k in ref.metrics if k in run.metrics]
         if not common:
             raise EaglelogError(f"{run.label} and {ref.label} have no metric in common (one has "
-                                f"{', '.join(run.series) or 'none'}, the other "
-                                f"{', '.join(ref.series) or 'none'})")
-        metrics += [compare_metric(k, ref, run, confidence, test, min_effect) for k in common]
+                                f"{', '.join(run.metrics) or 'none'}, the other "
+                                f"{', '.join(ref.metrics) or 'none'})")
+        family = [k for k in common if k not in PRIMARY]
+        if primary:
+            m = compare_metric(ref.metrics[primary], run.metrics[primary], run.label,
+                               confidence, test, min_effect, "primary")
+            m = _finish(m, None, confidence, min_effect)
+            metrics.append(m)
+            headline[run.label] = (m.direction or
+                                   (m.verdict if m.verdict.startswith(("not ", "insufficient"))
+                                    else "no detectable difference"))
+        sec = [compare_metric(ref.metrics[k], run.metrics[k], run.label, confidence, test,
+                              min_effect, "secondary") for k in family]
+        adj = holm([m.p_value if not m.verdict else None for m in sec])
+        metrics += [_finish(m, a, confidence, min_effect) for m, a in zip(sec, adj)]
         diff[run.label] = _config_diff(ref, run)
         warns += _warnings(ref, run)
-    if baseline is not None and any(m.metric in ("speedup", "breakeven_accept_len")
-                                    for m in metrics):
-        notes.append("the baseline is common to every run: its own uncertainty cancels in the "
-                     "break-even and speedup ratios")
+    if baseline is not None and primary == "speedup":
+        notes.append("the baseline is common to every run: with a stated rate its uncertainty "
+                     "cancels in the speedup ratio")
     return CompareResult(ref.label, tuple(r.label for r in runs[1:]), confidence, test,
-                         min_effect, tuple(metrics), diff, tuple(warns), tuple(notes))
+                         min_effect, tuple(metrics), diff, tuple(warns), tuple(notes), primary,
+                         headline)

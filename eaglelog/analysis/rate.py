@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..stats import Blocks, Estimate
-from .windows import SERIES_TAGS, _series_codes
+from ..stats import Estimate
+from .windows import _series_codes
 
 IDLE_FACTOR = 5        # a window whose wall time is over this × its series' median …
 IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, held an idle gap
@@ -52,8 +52,11 @@ SYS_FLOOR = 0.0025     # relative standard uncertainty of a derived cycle from t
                        # inside a window, which no line prints (docs/statistics.md)
 
 # why a window is not used for the cycle (codes of Windows.why)
-USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED = range(6)
-WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out")
+USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP = range(7)
+WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out",
+       "batch size jump")
+JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
+                       # the mean batch of the window between them is not known
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Windows:
     why: np.ndarray              # int8, USED or why not
     spec: bool                   # the lines print an accept length
     steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
+    rs: np.ndarray | None = None  # request-steps (vLLM: the window's drafts, exact)
 
     @property
     def n(self) -> int:
@@ -83,11 +87,13 @@ class Windows:
         return Windows(self.interval, self.line[keep], None if self.ts is None else self.ts[keep],
                        self.series[keep], self.r[keep], self.b[keep], self.a[keep],
                        self.y[keep], self.x[keep], self.why[keep], self.spec,
-                       self.steps_throughput[keep])
+                       self.steps_throughput[keep], None if self.rs is None else self.rs[keep])
 
     @property
     def w(self) -> np.ndarray:
-        return self.b * self.interval
+        """Request-steps of each window: B̃ × decode_log_interval (SGLang), the window's drafts
+        where the log gives them (vLLM)."""
+        return self.b * self.interval if self.rs is None else self.rs
 
 
 def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
@@ -138,6 +144,11 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         bs = rs.copy()
         bs[1:] = (rs[1:] + rs[:-1]) / 2
         b[idx] = bs
+        with np.errstate(invalid="ignore"):
+            jump = np.abs(rs[1:] - rs[:-1]) >= JUMP_SHARE * np.maximum(rs[1:], rs[:-1])
+        sub = why[idx[1:]]
+        sub[jump & (sub == USED)] = JUMP
+        why[idx[1:]] = sub
         # prefill lines of this series (or of every rank, with DP attention) between its
         # previous decode line and this one
         pm = np.ones(len(pline), dtype=bool) if dp_attention or len(np.unique(key)) == 1 \
@@ -166,7 +177,20 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     bad = ~((g > 0) & (b > 0) & np.isfinite(y))
     y[bad] = np.nan
     why[bad & (why == USED)] = NO_THROUGHPUT
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps)
+    rs = None
+    drafts = _col(d, "drafts")
+    prompt = _col(d, "prompt_throughput")
+    if np.isfinite(drafts).any() or np.isfinite(prompt).any():
+        # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
+        # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
+        # the iteration's time (y ms)
+        rs = np.where(np.isfinite(drafts) & (drafts > 0), drafts, b * interval)
+        vp = np.isfinite(prompt) & np.isfinite(y)
+        x[vp, 0] = prompt[vp] * y[vp] / 1000.0
+        for s_ in np.unique(key):
+            idx = np.flatnonzero(key == s_)
+            x[idx[1:], 2] = x[idx[:-1], 0]
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs)
 
 
 # ----------------------------------------------------------------------------- warm-up
@@ -265,19 +289,6 @@ def _solve(S: np.ndarray, spec: ModelSpec) -> np.ndarray:
     return beta
 
 
-def _outputs(S: np.ndarray, spec: ModelSpec) -> np.ndarray:
-    beta = _solve(S, spec)
-    base = 2 + N_X + _NZ + _P
-    sw, swy, swx = S[0], S[1], S[2:2 + N_X]
-    tau = S[base] / S[base + 1] if S[base + 1] > 0 else math.nan
-    cyc = (swy - float(beta @ swx)) / sw if sw > 0 else math.nan
-    step = S[base + 2] / sw if sw > 0 else math.nan
-    n1, sy1, sx1 = S[base + 3], S[base + 4], S[base + 5:base + 5 + N_X]
-    cyc_iter = (sy1 - float(beta @ sx1)) / n1 if n1 > 0 else math.nan
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.array([tau, cyc, tau / cyc, step, tau * step / cyc, cyc / step, cyc_iter])
-
-
 def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     """The regressors the data can carry, and what the cycle then is: 'clean' (no prefill work
     in the usable windows), 'corrected' (prefill time estimated and removed) or 'upper bound'
@@ -321,7 +332,10 @@ class RateFit:
     coverage: float = 1.0        # share of the request-steps a baseline covers
     warmup: int = 0              # leading windows left out as a warm-up
     notes: tuple[str, ...] = ()
-    replicates: np.ndarray | None = field(default=None, repr=False)
+    use: np.ndarray | None = field(default=None, repr=False)    # windows of the cycle
+    acc: np.ndarray | None = field(default=None, repr=False)    # windows of the accept length
+    sys_rel: float = 0.0         # systematic relative uncertainty of the cycle (in the CIs)
+    batch_logs: dict = field(default_factory=dict, repr=False)  # output -> per-batch log est.
 
     def __getitem__(self, name: str) -> Estimate:
         return self.estimates[name]
@@ -423,13 +437,103 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         out[nm] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log, e.df,
                            src.get(nm, what))
     left = {}
-    for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED):
+    for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP):
         k = int((why == code).sum())
         if k:
             left[WHY[code]] = k
     return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
-                   cut, tuple(notes))
+                   cut, tuple(notes), use, acc, sys_rel,
+                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))))
+
+
+def bucket_of(r: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Batch-size buckets of the printed #running-req: each value when there are at most 16
+    distinct, else powers of two ('4–7'); codes (−1: none) and labels."""
+    ok = np.isfinite(r) & (r > 0)
+    v = np.where(ok, r, np.nan)
+    uniq = np.unique(v[ok])
+    if len(uniq) > 16:
+        v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
+        uniq = np.unique(v[ok])
+        labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
+    else:
+        labels = [str(int(a)) for a in uniq]
+    codes = np.where(ok, np.searchsorted(uniq, np.where(ok, v, uniq[0] if len(uniq) else 0)), -1)
+    return codes.astype(np.int64), labels
+
+
+@dataclass(frozen=True)
+class BucketFit:
+    """One batch-size bucket of a run: its cycle and accept length (the run's β), the share of
+    the run's request-steps, and against a baseline its step and speedup."""
+
+    label: str
+    windows: int
+    share: float
+    estimates: dict[str, Estimate]
+
+    def __getitem__(self, name: str) -> Estimate:
+        return self.estimates[name]
+
+
+def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
+              what: str = "decode lines") -> list[BucketFit]:
+    """The fit's figures per #running-req bucket (each from its own windows, in time order)."""
+    codes, labels = bucket_of(win.r)
+    beta = np.asarray(fit_.beta)
+    zc = win.y - win.x @ beta
+    use, acc = fit_.use, fit_.acc
+    w = win.w
+    total = float(w[use | acc].sum())
+    out = []
+    step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
+    for g, label in enumerate(labels):
+        m = codes == g
+        mu, ma = use & m, acc & m
+        idx = np.flatnonzero(mu | ma)
+        if not len(idx):
+            continue
+        th = {k: math.nan for k in OUTPUTS}
+        terms = {k: None for k in OUTPUTS}
+        Wu = float(w[mu].sum())
+        if Wu > 0:
+            c = float((w[mu] * zc[mu]).sum() / Wu)
+            th["cycle_ms"] = c
+            terms["cycle_ms"] = np.where(mu, w * (zc - c) / Wu / c, 0.0)[idx]
+            th["cycle_ms_iter"] = float(zc[mu].mean())
+            if step_all is not None:
+                st = step_all[mu]
+                if np.isfinite(st).all():
+                    th["step_ms"] = float((w[mu] * st).sum() / Wu)
+        Wa = float(w[ma].sum())
+        if Wa > 0:
+            t = float((w[ma] * win.a[ma]).sum() / Wa)
+            th["accept_len"] = t
+            terms["accept_len"] = np.where(ma, w * (win.a - t) / Wa / t, 0.0)[idx]
+        if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
+            th["rate"] = th["accept_len"] / th["cycle_ms"]
+            terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
+            if math.isfinite(th["step_ms"]):
+                th["speedup"] = th["rate"] * th["step_ms"]
+                terms["speedup"] = terms["rate"]
+                th["breakeven_accept_len"] = th["cycle_ms"] / th["step_ms"]
+                terms["breakeven_accept_len"] = terms["cycle_ms"]
+        n = len(idx)
+        ests, _ = stats.influence_estimates(
+            [th[k] for k in OUTPUTS],
+            [None if terms[k] is None else stats.block_sums(terms[k], n) for k in OUTPUTS], n,
+            confidence, tau_of=(0, 1))
+        est = {}
+        for k, e in zip(OUTPUTS, ests):
+            if fit_.sys_rel and e.sufficient and k not in ("accept_len", "step_ms"):
+                se = math.hypot(e.se_log, fit_.sys_rel)
+                e = stats.from_log_se(e.estimate, se, e.df, e.n, confidence)
+            est[k] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log,
+                              e.df, f"{what} at running_req {label}")
+        share = float(w[mu | ma].sum()) / total if total > 0 else 0.0
+        out.append(BucketFit(label, n, share, est))
+    return out
 
 
 def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,

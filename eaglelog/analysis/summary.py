@@ -2,6 +2,7 @@
 break-even verdict when a baseline is given."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,8 +12,8 @@ from .. import stats
 from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
-from .windows import rows_where, tokens_per_iter
-from .breakeven import Baseline, BreakevenResult, accept_from_windows, breakeven, one_source
+from . import rate
+from .breakeven import Baseline, BreakevenResult, breakeven, run_windows
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
 
@@ -41,16 +42,18 @@ class SummaryResult:
     bottleneck: str | None
     accept_sglang: Estimate | None
     accept_profiler: Estimate | None
-    throughput_all: float | None
-    throughput_clean: Estimate | None
+    throughput_all: float | None      # aggregate tok/s as printed (all streams together)
+    eff_tok_s: Estimate | None        # the rate one request stream gets: 1000 × accept / cycle
     windows: int
-    clean_windows: int
+    windows_used: int                 # decode windows behind the derived cycle
     breakeven: BreakevenResult | None
     notes: tuple[str, ...] = ()
     engine: str | None = None      # the log family (labels only; not in the JSON)
     # where the phases come from: 'no-sync blocks', 'N sync-mode blocks' (shares only, no
     # cycle), 'vLLM stage times', or None
     phases_from: str | None = None
+    cycle_derived: Estimate | None = None     # the rate model's cycle (decode lines)
+    cycle_kind: str | None = None             # clean | corrected | upper bound
 
     def to_dict(self) -> dict:
         def d(e):
@@ -62,9 +65,10 @@ class SummaryResult:
                 "bottleneck": self.bottleneck,
                 "accept_len": {"sglang": d(self.accept_sglang),
                                "profiler": d(self.accept_profiler)},
-                "throughput": {"all_windows_tok_s": self.throughput_all,
-                               "clean_windows_tok_s": d(self.throughput_clean),
-                               "windows": self.windows, "clean_windows": self.clean_windows},
+                "cycle_derived_ms": d(self.cycle_derived), "cycle_kind": self.cycle_kind,
+                "throughput": {"aggregate_tok_s": self.throughput_all,
+                               "per_stream_tok_s": d(self.eff_tok_s),
+                               "windows": self.windows, "windows_used": self.windows_used},
                 "breakeven": self.breakeven.to_dict() if self.breakeven else None,
                 "notes": list(self.notes)}
 
@@ -100,10 +104,10 @@ def vllm_stage_breakdown(log: ParsedLog, source: str, confidence: float):
 
 
 def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline | None = None,
-              confidence: float = 0.95) -> SummaryResult:
+              confidence: float = 0.95, warmup: str | int = "auto") -> SummaryResult:
     source = source or log.sources[0].name
     info = next(i for i in log.sources if i.name == source)
-    cfg, w = one_source(log, source)
+    cfg = log.config(source)
     config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
     notes: list[str] = []
     # span
@@ -152,53 +156,54 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
             notes.append(f"cycle breakdown from {n_stage} vLLM 'SpecDecodeWorker stage times' "
                          "lines: draft + scoring + verification leave scheduling out (a lower "
                          "bound of the cycle); break-even uses the cycle derived from throughput")
-    spec_w = rows_where(w, np.isfinite(w["accept_len"].to_numpy(dtype=float))) if len(w) else w
-    acc_sg = accept_from_windows(spec_w, confidence) if len(spec_w) else None
+    # the rate model (analysis/rate.py): accept length, derived cycle, per-stream rate — the
+    # numbers break-even uses
+    _, win = run_windows(log, source)
+    be = None
+    if baseline is not None and (len(use) or win.spec):
+        be = breakeven(log, baseline, source=source, confidence=confidence, warmup=warmup)
+    fit = rate.fit(win, confidence, None, warmup=warmup) if win.n else None
+    acc_sg = (be.accept_len if be is not None else fit["accept_len"]) if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
         if len(use) else None
-    # throughput: all windows (tokens / wall time, pooled) and clean windows (mean)
-    t_all, t_clean, n_clean = None, None, 0
-    if len(w):
-        gen = w["gen_throughput"].to_numpy(float)
-        tokens = tokens_per_iter(w)   # per iteration; × interval cancels
-        ok = (w["reason"] != "first").to_numpy(dtype=bool) & (gen > 0) & (tokens > 0)
-        if ok.any():       # (divided in place: arrays of millions of windows, as few as can be)
-            tk = tokens[ok]
-            total = tk.sum()
-            tk /= gen[ok]
-            t_all = float(total / tk.sum())
-            del tk
-        clean = w["clean"].to_numpy(dtype=bool)
-        n_clean = int(clean.sum())
-        if n_clean:
-            # pooled like the all-windows figure: tokens over wall time (each window's weight is
-            # its wall time, tokens / throughput)
-            wall = tokens[clean]
-            del tokens
-            g_clean = gen[clean]
-            wall /= g_clean
-            t_clean = stats.weighted_mean(g_clean, wall, confidence,
-                                          f"{n_clean} windows without prefill or idle time")
-        else:
-            del tokens
-    sizes = sorted(int(x) for x in w["running_req"].dropna().unique()) if len(w) else []
+    derived = fit["cycle_ms"] if fit is not None and win.spec else None
+    eff = None
+    if be is not None and be.eff_tok_s is not None and math.isfinite(be.eff_tok_s.estimate):
+        eff = be.eff_tok_s
+    elif fit is not None and win.spec and math.isfinite(fit["rate"].estimate):
+        r = fit["rate"]
+        eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
+                       None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
+                       r.se_log, r.df, "1000 × accept length / cycle (decode lines)")
+    # the aggregate throughput the server printed: tokens over wall time, all windows but the
+    # first of each series (whose start is unknown)
+    t_all = None
+    if fit is not None:
+        # per iteration: tokens (accept × batch) and wall ms (y): tokens / wall, pooled
+        tokens = np.where(np.isfinite(win.a) & ~win.steps_throughput, win.a, 1.0) * win.b
+        ok = (win.why != rate.FIRST) & np.isfinite(win.y) & (win.y > 0)
+        if ok.any():
+            t_all = float(1000.0 * tokens[ok].sum() / win.y[ok].sum())
+    sizes = sorted(int(x) for x in np.unique(win.r[np.isfinite(win.r)])) if win.n else []
     if len(sizes) > 1:
-        notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: throughput and cycle "
-                     "figures mix them (windows free of prefill are rarer at large batches)")
-    be = None
-    if baseline is not None and (len(use) or len(spec_w)):
-        be = breakeven(log, baseline, source=source, confidence=confidence)
-        if any(n.startswith("the run spans batch sizes") for n in be.notes):
-            # the break-even's note says it (with what to do): one note, not two
+        notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: the aggregate "
+                     "throughput mixes them; the per-stream rate weighs each window by its "
+                     "request-steps")
+    if be is not None:
+        if any(n.startswith("--baseline-toks is a per-stream rate") for n in be.notes):
             notes = [n for n in notes if not n.startswith("the run spans batch sizes")]
     elif baseline is not None:
         notes.append("not a speculative run (no EAGLE3_PROF blocks, no accept len): there is no "
                      "break-even to compute")
+    if fit is not None and fit.warmup and be is None:
+        notes.append(f"the first {fit.warmup} decode windows differ from the rest (a warm-up): "
+                     "left out (--skip-warmup 0 keeps them)")
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
-                         acc_sg, acc_pr, t_all, t_clean, len(w), n_clean, be, tuple(notes),
-                         info.engine, phases_from)
+                         acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,
+                         tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
+                         fit.kind if fit is not None and win.spec else None)
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
@@ -252,15 +257,25 @@ class ExportSummary:
 def summarize_export(run, *, baseline: Baseline | None = None,
                      confidence: float = 0.95) -> ExportSummary:
     """Summary of an exported run (analysis.compare.Run from load_export)."""
-    from .compare import extra_from_series
+    from .breakeven import baseline_side
+    from .compare import speedup_of_export
 
     config = {label: run.config.get(key) for key, label in CONFIG_KEYS if key in run.config}
-    metrics = tuple((name, s.label, s.unit, s.estimate(confidence))
-                    for name, s in run.series.items())
+    metrics = tuple((name, m.label, m.unit, m.estimate) for name, m in run.metrics.items())
     extra, notes = {}, []
     if baseline is not None:
-        extra = extra_from_series(run, baseline, confidence)
-        if not extra:
-            notes.append("the export holds too few windows of cycle time and accept length "
-                         "for a break-even")
+        base = baseline_side(baseline, confidence, notes)
+        sp = speedup_of_export(run, base, confidence)
+        cyc = run.metrics.get("cycle_ms")
+        acc = run.metrics.get("accept_len")
+        if sp is not None and cyc is not None and acc is not None and math.isfinite(sp.estimate):
+            # speedup = accept × step / cycle: the matched step is speedup × cycle / accept
+            c = cyc.estimate
+            step = sp.estimate * c.estimate / acc.estimate.estimate
+            be = stats.from_log_se(c.estimate / step, c.se_log, c.df, c.n, confidence) \
+                if c.sufficient else stats.insufficient(c.estimate / step, c.n, confidence)
+            extra = {"breakeven_accept_len": be, "speedup": sp}
+        else:
+            notes.append("the export holds no per-stream rate and batch mix (an older export, or "
+                         "too few windows) for a break-even")
     return ExportSummary(run.label, run.engine, confidence, config, metrics, extra, tuple(notes))

@@ -1,20 +1,21 @@
 """Which config of a sweep wins: one row per run, sorted by effective throughput.
 
-effective tok/s = 1000 × accept_len / cycle_ms, the decode rate one request stream gets (SGLang's
-per-batch accept length over the cycle time; docs/statistics.md).  The best row is marked; rows
-whose interval overlaps the best one's are marked as statistically tied.
+effective tok/s = 1000 × accept_len / cycle_ms, the decode rate one request stream gets (the rate
+model's per-stream rate, the same numbers breakeven prints; docs/statistics.md).  The best row is
+the one with the highest estimate; a row is ``tied`` when it cannot be told apart from the best
+by the log-ratio test compare uses (Welch's t on log(row / best)), Holm-adjusted across the rows
+compared with the best: "not distinguishable from the best at 95 %".
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .breakeven import Baseline, breakeven, run_part
-from .compare import NOT_CONFIG
-from .metrics import run_metrics
+from .breakeven import Baseline, breakeven
+from .compare import NOT_CONFIG, holm, log_ratio_test, run_of
 
 
 @dataclass(frozen=True)
@@ -54,17 +55,17 @@ class SweepResult:
                 "notes": list(self.notes)}
 
 
-def _overlap(a: Estimate, b: Estimate) -> bool:
-    return a.sufficient and b.sufficient and a.ci_low <= b.ci_high and b.ci_low <= a.ci_high
-
-
 def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline | None = None,
-          confidence: float = 0.95, keep_going: bool = False) -> SweepResult:
+          confidence: float = 0.95, keep_going: bool = False, warmup="auto") -> SweepResult:
     notes: list[str] = []
-    units, parts = [], []
+    units, runs = [], []
     for label, sub in log.units():
         try:
-            parts.append(run_part(sub, confidence=confidence))
+            run = run_of(sub, label, "auto", None, confidence, warmup)
+            if "eff_tok_s" not in run.metrics:
+                raise EaglelogError(f"{label}: no per-stream rate (no accept length or no cycle "
+                                    "time in the log)")
+            runs.append(run)
             units.append((label, sub))
         except EaglelogError as e:
             if not keep_going:
@@ -72,18 +73,15 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
             notes.append(f"left out: {e}")
     if len(units) < 2:
         raise EaglelogError("sweep needs at least two runs (logs, or server start-ups in a log)")
-    configs = []
-    for label, sub in units:
-        su = sub.decode["startup"].dropna()
-        configs.append(sub.config(sub.sources[0].name, int(su.iloc[0]) if len(su) else None))
+    configs = [r.config for r in runs]
     no_args = [label for (label, _), c in zip(units, configs) if not c]
     if no_args:
         notes.append(f"no server_args line in {', '.join(no_args)}: its config keys are unknown")
     sizes = {label: sorted(set(int(x) for x in sub.decode["running_req"].dropna()))
              for label, sub in units}
     if len({tuple(v) for v in sizes.values()}) > 1:
-        notes.append("the runs ran at different batch sizes (#running-req): cycle time and "
-                     "throughput depend on it, so the rows are not comparable as they stand")
+        notes.append("the runs ran at different batch sizes (#running-req): the per-stream rate "
+                     "weighs each run's own mix, so rows differ by their mix too")
     if keys:
         missing = [k for k in keys if all(k not in c for c in configs)]
         if missing:
@@ -98,25 +96,29 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
             notes.append("the runs' server_args do not differ (or are missing): rows are named "
                          "by their log")
     rows = []
-    for (label, sub), cfg, part in zip(units, configs, parts):
-        eff = stats.from_log_se(1000 * part.rate.estimate, part.rate.se_log, part.rate.df,
-                                part.rate.n, confidence, "1000 × accept len / cycle") \
-            if part.rate.sufficient else stats.insufficient(1000 * part.rate.estimate,
-                                                            part.rate.n, confidence)
-        series = run_metrics(sub)
-        verify = series.get("phase:Target verify")
-        be = breakeven(sub, baseline, confidence=confidence) if baseline else None
-        rows.append(SweepRow(label, {k: cfg.get(k) for k in chosen}, part.cycle_ms,
-                             verify.estimate(confidence) if verify else None, part.accept_len,
-                             eff, be.breakeven_accept_len if be else None,
+    for (label, sub), run in zip(units, runs):
+        m = run.metrics
+        be = breakeven(sub, baseline, confidence=confidence, warmup=warmup) if baseline \
+            else None
+        verify = m.get("phase:Target verify")
+        rows.append(SweepRow(label, {k: run.config.get(k) for k in chosen}, m["cycle_ms"].estimate,
+                             verify.estimate if verify else None, m["accept_len"].estimate,
+                             m["eff_tok_s"].estimate,
+                             be.breakeven_accept_len if be else None,
                              be.speedup if be else None, be.verdict if be else None, ""))
     # rows with an interval first, by effective throughput; 'best' only among them
     rows.sort(key=lambda r: (not r.eff_tok_s.sufficient, -r.eff_tok_s.estimate))
     best = rows[0] if rows[0].eff_tok_s.sufficient else None
-    marked = []
-    for r in rows:
-        mark = "best" if r is best else (
-            "tied" if best is not None and _overlap(r.eff_tok_s, best.eff_tok_s) else "")
-        marked.append(SweepRow(**{**r.__dict__, "mark": mark}))
+    marks = [""] * len(rows)
+    if best is not None:
+        marks[0] = "best"
+        ps = []
+        for r in rows[1:]:
+            _, p = log_ratio_test(best.eff_tok_s, r.eff_tok_s, confidence)
+            ps.append(p if r.eff_tok_s.sufficient and math.isfinite(p) else None)
+        for i, p in enumerate(holm(ps), 1):
+            if p is not None and p >= 1 - confidence:
+                marks[i] = "tied"
+    marked = [SweepRow(**{**r.__dict__, "mark": mk}) for r, mk in zip(rows, marks)]
     return SweepResult(tuple(chosen), tuple(marked), confidence,
                        baseline.label if baseline else None, tuple(notes))

@@ -17,10 +17,11 @@ import re
 from ._common import (Block, Parsed, base, cell_value, close, derive, dump_json, flat, json_obj,
                       not_a_record, positions)
 from .numbers import Reader, is_number_text, to_float, to_int, to_int32
+from . import requests_bench
 
 KINDS = ("serving", "vllm_section", "obbs_table", "obbs_line", "bspec", "bspec_json", "mtbench",
          "mtbench_json", "send_one", "send_one_table", "adaptive", "adaptive_table", "run_eval",
-         "vllm_offline", "specbench", "sb_answer", "eagle_answer")
+         "vllm_offline", "specbench", "sb_answer", "eagle_answer", "vllm_response", "specforge")
 OFFLINE_KEYS = ("total_num_output_tokens", "num_drafts", "num_draft_tokens",
                 "num_accepted_tokens", "mean acceptance length")
 MARKER_TEXT = {
@@ -43,6 +44,8 @@ MARKER_TEXT = {
     "specbench": rb"^=+ Task:",
     "sb_answer": rb"\"accept_lengths\":",
     "eagle_answer": rb"\"idxs\":",
+    "vllm_response": requests_bench.VLLM_RESPONSE_MARKER,
+    "specforge": requests_bench.SPECFORGE_MARKER,
 }
 # Literals one of which every match of a kind's marker contains (sniffing skips the regex of a
 # kind whose literals are all absent from the head)
@@ -56,6 +59,8 @@ SNIFF_LITERALS = {
     "vllm_offline": (b"num_draft", b"num_accepted_tokens", b"mean acceptance length",
                      b"acceptance at token", b"total_num_output_tokens"),
     "specbench": (b"= Task:",),
+    "vllm_response": (b'"num_spec_steps"',),
+    "specforge": (b'    "model": ',),
 }
 
 
@@ -302,6 +307,18 @@ def _numbers(r: Reader, v, conv, name: str) -> list | None:
     return out
 
 
+def _category(obj: dict) -> str | None:
+    c = obj.get("category")
+    return str(c)[:200] if isinstance(c, (str, int)) and not isinstance(c, bool) else None
+
+
+def _whole_sum(total: float | None) -> int | None:
+    """Σ accept_lengths as a token count (it is one when every step's length is whole)."""
+    if total is None or not math.isfinite(total) or total != int(total) or abs(total) >= 2**62:
+        return None
+    return int(total)
+
+
 def parse_sb_answer(line: str) -> Parsed:
     obj = json_obj(line)
     if obj is None or not isinstance(obj.get("choices"), list) or not obj["choices"]:
@@ -318,7 +335,9 @@ def parse_sb_answer(line: str) -> Parsed:
     rec = base("spec-bench", None, "request", "jsonl",
                label=str(obj["question_id"])[:200] if "question_id" in obj else None,
                accept_len=total / len(lens) if total is not None else None,
-               output_tokens=out, duration_s=_fsum(r, wall, "wall_time"))
+               output_tokens=out, duration_s=_fsum(r, wall, "wall_time"),
+               category=_category(obj), steps=len(lens) if lens else None,
+               step_tokens=_whole_sum(total))
     if lens:
         rec["accept_len_def"] = "per-step"
     problems = []
@@ -342,7 +361,9 @@ def parse_eagle_answer(line: str) -> Parsed:
     rec = base("eagle", None, "request", "jsonl",
                label=str(obj["question_id"])[:200] if "question_id" in obj else None,
                accept_len=sum(new) / cycles if cycles and new else None,
-               output_tokens=out, duration_s=_fsum(r, wall, "wall_time"))
+               output_tokens=out, duration_s=_fsum(r, wall, "wall_time"),
+               category=_category(obj), steps=cycles if cycles and new else None,
+               step_tokens=out if cycles and new else None)
     if rec.get("accept_len") is not None:
         rec["accept_len_def"] = "per-step"
     return Parsed(rec, [], r.bad)
@@ -352,7 +373,9 @@ LINE_PARSERS = {
     "obbs_line": parse_obbs_line, "bspec": parse_bspec, "bspec_json": parse_bspec_json,
     "mtbench": parse_mtbench, "mtbench_json": parse_mtbench_json, "adaptive": parse_adaptive,
     "run_eval": parse_run_eval, "sb_answer": parse_sb_answer, "eagle_answer": parse_eagle_answer,
+    "vllm_response": requests_bench.parse_vllm_response,
 }
+SpecForgeBlock = requests_bench.SpecForgeBlock
 
 
 # ------------------------------------------------------------------ result blocks

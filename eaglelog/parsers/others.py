@@ -43,7 +43,8 @@ FAMILY_KINDS = {f: tuple(k for k, v in KIND_FAMILY.items() if v == f)
                 for f in ("llamacpp", "trtllm", "bench")}
 LINE_PARSERS = {**llamacpp.LINE_PARSERS, **trtllm.LINE_PARSERS, **bench.LINE_PARSERS}
 ITER_KINDS = trtllm.ITER_KINDS
-JSON_KINDS = {"trt_stats", "bspec_json", "mtbench_json", "sb_answer", "eagle_answer"}
+JSON_KINDS = {"trt_stats", "bspec_json", "mtbench_json", "sb_answer", "eagle_answer",
+              "vllm_response"}
 TABLES_HERE = ("bench", "bench_iters")
 
 
@@ -221,6 +222,9 @@ class OthersScanner(ScannerBase):
             self._open(bench.AdaptiveTable(line_no), unterminated)
         elif kind == "specbench":
             self._open(bench.SpecBenchBlock(line_no, line), unterminated)
+        elif kind == "specforge":
+            self._open(bench.SpecForgeBlock(line_no), unterminated)
+            self.block.take(line)
         elif kind == "vllm_offline":
             self._offline_line(line, line_no, unterminated)
         elif kind == "send_one":

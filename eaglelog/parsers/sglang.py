@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .numbers import I64, literal_eval, parse_expr, to_float, to_int, to_int32
 from .prefix import read_prefix, split_tags, valid_datetime
+from .request_identity import identity_from_json, identity_from_text
 
 GRAPH_LABELS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
 
@@ -561,6 +562,7 @@ def parse_finish_line(line: str) -> LineResult:
     rec.update(prefix_columns(line[:idx]))
     for k in ("ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep"):
         rec.pop(k, None)
+    rec.update(identity_from_text(line[idx + len("Finish: obj="):o]))   # prompt hash, labels
     rec["format"] = "text"
     return LineResult(rec, problems)
 
@@ -581,6 +583,7 @@ def parse_request_json_line(line: str) -> LineResult:
     rec, problems = _request_record(meta if isinstance(meta, dict) else {})
     if "rid" not in rec and obj.get("rid") is not None:
         rec["rid"] = str(obj["rid"])
+    rec.update(identity_from_json(obj.get("obj")))     # prompt hash, custom labels
     ts = obj.get("timestamp")
     if isinstance(ts, str) and re.match(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", ts):
         rec["_date"], rec["_time"] = ts[:10], ts[11:26]

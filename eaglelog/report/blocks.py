@@ -42,6 +42,10 @@ def breakeven_block(r) -> str:
     lines.append(row("break-even accept", r.breakeven_accept_len, "", source=False))
     lines.append(row("accept length", r.accept_len))
     lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
+    eff = getattr(r, "eff_tok_s", None)
+    if eff is not None and math.isfinite(eff.estimate):
+        lines.append(row("per-stream rate", eff, " tok/s", source=False) +
+                     "   1000 × accept length / cycle (the rate one request stream gets)")
     lines.append(f"  {'verdict':<20}{verdict_sentence(r)}")
     if r.verdict in ("below", "inconclusive") and r.speedup.estimate < 0.9995 and \
             r.cycle_ms.sufficient and r.breakeven_accept_len.sufficient and \
@@ -63,16 +67,29 @@ def breakeven_block(r) -> str:
 def verdict_sentence(r) -> str:
     sp = r.speedup
     conf = f"{r.confidence:.0%}"
+    reason = getattr(r, "verdict_reason", None)
     if r.verdict == "insufficient data":
-        return "insufficient data: too few windows for an interval (need ≥ 10)"
+        from ..stats import MIN_SERIES
+        return (f"insufficient data: too few windows for an interval (need ≥ {MIN_SERIES}, and "
+                "enough for batches several autocorrelation times long)")
+    if r.verdict == "partial":
+        return f"PARTIAL: {reason}"
+    if r.verdict == "mixed":
+        return f"MIXED: {reason} (see the table)"
+    if r.verdict == "invalid baseline":
+        return f"INVALID BASELINE: {reason} (see the note)"
     if r.verdict == "above":
-        return (f"ABOVE break-even: {num(sp.estimate, 3)}× the baseline "
+        bound = " at least" if getattr(r, "cycle_kind", "") == "upper bound" else ""
+        return (f"ABOVE break-even:{bound} {num(sp.estimate, 3)}× the baseline "
                 f"({pct(sp.estimate - 1)} faster; {conf} CI {pct(sp.ci_low - 1)} – "
                 f"{pct(sp.ci_high - 1)} faster)")
     if r.verdict == "below":
         return (f"BELOW break-even: {num(sp.estimate, 3)}× the baseline "
                 f"({pct(1 - sp.estimate)} slower; {conf} CI {pct(1 - sp.ci_high)} – "
                 f"{pct(1 - sp.ci_low)} slower)")
+    if reason:
+        return (f"INCONCLUSIVE: {num(sp.estimate, 3)}× the baseline at least ({reason}; "
+                f"{conf} interval of the bound {ci(sp, 3)})")
     return (f"INCONCLUSIVE: {num(sp.estimate, 3)}× the baseline, but the {conf} interval "
             f"{ci(sp, 3)} contains 1")
 
@@ -121,10 +138,12 @@ def summary_block(s) -> str:
         for p in s.phases:
             mark = "   ← bottleneck" if p.phase == s.bottleneck else ""
             out.append(f"    {p.phase:<18}{p.pct:5.1f}% of the cycle{mark}")
-    else:
-        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks" +
-                   (" (`eaglelog breakeven` derives the cycle time from the decode lines)"
-                    if s.accept_sglang is not None else ""))
+    if s.cycle_derived is not None and (s.cycle_ms is None or not s.blocks):
+        label = "cycle" if s.cycle_ms is None and not s.phases else "derived cycle"
+        out.append(f"  {label:<16}{num(s.cycle_derived.estimate)} ms  {ci(s.cycle_derived)}   "
+                   f"{s.cycle_derived.source}")
+    elif s.cycle_ms is None and not s.phases:
+        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks and no accept len in the decode lines")
     families = set((s.engine or "sglang").split("+"))
     server = ("vLLM" if "vllm" in families and "sglang" not in families else
               "SGLang" if "sglang" in families and "vllm" not in families else "server")
@@ -139,16 +158,17 @@ def summary_block(s) -> str:
         out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
                    f"profiler Accept len: {s.accept_profiler.source}{ratio}")
     if s.throughput_all is not None:
-        clean = ""
-        if s.throughput_clean is not None:
-            clean = (f" · {num(s.throughput_clean.estimate)} tok/s {ci(s.throughput_clean)} in "
-                     f"{s.clean_windows} windows without prefill or idle time")
-        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s over all {s.windows} "
-                   f"decode windows{clean}")
+        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams, "
+                   f"as printed, over {s.windows} decode windows")
+    if s.eff_tok_s is not None:
+        out.append(f"  {'per stream':<16}{num(s.eff_tok_s.estimate)} tok/s  {ci(s.eff_tok_s)}   "
+                   "1000 × accept length / cycle: the rate one request gets (what the "
+                   "break-even compares)")
     if s.breakeven is not None:
         b = s.breakeven
         cyc = ""
-        if s.cycle_ms is None or abs(b.cycle_ms.estimate - s.cycle_ms.estimate) > 1e-9:
+        shown = s.cycle_ms if s.cycle_ms is not None else s.cycle_derived
+        if shown is None or abs(b.cycle_ms.estimate - shown.estimate) > 1e-9:
             cyc = (f" (cycle {b.cycle_ms.estimate:.2f} ms from {b.cycle_ms.source})"
                    if math.isfinite(b.cycle_ms.estimate) else
                    f" (no cycle time: {b.cycle_ms.source})")
@@ -220,24 +240,36 @@ def _msd(mean, sd, unit) -> str:
 def compare_block(r) -> str:
     from tabulate import tabulate
 
-    test = {"welch": "Welch's t-test on the log scale", "mannwhitney":
-            "Mann-Whitney U on batch means"}[r.test]
-    out = [f"reference: {r.reference}   ({r.confidence:.0%} intervals; {test}"
-           + (f"; --min-effect {r.min_effect:.1%}" if r.min_effect else "") + ")"]
+    test = {"welch": "Welch's t-test on the log ratio", "mannwhitney":
+            "Mann-Whitney U on batch estimates"}[r.test]
+    out = [f"reference: {r.reference}   ({r.confidence:.0%} intervals; {test}; secondary "
+           "metrics Holm-adjusted" + (f"; --min-effect {r.min_effect:.1%}" if r.min_effect
+                                      else "") + ")"]
     for run in r.runs:
         rows = []
+        head = r.headline.get(run)
+        prim = next((m for m in r.metrics if m.run == run and m.role == "primary"), None)
         for m in r.metrics:
             if m.run != run:
                 continue
-            rows.append([f"{m.label} ({m.metric})" if m.metric != m.label else m.label,
-                         _msd(m.reference_mean, m.reference_sd, m.unit),
-                         _msd(m.mean, m.sd, m.unit),
-                         f"{m.ratio.estimate:.3f} [{m.ratio.ci_low:.3f} … {m.ratio.ci_high:.3f}]"
-                         if m.ratio.sufficient else "insufficient data",
-                         _pv(m.p_value), m.verdict])
+            name = f"{m.label} ({m.metric})" if m.metric != m.label else m.label
+            if m.role == "primary":
+                name += " ← primary"
+            rows.append([name, _val(m.reference_mean, m.unit), _val(m.mean, m.unit),
+                         f"{num(m.ratio.estimate)} [{num(m.ratio.ci_low)} … "
+                         f"{num(m.ratio.ci_high)}]" if m.ratio.sufficient else "n/a",
+                         _pv(m.p_value), _pv(m.p_adjusted) if m.role == "secondary" else "",
+                         m.verdict])
         out += ["", f"{run} vs reference"]
-        out.append(tabulate(rows, headers=["metric", "reference (mean ± σ)", "changed (mean ± σ)",
-                                           "ratio [CI]", "p", "verdict"],
+        if prim is not None:
+            if head in ("better", "worse"):
+                words = prim.verdict.split("(", 1)[-1].rstrip(")")
+                out.append(f"  verdict: {head.upper()}: {words} (p = {_pv(prim.p_value)})")
+            else:
+                out.append(f"  verdict: {head} in the {prim.label}" +
+                           (f" (p = {_pv(prim.p_value)})" if prim.p_value is not None else ""))
+        out.append(tabulate(rows, headers=["metric", "reference", "changed", "ratio [CI]", "p",
+                                           "p (Holm)", "verdict"],
                             tablefmt="simple", disable_numparse=True))
         diff = r.config_diff.get(run) or {}
         if diff:
@@ -250,6 +282,13 @@ def compare_block(r) -> str:
     for n in r.notes:
         out.append(f"  note: {n}")
     return "\n".join(out) + "\n"
+
+
+def _val(v: float, unit: str) -> str:
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    u = "" if unit in ("×",) else f" {unit}"
+    return (f"{v:.2f}" if unit == "ms" else num(v)) + u
 
 
 def sweep_block(r) -> str:
@@ -275,7 +314,8 @@ def sweep_block(r) -> str:
     title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"
     title += f"; baseline {r.baseline})" if r.baseline else ")"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
-    out.append("best: highest effective tok/s; tied: its interval overlaps the best one's")
+    out.append(f"best: highest effective tok/s; tied: not distinguishable from the best at "
+               f"{r.confidence:.0%} (Welch's t on the log ratio, Holm-adjusted across the rows)")
     for n in r.notes:
         out.append(f"note: {n}")
     return "\n".join(out) + "\n"

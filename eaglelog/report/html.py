@@ -13,7 +13,7 @@ import html
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import EaglelogError
-from .blocks import _msd, _pv, breakeven_block, ci, num, summary_block, verdict_sentence
+from .blocks import _pv, _val, breakeven_block, ci, num, summary_block, verdict_sentence
 
 if TYPE_CHECKING:
     from ..analysis.breakeven import Baseline
@@ -223,16 +223,19 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
             cr = compare(runs_from_log(log, engine, baseline, confidence), confidence=confidence,
                          baseline=baseline)
             body.append(f'<p class="meta">reference: {_e(cr.reference)} ({confidence:.0%} '
-                        "intervals; Welch's t-test on the log scale)</p>")
+                        "intervals; Welch's t-test on the log ratio; secondary metrics "
+                        "Holm-adjusted)</p>")
             for run in cr.runs:
-                body.append(f"<h3>{_e(run)} vs reference</h3>")
+                body.append(f"<h3>{_e(run)} vs reference: {_e(cr.headline.get(run, ''))}</h3>")
                 body.append(_table(
-                    ["metric", "reference (mean ± σ)", "changed (mean ± σ)", "ratio",
-                     f"{confidence:.0%} interval", "p", "verdict"],
-                    [[f"{m.label} ({m.metric})" if m.metric != m.label else m.label,
-                      _msd(m.reference_mean, m.reference_sd, m.unit), _msd(m.mean, m.sd, m.unit),
-                      f"{m.ratio.estimate:.3f}", ci(m.ratio, 4), _pv(m.p_value), m.verdict]
-                     for m in cr.metrics if m.run == run], numeric=(1, 2, 3, 5)))
+                    ["metric", "reference", "changed", "ratio",
+                     f"{confidence:.0%} interval", "p", "p (Holm)", "verdict"],
+                    [[(f"{m.label} ({m.metric})" if m.metric != m.label else m.label) +
+                      (" ← primary" if m.role == "primary" else ""),
+                      _val(m.reference_mean, m.unit), _val(m.mean, m.unit),
+                      num(m.ratio.estimate), ci(m.ratio, 4), _pv(m.p_value),
+                      _pv(m.p_adjusted) if m.role == "secondary" else "", m.verdict]
+                     for m in cr.metrics if m.run == run], numeric=(1, 2, 3, 5, 6)))
                 diff = cr.config_diff.get(run) or {}
                 body.append('<p class="note">config: ' + (_e("; ".join(
                     f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())) if diff else

@@ -7,6 +7,7 @@
                size with a baseline log): where speculation stops paying
     sweep      effective tok/s against the varying config key, with intervals and the baseline
     compare    each metric's ratio changed / reference with its interval, 1.0 marked
+    requests   the per-request accept length τ_r per group, and τ_r against output length
 
 The figures draw the numbers of the result objects the text commands print (summarize,
 breakeven, sweep, compare, the decode windows); nothing is recomputed here.  matplotlib is an
@@ -33,11 +34,12 @@ if TYPE_CHECKING:
 
     from ..analysis.breakeven import BreakevenResult
     from ..analysis.compare import CompareResult
+    from ..analysis.requests import RequestsResult
     from ..analysis.summary import SummaryResult
     from ..analysis.sweep import SweepResult
     from ..api import ParsedLog
 
-KINDS = ("timeline", "phases", "breakeven", "sweep", "compare")
+KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
 FORMATS = ("png", "svg", "pdf")
 INSTALL_HINT = ("plotting needs matplotlib: pip install 'eaglelog[plot]' "
                 "(in a checkout: pip install '.[plot]')")
@@ -615,4 +617,87 @@ def compare_figure(result: "CompareResult") -> "Figure":
               ncols=2 if len(labels) > 3 else len(labels), frameon=False)
     ax.set_title(f"compare: {_logs_title(runs, 80)}\nvs the reference "
                  f"{_short(result.reference, 80)}")
+    return fig
+
+
+# ----------------------------------------------------------------------------- requests
+
+MAX_BOXES = 16
+
+
+@_styled
+def requests_figure(result: "RequestsResult") -> "Figure":
+    """analysis.requests: left, the distribution of τ_r per group (box: quartiles, whiskers to
+    1.5 IQR, every request a dot) with the group's pooled τ and its interval; right, τ_r
+    against output length, repetition-loop suspects ringed.  The break-even accept length is a
+    line when the result has one.  Several runs: one box per run and group."""
+    t = result.table[result.table["tau"].notna()]
+    runs = list(dict.fromkeys(t["run"].astype(str)))
+    stats = {(r.run, g.group): g for r in result.runs
+             for g in (r.groups or ((r.overall,) if r.overall else ()))}
+    order = [(r.run, g.group) for r in result.runs
+             for g in (r.groups or ((r.overall,) if r.overall else ()))][:MAX_BOXES]
+    fig = _new_figure(11.0, 4.6)
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[max(1.0, 0.5 * len(order)) + 1, 4])
+    rng = np.random.default_rng(0)              # the same jitter every time: the same file
+    colours = {g: SERIES_COLOURS[i % len(SERIES_COLOURS)]
+               for i, g in enumerate(dict.fromkeys(g for _, g in order))}
+    conf = f"{result.confidence:.0%}"
+    labels = []
+    for i, (run, group) in enumerate(order):
+        m = (t["run"].astype(str) == run).to_numpy() & \
+            (t["group"].astype(str) == group).to_numpy()
+        tau = t["tau"].to_numpy(dtype=float)[m]
+        c = colours[group]
+        if len(tau):
+            ax.boxplot([tau], positions=[i], widths=0.55, showfliers=False,
+                       medianprops={"color": c, "lw": 1.6}, boxprops={"color": c},
+                       whiskerprops={"color": c}, capprops={"color": c})
+            ax.scatter(i + rng.uniform(-0.18, 0.18, len(tau)), tau, s=9, color=c, alpha=0.45,
+                       lw=0, zorder=3)
+        g = stats.get((run, group))
+        if g is not None and math.isfinite(g.pooled.estimate):
+            ax.errorbar([i + 0.36], [g.pooled.estimate], yerr=np.array([_err(g.pooled)]).T,
+                        fmt="D", ms=5, color=OKABE_ITO["black"], capsize=3, lw=1.2,
+                        label=f"pooled, {conf} interval" if i == 0 else None, zorder=4)
+        name = group if len(runs) == 1 else f"{_run_label(run)}\n{group}"
+        labels.append(f"{name}\n({len(tau):,})")
+    ax.set_xticks(range(len(order)), labels, rotation=30 if len(order) > 4 else 0,
+                  ha="right" if len(order) > 4 else "center")
+    ax.set_xlim(-0.6, len(order) - 0.4)
+    ax.set_ylabel("accept length per request τ_r (tokens / verify)")
+    by = result.by or "all requests"
+    ax.set_title(f"τ_r by {by}" if result.by else "τ_r of every request")
+    ax.grid(axis="x", visible=False)
+    breakevens = {r.breakeven for r in result.runs if r.breakeven is not None}
+    loops = {(o.source, o.line_no) for r in result.runs for o in r.outliers
+             if o.kind == "loop suspect"}
+    for i, group in enumerate(colours):
+        m = (t["group"].astype(str) == group).to_numpy()
+        ax2.scatter(t["output_tokens"].to_numpy(dtype=float, na_value=np.nan)[m],
+                    t["tau"].to_numpy(dtype=float)[m], s=12, color=colours[group],
+                    alpha=0.6, lw=0, label=group if result.by else None)
+    if loops:
+        key = list(zip(t["source"].astype(str), t["line_no"].astype(int)))
+        m = np.array([k in loops for k in key], dtype=bool)
+        ax2.scatter(t["output_tokens"].to_numpy(dtype=float, na_value=np.nan)[m],
+                    t["tau"].to_numpy(dtype=float)[m], s=70, facecolors="none",
+                    edgecolors=OKABE_ITO["vermillion"], lw=1.4,
+                    label="repetition-loop suspect")
+    for be in sorted(breakevens):
+        for a in (ax, ax2):
+            a.axhline(be, color=BAND, lw=1.2, ls="--",
+                      label=f"break-even {be:.3g}" if a is ax2 else None)
+    out = t["output_tokens"].to_numpy(dtype=float, na_value=np.nan)
+    if np.isfinite(out).any() and np.nanmin(out) > 0 and np.nanmax(out) / np.nanmin(out) > 20:
+        ax2.set_xscale("log")
+    ax2.set_xlabel("output tokens")
+    ax2.set_ylabel("τ_r")
+    ax2.set_title("τ_r against output length")
+    handles, names = ax2.get_legend_handles_labels()
+    h1, n1 = ax.get_legend_handles_labels()
+    if handles or h1:
+        fig.legend(h1 + handles, n1 + names, loc="outside lower center", frameon=False,
+                   ncols=min(5, len(names) + len(n1)))
+    fig.suptitle(f"requests: {_logs_title([r.run for r in result.runs], 100)}")
     return fig

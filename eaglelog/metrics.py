@@ -1,0 +1,780 @@
+"""Live sources: the ``/metrics`` endpoint of an SGLang or vLLM server, as eaglelog's tables.
+
+A server with metrics on (SGLang ``--enable-metrics``; vLLM always) exposes counters and gauges
+in Prometheus' text format.  They are read with the Prometheus project's own parser
+(``prometheus_client.parser``), and two samples of a series make one **window**: counters are
+differenced, gauges are taken at the window's end.  Each window becomes one row of the ``decode``
+table, with the meaning the log's rows have (docs/formats-metrics.md gives every metric, label
+and version):
+
+* **vLLM V1** – exact per-step counters: drafts (request-steps that carried a draft), accepted
+  and drafted tokens, accepted tokens per position, emitted and prompt tokens.  A window's
+  ``accept_len`` = 1 + Δaccepted / Δdrafts, ``drafts`` = Δdrafts, ``gen_throughput`` =
+  Δgeneration tokens / Δt: the numbers the log's ``SpecDecoding metrics`` and throughput lines
+  print for their windows, unrounded.  ``vllm_spec`` and ``vllm_stats`` rows as from the log.
+* **SGLang** – ``sglang:realtime_tokens_total{mode="decode"}`` counts the tokens committed by
+  every decode iteration (v0.5.7 →), ``{mode="prefill_compute"}`` the prompt tokens computed;
+  the gauges (accept length, #running-req, gen throughput, …) are the values of the scheduler's
+  latest ``Decode batch`` line (they are set where that line is printed).  A window's
+  ``accept_len`` is that gauge, ``drafts`` (request-steps) = Δtokens / accept_len,
+  ``gen_throughput`` = Δtokens / Δt, and a window that computed prompt tokens gets a ``prefill``
+  row (``new_token`` = Δprompt tokens) just before its decode row, as a log's ``Prefill batch``
+  lines sit between two decode lines.
+
+One run per instance and model (and one start-up per stretch between counter resets: a reset
+is a restart); the ``source`` of a run's rows names the endpoint (and the model when it serves
+several).  ``line_no`` of a metrics row is its row number in the run (a window's prefill rows,
+then its decode row), so the tables order as a log's lines do.
+
+    >>> import eaglelog
+    >>> log = eaglelog.parse("http://gpu7:30000/metrics?step=5s&duration=60s")
+    >>> eaglelog.metrics.read_endpoints(["http://gpu7:30000/metrics"], step=5, duration=60)
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+
+from .errors import EaglelogError, InputError
+
+__all__ = ["is_metrics_source", "parse_sources", "read_endpoints", "Recorder", "Scrape",
+           "scrape", "parse_exposition", "tables_of", "FAMILIES", "parse_duration"]
+
+USER_AGENT = "eaglelog (metrics)"
+TIMEOUT = 10.0
+
+# --------------------------------------------------------------------------- families
+# sample name (as exposed: counters with _total) -> (engine, key, label that splits it or None)
+# docs/formats-metrics.md: where each is defined and set, per engine and version
+FAMILIES: dict[str, tuple[str, str, str | None]] = {
+    # SGLang scheduler (labels model_name, engine_type, tp_rank, pp_rank[, moe_ep_rank][, dp_rank])
+    "sglang:num_running_reqs": ("sglang", "running", None),
+    "sglang:num_queue_reqs": ("sglang", "queue", None),
+    "sglang:gen_throughput": ("sglang", "gen_throughput", None),
+    "sglang:token_usage": ("sglang", "token_usage", None),
+    "sglang:num_used_tokens": ("sglang", "used_tokens", None),
+    "sglang:spec_accept_length": ("sglang", "accept_len", None),
+    "sglang:spec_accept_rate": ("sglang", "accept_rate", None),
+    "sglang:spec_num_steps": ("sglang", "num_steps", None),
+    "sglang:realtime_tokens_total": ("sglang", "tokens", "mode"),
+    "sglang:cuda_graph_passes_total": ("sglang", "passes", "mode"),
+    # SGLang tokenizer (label model_name): counted when a request finishes
+    "sglang:generation_tokens_total": ("sglang", "req_generation_tokens", None),
+    "sglang:num_requests_total": ("sglang", "req_finished", None),
+    "sglang:spec_verify_calls_total": ("sglang", "req_verify_calls", None),
+    # vLLM V1 (labels model_name, engine)
+    "vllm:num_requests_running": ("vllm", "running", None),
+    "vllm:num_requests_waiting": ("vllm", "queue", None),
+    "vllm:kv_cache_usage_perc": ("vllm", "kv_usage", None),
+    "vllm:gpu_cache_usage_perc": ("vllm", "kv_usage", None),
+    "vllm:generation_tokens_total": ("vllm", "gen_tokens", None),
+    "vllm:prompt_tokens_total": ("vllm", "prompt_tokens", None),
+    "vllm:spec_decode_num_drafts_total": ("vllm", "drafts", None),
+    "vllm:spec_decode_num_draft_tokens_total": ("vllm", "draft_tokens", None),
+    "vllm:spec_decode_num_accepted_tokens_total": ("vllm", "accepted", None),
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total": ("vllm", "pos", "position"),
+    # vLLM V0 only (vllm/engine/metrics.py, removed in July 2025)
+    "vllm:spec_decode_num_emitted_tokens_total": ("vllm", "v0_emitted", None),
+    "vllm:spec_decode_efficiency": ("vllm", "v0_efficiency", None),
+}
+COUNTERS = {"tokens", "passes", "req_generation_tokens", "req_finished", "req_verify_calls",
+            "gen_tokens", "prompt_tokens", "drafts", "draft_tokens", "accepted", "pos",
+            "v0_emitted"}
+# labels that tell the series of one run apart (the rest of the non-run labels are ignored)
+SERIES_LABELS = {"sglang": ("dp_rank", "pp_rank", "tp_rank"), "vllm": ("engine",)}
+RUN_LABELS = ("job", "instance", "model_name")
+SGLANG_DECODE_PASSES = ("decode_cuda_graph", "decode_none")
+SGLANG_PREFILL_PASSES = ("prefill_cuda_graph", "prefill_none")
+# Prometheus may hold the names with '_' for ':' ("sglang_num_running_reqs"): prometheus_client
+# releases with OpenMetrics escaping (0.26.0 among them) write the sample lines so when the
+# scraper negotiates OpenMetrics 1.0 (client_python issue 1177); both spellings are read
+NAME_REGEX = "(sglang|vllm)[:_](" + "|".join(re.escape(n.split(":", 1)[1]) for n in FAMILIES) \
+    + ")"
+
+
+def canonical(name: str) -> str:
+    """The engine's own spelling of a sample name ('vllm_x_total' -> 'vllm:x_total')."""
+    if name in FAMILIES:
+        return name
+    for eng in ("sglang_", "vllm_"):
+        if name.startswith(eng):
+            alt = eng[:-1] + ":" + name[len(eng):]
+            if alt in FAMILIES:
+                return alt
+    return name
+
+
+def is_metrics_source(spec: str) -> bool:
+    """``http(s)://…`` (a server's /metrics) or ``prom+http(s)://…`` (a Prometheus server)."""
+    s = str(spec)
+    return s.startswith(("http://", "https://", "prom+http://", "prom+https://"))
+
+
+_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
+
+
+def parse_duration(text, what: str = "duration") -> float:
+    """'15s', '5m', '6h', '1.5', '250ms' -> seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _DUR.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise EaglelogError(f"{what} {text!r} is not a duration: give e.g. 15s, 5m, 6h")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+def fmt_duration(s: float) -> str:
+    for unit, n in (("h", 3600), ("m", 60)):
+        if s >= n and s % n == 0:
+            return f"{int(s // n)}{unit}"
+    return f"{s:g}s"
+
+
+# --------------------------------------------------------------------------- samples
+class Series:
+    """The samples of one series (one scheduler or engine) of one run: values by sample time.
+    A scrape adds every family at one time; a Prometheus answer one family at all its times."""
+
+    def __init__(self, labels: dict) -> None:
+        self.labels = labels
+        self.by_t: dict[float, dict] = {}
+        self._order: list[float] | None = []
+
+    def add(self, t: float, vals: dict) -> None:
+        got = self.by_t.get(t)
+        if got is None:
+            self.by_t[t] = dict(vals)
+            if self._order is not None and (not self._order or t > self._order[-1]):
+                self._order.append(t)
+            else:
+                self._order = None
+        else:
+            got.update(vals)
+
+    @property
+    def t(self) -> list[float]:
+        if self._order is None:
+            self._order = sorted(self.by_t)
+        return self._order
+
+    @property
+    def values(self) -> list[dict]:
+        return [self.by_t[t] for t in self.t]
+
+    def drop_before(self, since: float) -> None:
+        """Forget samples before ``since``, keeping the last one before it."""
+        ts = self.t
+        i = 0
+        while i + 1 < len(ts) and ts[i + 1] <= since:
+            i += 1
+        for t in ts[:i]:
+            del self.by_t[t]
+        self._order = ts[i:]
+
+
+@dataclass
+class Run:
+    """One run: an instance (and model) of an engine; its series by their labels."""
+
+    name: str
+    engine: str
+    labels: dict
+    series: dict = field(default_factory=dict)     # series key (tuple) -> Series
+    notes: list = field(default_factory=list)
+
+    def series_of(self, key: tuple, labels: dict) -> Series:
+        s = self.series.get(key)
+        if s is None:
+            s = self.series[key] = Series(labels)
+        return s
+
+
+def split_sample(name: str, labels: dict):
+    """(engine, run labels, series key, series labels, value key) of one sample, or None for a
+    sample that is not one of FAMILIES."""
+    fam = FAMILIES.get(canonical(name))
+    if fam is None:
+        return None
+    engine, key, by = fam
+    if by is not None:
+        sub = labels.get(by)
+        if sub is None:
+            return None
+        key = f"{key}:{sub}"
+    run = tuple((k, labels[k]) for k in RUN_LABELS if labels.get(k) not in (None, ""))
+    if key.startswith("req_"):
+        skey: tuple = ("tokenizer",)
+        slabels: dict = {}
+    else:
+        slabels = {k: labels[k] for k in SERIES_LABELS[engine] if labels.get(k) not in (None, "")}
+        skey = tuple(sorted(slabels.items()))
+    return engine, run, skey, slabels, key
+
+
+def parse_exposition(text: str, where: str = "") -> list[tuple[str, dict, float, float | None]]:
+    """(sample name, labels, value, timestamp or None) of every sample of eaglelog's families
+    in a text exposition, read with prometheus_client's parser."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:                           # pragma: no cover - a dependency
+        from .errors import MissingDependency
+        raise MissingDependency("reading /metrics needs prometheus_client: pip install "
+                                "prometheus_client") from None
+    out = []
+    try:
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                if canonical(s.name) in FAMILIES:
+                    ts = s.timestamp
+                    if ts is not None and not isinstance(ts, (int, float)):
+                        ts = float(getattr(ts, "sec", 0)) + float(getattr(ts, "nsec", 0)) / 1e9
+                    out.append((s.name, dict(s.labels), float(s.value), ts))
+    except (ValueError, TypeError, IndexError, KeyError) as e:
+        raise InputError(f"{where}: not the Prometheus text format ({e})") from None
+    return out
+
+
+def _http_get(url: str, timeout: float, accept: str = "text/plain;version=0.0.4") -> bytes:
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
+    with urllib.request.urlopen(req, timeout=timeout) as r:       # noqa: S310 - user's URL
+        return r.read()
+
+
+def http_error(url: str, e: BaseException) -> str:
+    """One line for a failed request."""
+    if isinstance(e, urllib.error.HTTPError):
+        return f"HTTP {e.code} {e.reason}"
+    if isinstance(e, urllib.error.URLError):
+        r = e.reason
+        if isinstance(r, ConnectionRefusedError):
+            return "connection refused (is the server up, and is this its port?)"
+        if isinstance(r, (TimeoutError, OSError)) and "timed out" in str(r):
+            return "no answer (timed out)"
+        return f"cannot connect: {getattr(r, 'strerror', None) or r}"
+    if isinstance(e, (TimeoutError,)) or "timed out" in str(e):
+        return "no answer (timed out)"
+    if isinstance(e, ConnectionError):
+        return f"connection failed: {e}"
+    return f"{type(e).__name__}: {e}"
+
+
+@dataclass
+class Scrape:
+    """One read of one endpoint: its time and samples, or the error it gave."""
+
+    url: str
+    t: float
+    samples: list = field(default_factory=list)
+    error: str | None = None
+
+
+def scrape(url: str, timeout: float = TIMEOUT) -> Scrape:
+    """Read one /metrics endpoint now."""
+    t0 = time.time()
+    try:
+        body = _http_get(url, timeout)
+    except Exception as e:                         # noqa: BLE001 - one line per endpoint
+        err = http_error(url, e)
+        if isinstance(e, urllib.error.HTTPError) and e.code == 404:
+            err += " (SGLang serves /metrics only with --enable-metrics)"
+        return Scrape(url, t0, error=err)
+    t1 = time.time()
+    try:
+        samples = parse_exposition(body.decode("utf-8", "replace"), url)
+    except InputError as e:
+        return Scrape(url, t1, error=str(e).split(": ", 1)[-1])
+    return Scrape(url, (t0 + t1) / 2, samples)
+
+
+class Recorder:
+    """Samples of many sources gathered over time (scrapes, or Prometheus answers), by run."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple, Run] = {}
+        self.errors: dict[str, str] = {}          # source -> its latest error
+        self.seen: set[str] = set()               # sources that answered with eaglelog's families
+        self.answered: set[str] = set()           # sources that answered at all
+        self.extra_sources: list[str] = []        # instances known only by their error
+
+    def add_scrape(self, sc: Scrape, source: str | None = None) -> None:
+        source = source or sc.url
+        if sc.error:
+            self.errors[source] = sc.error
+            return
+        self.answered.add(source)
+        self.errors.pop(source, None)
+        for name, labels, value, ts in sc.samples:
+            self.add(source, name, labels, ts if ts is not None else sc.t, value)
+
+    def add(self, source: str, name: str, labels: dict, t: float, value: float) -> None:
+        got = split_sample(name, labels)
+        if got is None:
+            return
+        engine, run_labels, skey, slabels, key = got
+        self.seen.add(source)
+        rkey = (source, engine, run_labels)
+        run = self.runs.get(rkey)
+        if run is None:
+            run = self.runs[rkey] = Run("", engine, dict(run_labels))
+        run.series_of(skey, slabels).add(t, {key: value})
+
+    def named_runs(self) -> list[Run]:
+        """The runs, each named: the source, plus the instance and model when the source holds
+        several runs."""
+        by_source: dict[str, list] = {}
+        for (source, engine, rl), run in self.runs.items():
+            by_source.setdefault(source, []).append((rl, run))
+        out = []
+        for source, runs in by_source.items():
+            many = len(runs) > 1
+            models = {dict(rl).get("model_name") for rl, _ in runs}
+            instances = {dict(rl).get("instance") for rl, _ in runs}
+            for rl, run in runs:
+                d = dict(rl)
+                parts = []
+                if "instance" in d and (len(instances) > 1 or source.startswith("prom+")):
+                    parts.append(f"instance={d['instance']}")
+                if many and len(models) > 1 and d.get("model_name"):
+                    parts.append(f"model={d['model_name']}")
+                run.name = f"{source} {' '.join(parts)}" if parts else source
+                out.append(run)
+        return out
+
+    def trim(self, since: float) -> None:
+        """Forget samples before ``since`` (epoch seconds), keeping one before it per series."""
+        for run in self.runs.values():
+            for s in run.series.values():
+                s.drop_before(since)
+
+
+# --------------------------------------------------------------------------- windows
+def _local(t: float) -> str:
+    return _dt.datetime.fromtimestamp(t).isoformat(sep=" ", timespec="microseconds")
+
+
+def _num(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def _int(v):
+    v = _num(v)
+    return None if v is None else int(round(v))
+
+
+def _counter_keys(run: Run) -> set[str]:
+    keys = set()
+    for s in run.series.values():
+        for vals in s.values:
+            keys.update(k for k in vals if k.split(":")[0] in COUNTERS)
+    return keys
+
+
+def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], dict]:
+    """The tables of one run: ({table: rows}, [(line_no, kind, message, severity)], config).
+    Rows are dicts with schema column names (tables.build_frame types them)."""
+    rows: dict[str, list] = {"decode": [], "prefill": [], "vllm_spec": [], "vllm_stats": [],
+                             "server_args": []}
+    notes: list = []
+    windows = []                          # (t_end, series, row parts)
+    resets: list[float] = []
+    v0 = any("v0_emitted" in v or "v0_efficiency" in v
+             for s in run.series.values() for v in s.values)
+    counters = _counter_keys(run)
+    if run.engine == "vllm" and v0:
+        notes.append((None, "metrics", "vLLM V0 metrics: its spec-decode counters add the "
+                      "engine's cumulative totals at every log interval (vllm/engine/metrics.py), "
+                      "so their differences are no window counts; accept length is not read from "
+                      "them (use the server log)", "warning"))
+    if run.engine == "sglang" and "tokens:decode" not in counters:
+        notes.append((None, "metrics", "no sglang:realtime_tokens_total{mode=\"decode\"} "
+                      "(SGLang before v0.5.7): decode tokens estimated from the gen_throughput "
+                      "gauge (the latest Decode batch line's) × the window", "warning"))
+    k_seen: set[int] = set()
+    for skey, s in run.series.items():
+        if skey == ("tokenizer",) or len(s.t) < 1:
+            continue
+        prev = None
+        for t, vals in zip(s.t, s.values):
+            if prev is None:
+                prev = (t, vals)
+                continue
+            pt, pv = prev
+            dt = t - pt
+            d = {}
+            reset = False
+            for k in counters:
+                a, b = pv.get(k), vals.get(k)
+                if a is None or b is None:
+                    continue
+                if b < a:
+                    reset = True
+                d[k] = b - a
+            prev = (t, vals)
+            if reset:
+                resets.append(t)
+                continue
+            if dt <= 0:
+                continue
+            windows.append((t, pt, skey, s.labels, vals, d, dt))
+    # start-ups: a counter reset anywhere in the run is a restart
+    reset_times = sorted(set(resets))
+    for t in reset_times:
+        notes.append((None, "restart", f"counters reset between the samples before "
+                      f"{_local(t)[:19]} (the server restarted): the windows from there are "
+                      f"start-up {reset_times.index(t) + 1}", "warning"))
+    windows.sort(key=lambda w: (w[0], w[2]))
+    line = 0
+    startups_seen: dict[int, int] = {}
+    for t, pt, skey, slabels, vals, d, dt in windows:
+        startup = sum(1 for r in reset_times if r <= t)
+        npre = int(round(sum(d.get(f"passes:{m}", 0.0) for m in SGLANG_PREFILL_PASSES))) or 1 \
+            if run.engine == "sglang" and d.get("tokens:prefill_compute") else 0
+        line += npre + 1                  # the window's prefill rows, then its decode row
+        base = {"line_no": line, "startup": startup, "timestamp": _local(t)}
+        startups_seen.setdefault(startup, line)
+        ranks = []
+        if run.engine == "sglang":
+            for lab, col, tag in (("dp_rank", "dp", "DP"), ("pp_rank", "pp", "PP"),
+                                  ("tp_rank", "tp", "TP")):
+                if lab in slabels:
+                    base[col] = _int(float(slabels[lab])) if slabels[lab].isdigit() else None
+                    if len(run.series) > 1 or lab != "tp_rank":
+                        ranks.append(f"{tag}{slabels[lab]}")
+            row = _sglang_window(vals, d, dt)
+        else:
+            eng = slabels.get("engine")
+            if eng is not None and str(eng).isdigit() and (len(run.series) > 1 or int(eng)):
+                base["dp"] = int(eng)
+            row, spec, stats = _vllm_window(vals, d, dt, v0)
+            if spec is not None:
+                if spec.get("k"):
+                    k_seen.add(spec["k"])
+                rows["vllm_spec"].append({**base, **spec, "paired_line": line})
+            rows["vllm_stats"].append({**base, **stats})
+        if ranks:
+            base["ranks"] = " ".join(ranks)
+        for i, pre in enumerate(row.pop("_prefill", ())):
+            rows["prefill"].append({**base, "line_no": line - npre + i, **pre})
+        rows["decode"].append({**base, **row})
+    config = _config(run, k_seen)
+    for startup, first in sorted(startups_seen.items()):
+        rows["server_args"].append({"line_no": first, "startup": startup,
+                                    "timestamp": rows["decode"][0]["timestamp"] if startup == 0
+                                    else _local(reset_times[startup - 1]),
+                                    "parse_ok": True, "_args": config})
+    return rows, notes, config
+
+
+def _sglang_window(vals: dict, d: dict, dt: float) -> dict:
+    tok = d.get("tokens:decode")
+    gauge_g = _num(vals.get("gen_throughput"))
+    if tok is None:
+        tok = gauge_g * dt if gauge_g is not None else None
+    a = _num(vals.get("accept_len"))
+    if a is not None and a < 1:
+        a = None                                   # 0: a server without speculation
+    running = _int(vals.get("running"))
+    row = {"running_req": running, "queue_req": _int(vals.get("queue")),
+           "token_usage": _num(vals.get("token_usage")),
+           "num_tokens": _int(vals.get("used_tokens")),
+           "gen_throughput": tok / dt if tok is not None else None}
+    iters = sum(d[f"passes:{m}"] for m in SGLANG_DECODE_PASSES if f"passes:{m}" in d) \
+        if any(f"passes:{m}" in d for m in SGLANG_DECODE_PASSES) else None
+    if tok:
+        a_w = tok / iters / running if a is not None and iters and running else None
+        if a_w is not None and abs(a_w / a - 1) < 0.25:   # else the batch changed too much
+            # tokens per decode iteration are exact (Δtokens / Δpasses); as the log does, a
+            # window's batch is the #running-req of its end, so accept length = tokens per
+            # iteration / running_req and the derived cycle 1000 × a × running / throughput
+            # is the window's wall time per iteration exactly.  The gauge is one Decode batch
+            # line's value: a sample of decode_log_interval iterations (used when the batch
+            # at the end is too far from the window's, by more than a quarter)
+            rate_g = _num(vals.get("accept_rate"))
+            row["accept_len"] = a_w
+            row["accept_rate"] = rate_g * a_w / a if rate_g is not None else None
+            row["drafts"] = tok / a_w
+        elif a is not None:
+            row["accept_len"] = a
+            row["accept_rate"] = _num(vals.get("accept_rate"))
+            row["drafts"] = tok / a
+        else:
+            row["drafts"] = float(tok)             # one token a request-step
+    passes = [vals[f"passes:{m}"] for m in SGLANG_DECODE_PASSES if f"passes:{m}" in vals]
+    if passes:
+        row["iter"] = int(sum(passes))
+    ptok = d.get("tokens:prefill_compute")
+    if "tokens:prefill_compute" in d or "tokens:decode" in d:
+        row["prompt_throughput"] = (ptok or 0.0) / dt
+    if ptok:
+        # one prefill row per prefill batch (cuda_graph_passes_total{mode=prefill_*} counts
+        # them), the window's prompt tokens spread over them: the analyses regress a window's
+        # time on its prefill tokens and batches, as they do for a log's Prefill batch lines
+        n = int(round(sum(d.get(f"passes:{m}", 0.0) for m in SGLANG_PREFILL_PASSES))) or 1
+        tot, cached = int(round(ptok)), int(round(d.get("tokens:prefill_cache", 0.0)))
+        row["_prefill"] = [{"new_token": tot // n + (tot % n if i == n - 1 else 0),
+                            "cached_token": cached // n + (cached % n if i == n - 1 else 0),
+                            "running_req": running, "queue_req": _int(vals.get("queue"))}
+                           for i in range(n)]
+    return row
+
+
+def _vllm_window(vals: dict, d: dict, dt: float, v0: bool):
+    gen = d.get("gen_tokens")
+    prompt = d.get("prompt_tokens")
+    kv = _num(vals.get("kv_usage"))
+    row = {"engine": "vllm", "running_req": _int(vals.get("running")),
+           "queue_req": _int(vals.get("queue")),
+           "token_usage": kv, "gen_throughput": gen / dt if gen is not None else None,
+           "prompt_throughput": prompt / dt if prompt is not None else None,
+           "gen_throughput_steps": v0}
+    stats = {"variant": "metrics", "prompt_throughput": row["prompt_throughput"],
+             "gen_throughput": row["gen_throughput"], "running_req": row["running_req"],
+             "waiting_req": row["queue_req"], "gpu_kv_usage": kv * 100 if kv is not None else None}
+    spec = None
+    nd = d.get("drafts")
+    if nd is not None and not v0:
+        acc, dtok = d.get("accepted", 0.0), d.get("draft_tokens")
+        pos = sorted(((int(k.split(":")[1]), v) for k, v in d.items()
+                      if k.startswith("pos:") and k.split(":")[1].isdigit()))
+        k = len(pos) or (int(round(dtok / nd)) if nd and dtok else None)
+        spec = {"variant": "metrics", "cumulative": False, "k": k,
+                "accepted_tokens": int(round(acc)), "draft_tokens": _int(dtok),
+                "window_accepted": int(round(acc)), "window_draft_tokens": _int(dtok),
+                "drafts": float(nd), "drafts_from": "counter", "window_s": dt,
+                "accepted_throughput": acc / dt,
+                "drafted_throughput": dtok / dt if dtok is not None else None}
+        if nd > 0:
+            tau = 1 + acc / nd
+            spec["accept_len"] = tau
+            spec["mean_acceptance_length"] = tau
+            if k:
+                spec["accept_rate"] = (tau - 1) / k
+            if dtok:
+                spec["window_acceptance_rate"] = acc / dtok
+                spec["draft_acceptance_rate"] = acc / dtok
+            if pos:
+                spec["per_position"] = json.dumps([round(v / nd, 6) for _, v in pos])
+            row.update(accept_len=tau, accept_rate=spec.get("accept_rate"), drafts=float(nd))
+        else:
+            row["drafts"] = 0.0
+    return row, spec, stats
+
+
+def _config(run: Run, k_seen: set[int]) -> dict:
+    cfg: dict = {}
+    model = run.labels.get("model_name")
+    if model:
+        cfg["model_path"] = model
+    spec = False
+    steps = set()
+    for s in run.series.values():
+        for v in s.values:
+            if run.engine == "sglang":
+                if (v.get("accept_len") or 0) >= 1:
+                    spec = True
+                if v.get("num_steps"):
+                    steps.add(int(v["num_steps"]))
+            elif "drafts" in v:
+                spec = True
+    if spec:
+        cfg["speculative_algorithm"] = "unknown"    # the metrics do not name the method
+        k = steps or k_seen
+        if len(k) == 1:
+            cfg["speculative_num_steps"] = next(iter(k))
+    else:
+        cfg["speculative_algorithm"] = None
+    cfg["metrics_engine"] = run.engine
+    if run.labels.get("instance"):
+        cfg["metrics_instance"] = run.labels["instance"]
+    return cfg
+
+
+# --------------------------------------------------------------------------- ParsedLog
+def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = None,
+               require: bool = True):
+    """A ParsedLog of every run the recorder holds (one SourceInfo per run); a source without
+    data becomes an error diagnostic (``require``: an error when no run has any window)."""
+    from .api import ParsedLog, SourceInfo
+    from .parsers.scan import Diagnostic
+    from .schema import TABLES
+    from .tables import build_frame, concat_frames
+
+    parts: dict[str, list] = {t: [] for t in TABLES}
+    infos, diags = [], list(extra_diags or [])
+    failed = []
+    for src in list(sources) + [s for s in rec.extra_sources if s not in sources]:
+        err = rec.errors.get(src)
+        if err and src not in rec.answered:
+            failed.append(f"{src}: {err}")
+            infos.append(SourceInfo(src, error=err))
+            diags.append(Diagnostic(src, None, "input_error", err, "error"))
+        elif src not in rec.seen and src in rec.answered:
+            msg = ("no SGLang or vLLM metric families (sglang:…, vllm:…) in its answer: is "
+                   "this the server's /metrics, and SGLang started with --enable-metrics?"
+                   if not src.startswith("prom+") else
+                   "no SGLang or vLLM series match (sglang:…, vllm:…): check --match and "
+                   "--since, and that Prometheus scrapes the servers")
+            failed.append(f"{src}: {msg}")
+            infos.append(SourceInfo(src, error=msg))
+            diags.append(Diagnostic(src, None, "input_error", msg, "error"))
+        elif err:
+            diags.append(Diagnostic(src, None, "metrics", err, "warning"))
+    for run in rec.named_runs():
+        rows, notes, _ = tables_of(run)
+        info = SourceInfo(run.name, engine=run.engine)
+        infos.append(info)
+        for line, kind, msg, sev in notes + [(None, "metrics", n, "warning") for n in run.notes]:
+            diags.append(Diagnostic(run.name, line, kind, msg, sev))
+        if not rows["decode"]:
+            msg = ("fewer than two samples of its series: no window yet" if
+                   all(len(s.t) < 2 for s in run.series.values()) else
+                   "no window: the counters reset between every two samples")
+            info.error = msg
+            diags.append(Diagnostic(run.name, None, "input_error", msg, "error"))
+            failed.append(f"{run.name}: {msg}")
+        for t, rws in rows.items():
+            for r in rws:
+                r["source"] = run.name
+            if rws:
+                parts[t].append(build_frame(TABLES[t], rws))
+        info.counts = {t: len(rows.get(t, ())) for t in TABLES}
+        info.lines = len(rows["decode"])
+    if require and not any(any(i.counts.values()) for i in infos if i.counts):
+        raise EaglelogError("no input could be read: " + "; ".join(failed) if failed else
+                            "no window in any source")
+    tables = {t: concat_frames(TABLES[t], parts[t]) for t in TABLES}
+    return ParsedLog(tables, infos, diags)
+
+
+def _spec_params(spec: str) -> tuple[str, dict]:
+    """A source spec without eaglelog's query parameters, and those (step, duration, match,
+    since, until)."""
+    u = urllib.parse.urlsplit(spec)
+    q = urllib.parse.parse_qsl(u.query, keep_blank_values=True)
+    ours = {"step", "duration", "match", "since", "until"}
+    params: dict = {}
+    rest = []
+    for k, v in q:
+        if k in ours:
+            if k == "match":
+                params.setdefault("match", []).append(v)
+            else:
+                params[k] = v
+        else:
+            rest.append((k, v))
+    url = urllib.parse.urlunsplit((u.scheme, u.netloc, u.path, urllib.parse.urlencode(rest),
+                                   u.fragment))
+    return url, params
+
+
+def with_params(spec: str, **params) -> str:
+    """The spec with eaglelog's query parameters set (the CLI's --step/--match/… options)."""
+    url, have = _spec_params(spec)
+    for k, v in params.items():
+        if v is None or v == () or v == []:
+            continue
+        if k == "match":
+            have.setdefault("match", [])
+            have["match"] = list(have["match"]) + [m for m in v if m not in have["match"]]
+        else:
+            have.setdefault(k, v)
+    q = [(k, m) for k, v in have.items() for m in (v if isinstance(v, list) else [v])]
+    u = urllib.parse.urlsplit(url)
+    query = "&".join(filter(None, [u.query, urllib.parse.urlencode(q)]))
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, u.path, query, u.fragment))
+
+
+DEFAULT_STEP = 5.0
+DEFAULT_DURATION = 30.0
+
+
+def read_endpoints(urls: list[str], step: float = DEFAULT_STEP,
+                   duration: float = DEFAULT_DURATION, recorder: Recorder | None = None,
+                   progress=None) -> Recorder:
+    """Scrape every endpoint every ``step`` seconds for ``duration`` seconds (at least two
+    scrapes), all at the same instants (one thread per endpoint)."""
+    rec = recorder or Recorder()
+    n = max(2, int(round(duration / step)) + 1)
+    lock = threading.Lock()
+    start = time.monotonic()
+    for i in range(n):
+        due = start + i * step
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        got: list[Scrape] = []
+
+        def one(u):
+            sc = scrape(u, timeout=min(TIMEOUT, max(step, 1.0)))
+            with lock:
+                got.append(sc)
+        threads = [threading.Thread(target=one, args=(u,), daemon=True) for u in urls]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for sc in got:
+            rec.add_scrape(sc)
+        if progress:
+            progress(i + 1, n)
+        if all(u in rec.errors and u not in rec.answered for u in urls) and i == 0:
+            break                      # nothing answers: no point in waiting for the rest
+    return rec
+
+
+def parse_sources(specs: list[str], *, keep_going: bool = True):
+    """A ParsedLog of metrics sources (``http(s)://…/metrics`` endpoints, scraped for their
+    ``duration`` every ``step``; ``prom+http(s)://…`` Prometheus servers, read over ``since``).
+    eaglelog's options ride in each spec's query: ``?step=5s&duration=60s`` or
+    ``?match=job%3D%22sglang%22&since=6h``."""
+    from . import prom
+
+    endpoints: dict[str, dict] = {}
+    proms: list[tuple[str, dict]] = []
+    for spec in specs:
+        url, params = _spec_params(str(spec))
+        if url.startswith("prom+"):
+            proms.append((url, params))
+        else:
+            endpoints[url] = params
+    rec = Recorder()
+    diags: list = []
+    names = []
+    if endpoints:
+        steps = {parse_duration(p.get("step", DEFAULT_STEP), "--step") for p in endpoints.values()}
+        durs = {parse_duration(p.get("duration", DEFAULT_DURATION), "--duration")
+                for p in endpoints.values()}
+        read_endpoints(list(endpoints), step=min(steps), duration=max(durs), recorder=rec)
+        names += list(endpoints)
+    for url, params in proms:
+        prom.read_into(rec, url, match=params.get("match") or (), since=params.get("since"),
+                       until=params.get("until"), step=params.get("step"), diags=diags)
+        names.append(url)
+    return parsed_log(rec, names, diags)
+
+
+def parse_with(paths, parse, **kwargs):
+    """``api.parse`` of a mix: the metrics sources here, the logs by ``parse``; one ParsedLog."""
+    import os
+
+    specs = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
+    mine = [s for s in specs if is_metrics_source(s)]
+    logs = [s for s in specs if not is_metrics_source(s)]
+    log = parse_sources(mine, keep_going=kwargs.get("keep_going", True))
+    if not logs:
+        return log
+    other = parse(logs, **kwargs)
+    from .api import ParsedLog
+    from .schema import TABLES
+    from .tables import concat_frames
+    tables = {t: concat_frames(TABLES[t], [log.tables[t], other.tables[t]]) for t in TABLES}
+    return ParsedLog(tables, log.sources + other.sources, log.diagnostics + other.diagnostics)

@@ -1,0 +1,186 @@
+"""Per-request and per-workload records of benchmark outputs for `eaglelog requests`
+(docs/requests.md): a saved vLLM API response carrying per-request speculative metrics, and
+SpecForge's ``bench_eagle3.py`` results file.  Pure functions that never raise; rows go to the
+``bench`` table.  (The identity of an SGLang request, its prompt hash and custom labels, is read
+by ``request_identity.py``.)
+
+Sources (checked in the tools' code):
+
+* vLLM ``--per-request-spec-decode-metrics summary|detailed`` (PR #48915, 2026-08): the API
+  response (and the last stream chunk) carries ``metrics.speculative_decoding`` =
+  ``{mean_acceptance_length, draft_acceptance_rate, acceptance_histogram, num_spec_steps,
+  num_accepted_draft_tokens, num_draft_tokens, num_spec_tokens}`` with
+  ``num_spec_steps = Σ histogram``, ``num_accepted_draft_tokens = Σ i·histogram[i]`` and
+  ``mean_acceptance_length = 1 + accepted / num_spec_steps`` (vLLM's test
+  ``test_per_request_spec_decode_metrics``).  No vLLM release prints per-request acceptance in
+  its server log; a client that saves its responses one per line (or the ``data: {…}`` stream
+  lines) gives one row per request.
+* SpecForge ``benchmarks/bench_eagle3.py`` (sgl-project/SpecForge a6b6b023, 2026-08):
+  ``json.dump(results, f, indent=4)`` of ``{"model": draft path, "<benchmark>": [{"batch_size",
+  "steps", "topk", "num_draft_tokens", "metrics": [BenchmarkMetrics as a dict, one per run],
+  "num_samples"}, …]}``; ``benchmarker/utils.py`` ``compute_metrics``: ``accept_length =
+  Σ completion_tokens / Σ spec_verify_ct`` over the benchmark's questions (first token
+  included), 1.0 when the server reports no verify count; ``categorical_performance`` is an
+  optional dict of per-category metrics.  Per-workload numbers only: SpecForge keeps no
+  per-question acceptance.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from ._common import Block, Parsed, base, derive, dump_json, json_obj
+from .numbers import Reader, to_float, to_int, to_int32
+
+# ------------------------------------------------------------------ vLLM API responses
+VLLM_RESPONSE_MARKER = rb"\"num_spec_steps\":"
+
+
+def parse_vllm_response(line: str) -> Parsed:
+    """A saved vLLM response (or 'data: {…}' stream chunk) with metrics.speculative_decoding."""
+    obj = json_obj(line)
+    if obj is None:
+        return Parsed(None, ["vLLM response line is not a JSON object (cut short?)"])
+    if isinstance(obj.get("data"), dict) and "metrics" not in obj:
+        obj = obj["data"]
+    metrics = obj.get("metrics")
+    sd = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(sd, dict):
+        return Parsed(None)          # "num_spec_steps" in some other JSON: not this record
+    r = Reader()
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
+    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
+    steps = r(sd.get("num_spec_steps"), to_int, "num_spec_steps")
+    acc = r(sd.get("num_accepted_draft_tokens"), to_int, "num_accepted_draft_tokens")
+    hist = sd.get("acceptance_histogram")
+    rec = base("vllm.response", "vllm", "request", "jsonl",
+               label=str(obj["id"])[:200] if obj.get("id") is not None else None,
+               accept_len=r(sd.get("mean_acceptance_length"), to_float,
+                            "mean_acceptance_length"),
+               acceptance_rate=r(sd.get("draft_acceptance_rate"), to_float,
+                                 "draft_acceptance_rate"),
+               drafts=steps, accepted_tokens=acc,
+               draft_tokens=r(sd.get("num_draft_tokens"), to_int, "num_draft_tokens"),
+               max_draft_len=r(sd.get("num_spec_tokens"), to_int32, "num_spec_tokens"),
+               output_tokens=r(usage.get("completion_tokens"), to_int, "completion_tokens"),
+               prompt_tokens=r(usage.get("prompt_tokens"), to_int, "prompt_tokens"),
+               finish_reason=str(fr)[:40] if fr is not None else None,
+               steps=steps,
+               step_tokens=steps + acc if steps is not None and acc is not None else None,
+               stats=dump_json({"acceptance_histogram": hist}) if isinstance(hist, list)
+               else None)
+    if rec.get("accept_len") is not None:
+        rec["accept_len_def"] = "request-steps"
+    derive(rec)
+    problems = []
+    if isinstance(hist, list) and all(isinstance(x, int) and not isinstance(x, bool)
+                                      for x in hist):
+        if steps is not None and sum(hist) != steps:
+            problems.append(f"acceptance_histogram sums to {sum(hist)}, not num_spec_steps "
+                            f"{steps}")
+        if acc is not None and sum(i * x for i, x in enumerate(hist)) != acc:
+            problems.append(f"acceptance_histogram implies {sum(i * x for i, x in enumerate(hist))}"
+                            f" accepted draft tokens, not {acc}")
+    al = rec.get("accept_len")
+    if al is not None and steps and acc is not None and abs(al - (1 + acc / steps)) > 1e-6:
+        problems.append(f"mean_acceptance_length {al} ≠ 1 + {acc} / {steps}")
+    return Parsed(rec, problems, r.bad)
+
+
+# ------------------------------------------------------------------ SpecForge results
+SPECFORGE_MARKER = rb"^    \"model\": (?:\"|null)"
+_ACCEPT_LINE = re.compile(r"^\s*\"accept_length\":")
+
+
+class SpecForgeBlock(Block):
+    """SpecForge bench_eagle3.py's results file: ``json.dump(results, f, indent=4)``.  The block
+    opens at the ``    "model":`` line (the ``{`` before it is a line of its own) and ends at
+    the closing ``}`` at column 0; one row per benchmark × configuration × run, and one per
+    category of ``categorical_performance``."""
+
+    kind = "specforge"
+    name = "SpecForge results file"
+
+    def __init__(self, line_no: int) -> None:
+        super().__init__(line_no)
+        self.lines: list[str] = []
+        self.accept_lines: list[int] = []
+        self.closed = False
+
+    def blank(self) -> bool:
+        return True
+
+    def take(self, line: str) -> str:
+        if not self.lines:                   # the marker line itself
+            self.lines.append(line)
+            return "take"
+        self.lines.append(line)
+        if _ACCEPT_LINE.match(line):
+            self.accept_lines.append(self.end_line)
+        if line.rstrip() == "}":
+            self.closed = True
+            return "end"
+        return "take"
+
+    def incomplete(self) -> str | None:
+        return None if self.closed else "no closing '}'"
+
+    def unread(self) -> str | None:
+        return "the JSON document could not be read" if self.closed else \
+            "cut short before its closing '}'"
+
+    def records(self):
+        if not self.closed:
+            return []
+        try:
+            doc = json.loads("{\n" + "\n".join(self.lines))
+        except (ValueError, RecursionError):
+            return []
+        if not isinstance(doc, dict):
+            return []
+        model = doc.get("model")
+        out = []
+        lines = iter(self.accept_lines)
+        for bench_name, entries in doc.items():
+            if bench_name == "model" or not isinstance(entries, list):
+                continue
+            for entry in entries:
+                if not isinstance(entry, dict) or not isinstance(entry.get("metrics"), list):
+                    continue
+                for run, m in enumerate(entry["metrics"]):
+                    if not isinstance(m, dict):
+                        continue
+                    ln = next(lines, self.end_line)
+                    out.append((ln, ln, self._row(bench_name, bench_name, entry, m, run,
+                                                   model)))
+                    cats = m.get("categorical_performance")
+                    if isinstance(cats, dict):
+                        for cat, cm in cats.items():
+                            if isinstance(cm, dict):
+                                ln = next(lines, self.end_line)
+                                out.append((ln, ln, self._row(f"{bench_name}/{cat}", str(cat),
+                                                              entry, cm, run, model)))
+        return out
+
+    def _row(self, label, category, entry, m, run, model) -> dict:
+        r = Reader()
+        rec = base("specforge.bench_eagle3", "sglang", "task", "block", label=label[:200],
+                   category=category[:200],
+                   accept_len=r(m.get("accept_length"), to_float, "accept_length"),
+                   requests=r(m.get("num_questions"), to_int, "num_questions"),
+                   duration_s=r(m.get("latency"), to_float, "latency"),
+                   output_tok_s=r(m.get("output_throughput"), to_float, "output_throughput"),
+                   batch_size=r(entry.get("batch_size"), to_int, "batch_size"),
+                   spec_steps=r(entry.get("steps"), to_int, "steps"),
+                   spec_topk=r(entry.get("topk"), to_int, "topk"),
+                   spec_draft_tokens=r(entry.get("num_draft_tokens"), to_int, "num_draft_tokens"),
+                   extra=dump_json({k: v for k, v in (("model", model), ("run", run),
+                                                      ("accuracy", m.get("accuracy")),
+                                                      ("num_samples", entry.get("num_samples")))
+                                    if v is not None}))
+        if rec.get("accept_len") is not None:
+            rec["accept_len_def"] = "pooled-with-first-token"
+        for b in r.bad:
+            self.bad.append((self.line_no, b))
+        return rec

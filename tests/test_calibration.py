@@ -1,0 +1,76 @@
+"""The estimators against a known truth (the request-level simulator, eaglelog/simulate.py, with
+an exact stated baseline): a fast subset of benchmarks/calibration.py, whose full table
+docs/statistics.md quotes.  Few runs per scenario, so the bounds are those a handful of runs can
+check: no bias beyond 1 %, intervals that cover, no confident claim against the truth, and the
+verdicts the issue asks for where the log cannot carry the answer."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("calibration", ROOT / "benchmarks" / "calibration.py")
+calibration = importlib.util.module_from_spec(spec)
+sys.modules["calibration"] = calibration
+spec.loader.exec_module(calibration)
+
+
+def run(name, reps):
+    return calibration.calibrate(name, reps=reps, jobs=2)
+
+
+@pytest.mark.parametrize("name", ["continuous", "continuous_pause", "growing", "warmup"])
+def test_unbiased_and_covered_where_the_log_carries_it(name):
+    """Continuous traffic (a prefill in almost every window), an idle pause, a batch growing
+    1 → 32, a warm-up: the speedup and the cycle are unbiased (< 1 %), their intervals cover the
+    truth in nearly every run, and no run claims the wrong side of 1."""
+    r = run(name, 8)
+    for m in ("speedup", "cycle_ms", "accept_len"):
+        assert abs(r[m]["bias"]) < 0.01, (name, m, r[m])
+        assert r[m]["cover"] >= 6 / 8, (name, m, r[m])
+    assert r["wrong"] == 0, r
+    assert r["insufficient data"] == 0, r
+
+
+def test_a_short_run_is_insufficient_data_not_a_claim():
+    """15–20 windows hold about ten independent requests: no interval, no verdict."""
+    r = run("few_windows", 10)
+    assert r["insufficient data"] == 1.0
+    assert abs(r["speedup"]["bias"]) < 0.02
+
+
+def test_few_profile_blocks_beat_a_biased_fallback():
+    """5 EAGLE3_PROF blocks and 13 decode lines (each with a prefill and an idle gap): the cycle
+    comes from the blocks, unbiased, and the verdict is 'insufficient data' (too few for an
+    interval), never a confident BELOW."""
+    r = run("prof5", 10)
+    assert r["cycle_from"] == {"profiler": 1.0}
+    assert abs(r["cycle_ms"]["bias"]) < 0.01 and abs(r["speedup"]["bias"]) < 0.01
+    assert r["above"] == r["below"] == 0
+
+
+def test_an_aggregate_rate_is_an_invalid_baseline():
+    """--baseline-toks 720 at 8 streams and k = 3: a break-even above what a cycle can commit."""
+    r = run("aggregate_baseline", 4)
+    assert r["invalid baseline"] == 1.0
+
+
+def test_a_baseline_of_batch_1_only_gives_a_partial_verdict():
+    """A baseline log at batch 1 for a run that spends 17 % of its request-steps there: no
+    whole-run verdict."""
+    r = run("baseline_batch1", 4)
+    assert r["partial"] == 1.0
+
+
+def test_compare_family_and_sweep_ties():
+    """Same-truth pairs: the primary metric and the family stay within their level; a constant
+    printed phase is not resolvable; a self-comparison is never significant; a truly equal sweep
+    row is tied."""
+    c = calibration.calibrate_compare(reps=8, jobs=2)
+    s = c["same_truth"]
+    assert s["speedup_significant"] <= 1 / 8 and s["any_significant"] <= 1 / 8
+    assert s["fail_on_regression"] <= 1 / 8
+    assert c["self"]["any_significant"] == 0 and c["self"]["fail_on_regression"] == 0
+    assert c["const_phase"]["draft_phase_significant"] == 0
+    assert c["sweep"]["equal_tied"] >= 7 / 8
