@@ -27,6 +27,7 @@ FIGURES = {
     "sweep": ["--baseline-toks", "90"] + [f"sample_logs/sweep/steps{k}.log"
                                           for k in (1, 2, 3, 5, 7)],
     "compare": ["sample_logs/eagle3_5step.log", "sample_logs/eagle3_2step.log"],
+    "requests": ["tests/fixtures/requests/specbench_new.jsonl"],     # issue 18 (synthetic)
 }
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -115,8 +116,10 @@ class ParsedLog:
                               for g in np.split(order, cuts) if len(g)}
         return memo[name]
 
-    def subset(self, source: str, startup: int | None = None) -> "ParsedLog":
-        """The rows of one input (and one start-up segment of it) as a ParsedLog of their own."""
+    def subset(self, source: str, startup: int | None = None,
+               segment: "ConfigSegment | None" = None) -> "ParsedLog":
+        """The rows of one input (and one start-up segment of it, and one configuration
+        segment of that: ``segments``) as a ParsedLog of their own."""
         tables = {}
         for name, df in self.tables.items():
             rows = self._rows_of(name)
@@ -127,8 +130,13 @@ class ParsedLog:
             if startup is not None:
                 s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
                 m = s if m is None else m & s
+            if segment is not None and name != "server_args" and "line_no" in df.columns:
+                s = segment.holds(df["line_no"].to_numpy(dtype=np.int64, na_value=-1))
+                m = s if m is None else m & s
             # the whole table (one input, one start-up: the usual case) is shared, not copied
             tables[name] = df if m is None or m.all() else df[m].reset_index(drop=True)
+        if segment is not None:
+            tables["server_args"] = segment.configured(tables["server_args"])
         info = next(i for i in self.sources if i.name == source)
         by = self.__dict__.get("_diags_by")
         if by is None:
@@ -223,26 +231,130 @@ class ParsedLog:
                     firsts.append(t.min())
         return min(firsts) if firsts else None
 
+    def segments(self, source: str, startup: int | None = None) -> list["ConfigSegment"]:
+        """The configuration segments of one input (one start-up of it): the lines between two
+        changes of the speculative configuration at run time — SGLang's 'Adaptive spec params
+        updated: steps A -> B' lines (table spec_params) and a change of k between two vLLM
+        spec lines.  One segment (the whole run) when nothing changes (docs/engines.md)."""
+        def rows(name):
+            df = self.tables.get(name)
+            if df is None or not len(df):
+                return None
+            m = (df["source"] == source).to_numpy(dtype=bool)
+            if startup is not None:
+                m &= (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+            return df[m].sort_values("line_no") if m.any() else None
+
+        cfg = self.config(source, startup)
+        start = cfg.get("speculative_num_steps")
+        start = int(start) if isinstance(start, (int, float)) and not isinstance(start, bool) \
+            and math.isfinite(start) else None
+        changes: list[tuple[int, int]] = []        # (first line of the new config, its steps)
+        sp = rows("spec_params")
+        if sp is not None:
+            if "tp" in sp.columns and sp["tp"].notna().any():   # every TP rank prints it
+                tp = sp["tp"].astype("Int64").fillna(-1)
+                sp = sp[(tp == tp.min()).to_numpy(dtype=bool)]
+            cur = start
+            for line, a, b in zip(sp["line_no"], sp["steps_from"], sp["steps_to"]):
+                if pd.isna(b):
+                    continue
+                if cur is None and not pd.isna(a):
+                    cur = start = int(a)
+                if int(b) != cur:
+                    changes.append((int(line), int(b)))
+                    cur = int(b)
+        vs = rows("vllm_spec")
+        if vs is not None and "k" in vs.columns and vs["k"].notna().any():
+            vs = vs[vs["k"].notna().to_numpy(dtype=bool)]
+            ks = vs["k"].to_numpy(dtype=np.int64)
+            at = vs["paired_line"].fillna(vs["line_no"]).to_numpy(dtype=np.int64) \
+                if "paired_line" in vs.columns else vs["line_no"].to_numpy(dtype=np.int64)
+            start = int(ks[0])
+            for i in np.flatnonzero(ks[1:] != ks[:-1]) + 1:
+                changes.append((int(at[i]), int(ks[i])))
+        if not changes:
+            return [ConfigSegment(None, None, start)]
+        changes.sort()
+        out, lo, steps = [], None, start
+        for line, b in changes:
+            out.append(ConfigSegment(lo, line, steps))
+            lo, steps = line, b
+        out.append(ConfigSegment(lo, None, steps))
+        return out
+
     def units(self) -> list[tuple[str, "ParsedLog"]]:
-        """What the analyses look at one by one: each input, or each server start-up of an
-        input that holds several (labelled 'server.log [start-up 2 at line 615]')."""
+        """What the analyses look at one by one: each input, each server start-up of an input
+        that holds several (labelled 'server.log [start-up 2 at line 615]'), and each
+        configuration segment of a run whose speculative config changed at run time
+        ('server.log [steps 5 from line 120]', ``segments``) — two configurations are never
+        pooled.  Each unit comes with the engine corrections of analysis/engines.py applied."""
+        from .analysis import engines
+
         out = []
         for info in self.sources:
             if info.error and not any(info.counts.values()):
                 continue
             ups = self.startups(info.name)
-            if len(ups) <= 1:
-                out.append((info.name, self.subset(info.name)))
-                continue
-            for k, line in ups:
-                where = f"start-up {k} at line {line}" if line else "before the first start-up"
-                out.append((f"{info.name} [{where}]", self.subset(info.name, k)))
+            several = len(ups) > 1
+            for k, line in (ups if several else [(None, None)]):
+                where = ("" if not several else f"start-up {k} at line {line}" if line else
+                         "before the first start-up")
+                segs = self.segments(info.name, k)
+                if len(segs) <= 1:
+                    sub = self.subset(info.name, k)
+                    out.append((f"{info.name} [{where}]" if where else info.name,
+                                engines.apply(sub, info.name)[0]))
+                    continue
+                for seg in segs:
+                    label = " · ".join(x for x in (where, seg.label) if x)
+                    sub = self.subset(info.name, k, seg)
+                    out.append((f"{info.name} [{label}]", engines.apply(sub, info.name)[0]))
         return out
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
         return (f"<ParsedLog {len(self.sources)} input(s): {counts}; "
                 f"{len(self.diagnostics)} diagnostics>")
+
+
+@dataclass(frozen=True)
+class ConfigSegment:
+    """Lines [lo, hi) of a run (None: open) with one speculative configuration: ``steps`` is
+    its num_steps (SGLang) or k (vLLM); None when the log does not say."""
+
+    lo: int | None
+    hi: int | None
+    steps: int | None
+
+    def holds(self, lines: np.ndarray) -> np.ndarray:
+        m = np.ones(len(lines), dtype=bool)
+        if self.lo is not None:
+            m &= lines >= self.lo
+        if self.hi is not None:
+            m &= lines < self.hi
+        return m
+
+    @property
+    def label(self) -> str:
+        what = f"steps {self.steps}" if self.steps is not None else "config unknown"
+        span = (f"from line {self.lo}" if self.lo is not None else "") + \
+            (" " if self.lo is not None and self.hi is not None else "") + \
+            (f"until line {self.hi}" if self.hi is not None else "")
+        return f"{what} {span}" if span else what
+
+    def configured(self, server_args: pd.DataFrame) -> pd.DataFrame:
+        """The start-up rows with this segment's num_steps as the config (and, for a chain,
+        num_draft_tokens = num_steps + 1, as SGLang forces it for topk 1)."""
+        if self.steps is None or not len(server_args):
+            return server_args
+        sa = server_args.copy()
+        sa["speculative_num_steps"] = self.steps
+        if "speculative_num_draft_tokens" in sa.columns and "speculative_eagle_topk" in sa.columns:
+            chain = (sa["speculative_eagle_topk"].astype(object) == 1).to_numpy(dtype=bool)
+            sa["speculative_num_draft_tokens"] = sa["speculative_num_draft_tokens"].astype(object)
+            sa.loc[chain, "speculative_num_draft_tokens"] = self.steps + 1
+        return sa
 
 
 def _when(text: str, first, option: str):

@@ -723,7 +723,8 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     from .analysis.reconcile import reconcile
     from .report.blocks import reconcile_block
 
-    results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence))
+    results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence,
+                                                  warmup=warmup_of(ctx)))
 
     def flat(r):
         return [{"source": r.source, "profiler_accept_len": r.profiler_accept_len.estimate,
@@ -768,7 +769,8 @@ def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
     out = []
     for item in runs:
         if isinstance(item, str):
-            out += logs_by_name.get(item, [])
+            from .metrics import runs_named      # a metrics source holds runs of its own names
+            out += logs_by_name.get(item, []) or runs_named(logs_by_name, item)
         else:
             out.append(item)
     return out, log
@@ -1364,7 +1366,7 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
     try:
         while True:
             view = w.refresh()
-            n += 1
+            n += 1 if view.instances else 0      # the first scrape of an endpoint only primes it
             if view.instances:
                 if fmt == "jsonl":
                     click.echo(render_object(view.to_dict(), "jsonl"), nl=False, err=to_err)

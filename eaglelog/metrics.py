@@ -676,6 +676,15 @@ def _spec_params(spec: str) -> tuple[str, dict]:
     return url, params
 
 
+def runs_named(by_name: dict, spec: str) -> list:
+    """The items of ``by_name`` (run label -> list) that come from the metrics source ``spec``:
+    its runs are named by the source without eaglelog's parameters (and their instance)."""
+    if not is_metrics_source(spec):
+        return []
+    base = _spec_params(spec)[0]
+    return [r for k, rs in by_name.items() if k == base or k.startswith(base + " ") for r in rs]
+
+
 def with_params(spec: str, **params) -> str:
     """The spec with eaglelog's query parameters set (the CLI's --step/--match/… options)."""
     url, have = _spec_params(spec)

@@ -195,6 +195,11 @@ class Fetched:
     first_filtered: int | None = None   # the first non-blank line not sent
     path: str = ""              # the remote path
     unterminated: bool = False  # its last line has no newline
+    # 'error' after the host's decompressor failed mid-file (reduce): the local copy of the
+    # lines received before the failure, put back at their numbers, as a local read of the
+    # same damaged file has them (what --keep-going keeps); "" otherwise
+    partial: str = ""
+    failed_line: int | None = None   # with partial: the line the host's tool stopped in
 
 
 def _quote_path(path: str) -> str:
@@ -440,7 +445,10 @@ def _decompression_failure(item: Fetched, rc: int, msg: str) -> None:
                "is truncated")
     else:
         why = f"corrupt {name} data at line {line} (the host's {tool}: {text})"
+    keep = item.local_path if item.local_path and os.path.exists(item.local_path) else ""
+    item.local_path = ""          # _fail must not remove the lines read before the failure
     _fail(item, why)
+    item.partial, item.failed_line = keep, line
 
 
 def _fail(item: Fetched, why: str) -> None:

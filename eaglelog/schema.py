@@ -414,6 +414,21 @@ VLLM_ITERATIONS = Table(
     ),
 )
 
+SPEC_PARAMS = Table(
+    "spec_params",
+    "one row per SGLang 'Adaptive spec params updated: steps A -> B (ema_accept_len=X)' line "
+    "(adaptive speculation, v0.5.11 →, speculative/adaptive_spec_params.py; sglang.md §3.7b): "
+    "num_steps changed at run time; the analyses treat the decode lines between two such lines "
+    "as a run of their own (docs/engines.md)",
+    _WHERE + _WHEN + (
+        C("steps_from", "Int32", "steps", "speculative num_steps before the change (A)"),
+        C("steps_to", "Int32", "steps", "speculative num_steps from here on (B); 0 turns "
+          "speculation off"),
+        C("ema_accept_len", "float64", "tokens/verify", "the controller's moving average of "
+          "accepted drafts per request and verify, BONUS EXCLUDED, as printed (2 decimals)"),
+    ),
+)
+
 # The accept-length conventions of the bench table's accept_len (others.md §6)
 ACCEPT_LEN_DEFS = {
     "per-draft": "pooled over every draft/verify step of the run: 1 + accepted / drafts "
@@ -633,6 +648,7 @@ CORE = {
              "accept_len_derived acceptance_rate requests output_tok_s complete end_line",
     "bench_iters": "source line_no startup tool engine format iter host_step_time_ms "
                    "num_scheduled_requests accept_len",
+    "spec_params": "source line_no startup timestamp ranks steps_from steps_to ema_accept_len",
 }
 
 
@@ -646,7 +662,8 @@ def _with_core(t: Table) -> Table:
 TABLES: dict[str, Table] = {t.name: _with_core(t) for t in (PROF, PROF_PHASES, DECODE, PREFILL,
                                                             SERVER_ARGS, REQUESTS, VLLM_SPEC,
                                                             VLLM_STATS, VLLM_STAGES,
-                                                            VLLM_ITERATIONS, BENCH, BENCH_ITERS)}
+                                                            VLLM_ITERATIONS, BENCH, BENCH_ITERS,
+                                                            SPEC_PARAMS)}
 
 # The columns of the two large tables that the analyses read (summary, breakeven, reconcile,
 # compare, sweep, export, plot, report); every command but `parse` asks for only these, which

@@ -118,8 +118,8 @@ SPEED = 20.0
 SCRAPE = "250ms"
 REF_S = 300.0                  # simulated seconds of the reference instances
 FLEET_S = 200.0
-FLEET_SCALES = [round(0.7 * (1.7 / 0.7) ** (i / 18), 4) for i in range(19)]  # 19 cycle scales
-# (5 % apart) …
+FLEET_SCALES = [round(0.7 * (2.0 / 0.7) ** (i / 18), 4) for i in range(19)]  # 19 cycle scales
+# (6 % apart; acceptance alike: no per-request difficulty, a small drift) …
 COLLAPSED = 0.3                # … and one instance whose acceptance collapsed
 _ENV: dict = {}
 
@@ -129,11 +129,12 @@ def reference_phase(seed: int = 1) -> dict:
 
 
 def fleet_phases() -> list[list[dict]]:
+    alike = {"duration_s": FLEET_S, "difficulty_sd": 0.0, "drift_sd": 0.1}
     out = [[{"scenario": "reference", "seed": 100 + i,
-             "overrides": {"duration_s": FLEET_S, "cycle_scale": sc}}]
+             "overrides": {**alike, "cycle_scale": sc}}]
            for i, sc in enumerate(FLEET_SCALES)]
     out.append([{"scenario": "reference", "seed": 200,
-                 "overrides": {"duration_s": FLEET_S, "accept_probs": [COLLAPSED]}}])
+                 "overrides": {**alike, "accept_probs": [COLLAPSED]}}])
     return out
 
 

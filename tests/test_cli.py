@@ -195,7 +195,7 @@ def test_console_entry_exit_codes(tmp_path):
     assert usage.stderr.endswith(" (see 'eaglelog summary --help')\n")
     assert sh("compare", FIVE).stderr.count("\n") == 1      # usage errors: one line too
     assert "Usage: eaglelog [OPTIONS] COMMAND" in sh().stderr   # alone: the help
-    gate = sh("-q", "breakeven", "--baseline-toks", "1000", "--check", FIVE)
+    gate = sh("-q", "breakeven", "--baseline-toks", "150", "--check", FIVE)
     assert gate.returncode == 3 and "below" in gate.stdout.lower()
     out = tmp_path / "s.json"
     written = sh("-q", "summary", "-f", "json", "-o", out, FIVE)

@@ -218,3 +218,16 @@ def test_vllm_v0_counters_are_not_differenced():
     assert log.decode["accept_len"].isna().all()
     assert log.decode["gen_throughput_steps"].all()
     assert any("V0" in d.message and d.severity == "warning" for d in log.diagnostics)
+
+
+def test_compare_and_sweep_read_endpoints_as_runs(served):
+    """compare matches each endpoint to its run (names without eaglelog's parameters): the same
+    simulated run served as SGLang and as vLLM metrics is no detectable difference."""
+    r = CliRunner().invoke(main, ["compare", "--baseline-toks", "90", "--no-cache", *SCRAPE,
+                                  url(served, "sglang"), url(served, "vllm")])
+    assert r.exit_code == 0, r.output
+    assert f"{url(served, 'vllm', False)} vs reference" in r.stdout
+    assert "no detectable difference in the speedup" in r.stdout
+    s = CliRunner().invoke(main, ["sweep", "--baseline-toks", "90", "--no-cache", *SCRAPE,
+                                  url(served, "sglang"), url(served, "vllm")])
+    assert s.exit_code == 0 and "sweep of 2 runs" in s.stdout

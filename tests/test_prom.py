@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -164,4 +163,3 @@ def test_export_prometheus_rules_cli(tmp_path):
     assert no.exit_code == 2 and "--baseline-toks" in no.stderr
     missing = CliRunner().invoke(main, ["export", "-o", str(out)])
     assert missing.exit_code == 2 and "LOG" in missing.stderr
-    _ = time

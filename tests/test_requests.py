@@ -92,6 +92,81 @@ def test_identity_and_vllm_parsers_never_raise(text):
     parse_vllm_response('{"metrics": {"speculative_decoding": {"num_spec_steps": ' + text)
 
 
+# sglang_json.log: (rid, line, completion, verify, category); j8 has one token and no spec key
+JSON = [("j1", 2, 64, 25, "math"), ("j2", 3, 22, 8, None), ("j3", 4, 150, 50, "math"),
+        ("j4", 5, 500, 140, "chat"), ("j5", 6, 80, 40, "chat"), ("j6", 7, 121, 40, "chat"),
+        ("j7", 8, 97, 32, "math")]
+
+
+def test_sglang_json_table_every_release():
+    """The JSON format (v0.5.7 →) with the key sets of v0.5.7 – v0.5.10 (*_token_num), v0.5.11
+    (accepted/proposed drafts) and v0.5.12 → (num_correct_drafts and aliases), and a one-token
+    request of v0.5.9 → (no spec key at all)."""
+    r = rq.requests(F / "sglang_json.log", by="category")
+    t = r.to_frame().set_index("id")
+    assert list(t.index) == [q[0] for q in JSON] + ["j8"]
+    for rid, line, c, v, cat in JSON:
+        row = t.loc[rid]
+        assert (row["line_no"], row["steps"], row["step_tokens"]) == (line, v, c - 1)
+        assert row["tau"] == pytest.approx((c - 1) / v, abs=1e-12)
+        assert row["tau_printed"] == pytest.approx(c / v)
+        assert (row["category"] if isinstance(row["category"], str) else None) == cat
+        assert isinstance(row["prompt_hash"], str) and len(row["prompt_hash"]) == 16
+    assert missing(t.loc["j8", "steps"]) and math.isnan(t.loc["j8", "tau"])
+    run, = r.runs
+    assert (run.requests, run.without_steps) == (8, 1)
+    assert "1 with no verify step (one output token)" in " ".join(run.notes)
+    assert run.overall.pooled.estimate == pytest.approx(pooled(JSON), rel=1e-12)
+    g = {x.group: x for x in run.groups}
+    assert {k: x.requests for k, x in g.items()} == {"chat": 3, "math": 3, "unknown": 1}
+    for name in ("chat", "math"):
+        assert g[name].pooled.estimate == pytest.approx(pooled([q for q in JSON
+                                                                if q[4] == name]))
+
+
+def _vllm_truth(path):
+    """(id, spec steps, accepted) of every saved response that carries the metrics, read here."""
+    out = []
+    for line in path.read_text().splitlines():
+        obj = json.loads(line[len("data: "):] if line.startswith("data: ") else line)
+        sd = (obj.get("metrics") or {}).get("speculative_decoding")
+        if sd:
+            out.append((obj["id"], sd["num_spec_steps"], sd["num_accepted_draft_tokens"]))
+    return out
+
+
+@pytest.mark.parametrize("name", ["sglang_text.log", "sglang_json.log", "paired_ref.log",
+                                  "paired_rid_ref.log", "specbench_categories.log",
+                                  "eagle_categories.log", "vllm_responses.log",
+                                  "specforge_results.log", "specbench_ref.jsonl"])
+def test_every_source_alone_through_the_cli(run, name):
+    """Each source by itself (the bench table then holds only its own columns)."""
+    r = run("requests", "--no-cache", "-f", "json", "--by", "category", F / name)
+    assert r.exit_code == 0, r.stderr
+    j = json.loads(r.stdout)
+    if name == "specforge_results.log":
+        assert j["runs"] == [] and len(j["workloads"]) == 6
+        return
+    run_, = j["runs"]
+    assert run_["overall"]["requests"] >= 3
+    if name == "vllm_responses.log":
+        truth = _vllm_truth(F / name)
+        assert run_["requests"] == len(truth) == 3
+        want = sum(s + a for _, s, a in truth) / sum(s for _, s, a in truth)
+        assert run_["overall"]["pooled_accept_len"]["estimate"] == pytest.approx(want)
+        assert run_["origins"] == {"vllm": 3}
+
+
+def test_whole_run_benchmark_results_are_no_requests(run):
+    """bench_serving --output-details keeps no per-request acceptance: a clear error that says
+    what the file holds."""
+    r = run("requests", "--no-cache", F / "bench_serving_details.log")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "2 whole-run result(s) of sglang.bench_serving (line 1: accept length 3.12 " \
+        "(server-lifetime))" in r.stderr and "no per-request acceptance" in r.stderr
+
+
 def test_benchmark_sources_give_per_request_rows():
     log = eaglelog.parse([F / "specbench_categories.log", F / "eagle_categories.log",
                           F / "vllm_responses.log"])
@@ -104,7 +179,7 @@ def test_benchmark_sources_give_per_request_rows():
     assert ea.loc["81", "tau"] == pytest.approx(340 / (60 + 42)) and ea.loc["101", "category"] \
         == "math"
     vl = t[t["origin"] == "vllm"].set_index("id")
-    assert vl.loc["cmpl-1", "tau"] == pytest.approx(1 + 10 / 24)    # 1 + accepted / spec steps
+    assert vl.loc["cmpl-1", "tau"] == pytest.approx(1 + 13 / 24)    # 1 + accepted / spec steps
     assert vl.loc["cmpl-2", "prompt_tokens"] == 300 and vl.loc["cmpl-2", "finish_reason"] == \
         "length"
     assert len(vl) == 3                                  # the response without metrics: no row
@@ -364,6 +439,21 @@ def test_plot_requests_real_render(run, tmp_path):
     res = run("plot", "--no-cache", "--kind", "requests", "-o", out, F / "sglang_text.log")
     assert res.exit_code == 0, res.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_readme_picture_is_what_make_figures_renders(run, tmp_path):
+    """docs/img/requests.png (the README's) is the output of docs/make_figures.py's 'requests'
+    command, byte for byte (the rendering is deterministic)."""
+    pytest.importorskip("matplotlib")
+    import runpy
+    from conftest import ROOT
+
+    figures = runpy.run_path(str(ROOT / "docs" / "make_figures.py"))["FIGURES"]
+    out = tmp_path / "requests.png"
+    res = run("plot", "--no-cache", "-q", "--kind", "requests", "-o", out,
+              *[ROOT / a for a in figures["requests"]])
+    assert res.exit_code == 0, res.stderr
+    assert out.read_bytes() == (ROOT / "docs" / "img" / "requests.png").read_bytes()
 
 
 # ------------------------------------------------------------------ the simulation test

@@ -121,7 +121,9 @@ def test_sync_mode_blocks_give_the_phase_shares(run, tmp_path):
     out = r.stdout
     assert "not measured: 42 sync-mode blocks only (exact phase shares" in out
     assert "Target verify      95.5% of the cycle   ← bottleneck" in out
-    assert "27.28 ms" not in out
+    # the cycle time comes from the decode lines, never from the sync-mode blocks' TOTAL
+    assert "derived cycle   27.28 ms  [27.14 … 27.42]   decode lines" in out
+    assert "27.28 ms  [27.27" not in out
     d = strict_json(run("-q", "summary", "-f", "json", p).stdout)
     assert d["cycle_ms"] is None and d["phases_from"] == "42 sync-mode blocks"
     assert [round(x["pct"], 1) for x in d["phases"]] == [3.5, 95.5, 1.1, 0.0]

@@ -37,9 +37,9 @@ def served(tmp_path_factory):
     inst = [{"port": ports["sglang_collapse"], "engine": "sglang", "phases": [GOOD, BAD]},
             {"port": ports["vllm_collapse"], "engine": "vllm", "phases": [GOOD, BAD]},
             {"port": ports["sglang_steady"], "engine": "sglang",
-             "phases": [{**GOOD, "overrides": {"duration_s": 120.0}}]},
+             "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]},
             {"port": ports["vllm_steady"], "engine": "vllm",
-             "phases": [{**GOOD, "overrides": {"duration_s": 120.0}}]}]
+             "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]}]
     proc = start_exporter(tmp_path_factory.mktemp("watch"), inst)
     yield ports
     proc.kill()
@@ -55,7 +55,7 @@ def url(ports, name):
 def watch(args):
     # one refresh per scrape: --for one window (5 simulated seconds), as fast as it goes
     return CliRunner().invoke(main, ["watch", "--interval", "0.02", "--for", f"{ADVANCE:g}s",
-                                     "--window", "60s", "--count", "30", *args])
+                                     "--window", "60s", "--count", "16", *args])
 
 
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
@@ -115,11 +115,12 @@ def test_fleet_ranks_twenty_instances(tmp_path_factory):
     want = [p for _, p in sorted(zip(truth, env["fleet_ports"]), reverse=True)]
     assert order == want
     assert [x["rank"] for x in got] == list(range(1, 21))
-    # speedup against the stated baseline: within 2 % of the truth, instance by instance
+    # speedup against the stated baseline: within 3 % of the truth, instance by instance (the
+    # instances are 6 % apart)
     for x, p in zip(got, order):
         t = truth[env["fleet_ports"].index(p)] / 90
-        assert x["speedup"] == pytest.approx(t, rel=0.02)
-    collapsed = got[-1]
+        assert x["speedup"] == pytest.approx(t, rel=0.03)
+    collapsed = got[order.index(env["fleet_ports"][-1])]
     assert collapsed["mark"] == "BELOW" and "accept length" in (collapsed["outlier"] or "")
     assert sum(1 for x in got if x["outlier"]) == 1
     below = {x["instance"] for x in got if x["mark"] == "BELOW"}

@@ -27,7 +27,7 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from . import rate
+from . import engines, rate
 from .windows import decode_interval, rows_where, windows
 
 VERDICTS = ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
@@ -349,7 +349,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
-    notes: list[str] = []
+    log, notes = engines.apply(log, source)    # engine/version corrections (docs/engines.md)
     base = baseline_side(baseline, confidence, notes)
     cfg, win = run_windows(log, source)
     fit = rate.fit(win, confidence, base.step_of, warmup=warmup)

@@ -505,9 +505,12 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
     for run in runs[1:]:
         common = [k for k in ref.metrics if k in run.metrics]
         if not common:
+            hint = ("; a run without speculation is the baseline of a speculative one: "
+                    "`eaglelog breakeven --baseline-log BASE.log SPEC.log`"
+                    if not run.metrics or not ref.metrics else "")
             raise EaglelogError(f"{run.label} and {ref.label} have no metric in common (one has "
                                 f"{', '.join(run.metrics) or 'none'}, the other "
-                                f"{', '.join(ref.metrics) or 'none'})")
+                                f"{', '.join(ref.metrics) or 'none'}){hint}")
         family = [k for k in common if k not in PRIMARY]
         if primary:
             m = compare_metric(ref.metrics[primary], run.metrics[primary], run.label,

@@ -180,6 +180,17 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     rs = None
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
+    its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
+    if np.isfinite(drafts).any() and len(pline):
+        # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
+        # over the window's iterations (printed, or drafts / batch), not decode_log_interval
+        iters = np.where(np.isfinite(drafts) & (b > 0), drafts / np.where(b > 0, b, 1), interval)
+        if its is not None:
+            iters = np.where(np.isfinite(its) & (its > 0), its, iters)
+        x[:, :2] *= (interval / np.maximum(iters, 1e-9))[:, None]
+        for s_ in np.unique(key):
+            idx = np.flatnonzero(key == s_)
+            x[idx[1:], 2:] = x[idx[:-1], :2]
     if np.isfinite(drafts).any() or np.isfinite(prompt).any():
         # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
         # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
@@ -294,7 +305,9 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     in the usable windows), 'corrected' (prefill time estimated and removed) or 'upper bound'
     (prefill work that cannot be told apart from the cycle: it stays in)."""
     bs = win.b[use]
-    lo, hi = (float(bs.min()), float(bs.max())) if len(bs) else (1.0, 1.0)
+    if not len(bs):
+        return ModelSpec((), (0,), (1.0, 1.0)), "clean"
+    lo, hi = float(bs.min()), float(bs.max())
     scale = ((lo + hi) / 2, max((hi - lo) / 2, 1e-9))
     smooth = (0,) if np.ptp(bs) == 0 else (0, 1) if len(np.unique(bs)) < 4 else (0, 1, 2)
     xs = tuple(k for k in range(N_X) if np.ptp(win.x[use, k]) > 0)
@@ -403,7 +416,17 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         use &= covered
         acc &= covered
         step = np.where(covered, step, 0.0)
-    thetas, terms = _point_and_terms(win, use, acc, step, spec)
+    strata = strata_of(win.r, use | acc)
+    prec = None
+    if use.sum() > 10:
+        th0, _ = _point_and_terms(win, use, acc, None, spec, None, strata)
+        z0 = win.y - win.x @ th0["_beta"]
+        res0 = np.where(use, z0, np.nan)
+        for g in np.unique(strata[use]):
+            m = use & (strata == g)
+            res0[m] -= np.median(z0[m])
+        prec = precision(win, use, res0)
+    thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
     beta = thetas.pop("_beta")
     n = win.n
     ests, facts = stats.influence_estimates(
@@ -422,7 +445,8 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         alt = win.restrict(np.ones(win.n, dtype=bool))
         alt.y = np.where(alt.b > 0, win.y * win.r / np.where(win.b > 0, win.b, 1.0), np.nan)
         alt.b = win.r.astype(float)
-        th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec)
+        th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec, prec,
+                                     strata)
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
         # requests finishing and admitted inside a window move its mean batch in ways neither
@@ -536,45 +560,103 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     return out
 
 
+def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
+    """Strata of the printed batch size for post-stratification: each #running-req value, a
+    value with fewer than ``least`` usable windows merged with its neighbours (by size)."""
+    out = np.full(len(r), -1, dtype=np.int64)
+    vals = np.unique(r[use & np.isfinite(r)])
+    if not len(vals):
+        return out
+    counts = np.array([int((use & (r == v)).sum()) for v in vals])
+    group, acc, code = {}, 0, 0
+    for v, c in zip(vals, counts):
+        group[v] = code
+        acc += c
+        if acc >= least:
+            code, acc = code + 1, 0
+    if acc and code > 0:             # a short last group joins the one before
+        for v in vals:
+            if group[v] == code:
+                group[v] = code - 1
+    for v, g in group.items():
+        out[r == v] = g
+    return out
+
+
+def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
+    """Weights for a heteroskedastic fit: windows without prefill work (here and in the window
+    before) and windows with it scatter differently (a prefill brings its own spread, and the
+    idle time around a request boundary); each group's inverse robust variance."""
+    out = np.ones(win.n)
+    clean = (win.x == 0).all(axis=1)
+    groups = [use & clean, use & ~clean]
+    var = []
+    for g in groups:
+        if g.sum() < 5:
+            return out
+        r = res[g]
+        mad = float(np.median(np.abs(r - np.median(r)))) * 1.4826
+        var.append(mad * mad)
+    if min(var) <= 0:
+        return out
+    ref = min(var)
+    out[clean] = ref / var[0]
+    out[~clean] = ref / var[1]
+    return out
+
+
 def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
-                     spec: ModelSpec) -> tuple[dict, dict]:
+                     spec: ModelSpec, prec: np.ndarray | None = None,
+                     strata: np.ndarray | None = None) -> tuple[dict, dict]:
     """The OUTPUTS' point estimates and, per window, the terms of their logarithms (zero for
-    a window that does not count), conditional on the run's batch mix: the cycle's terms come
-    from the residuals of the fitted model (its scores, through the regression's sensitivity),
-    not from the spread of the batch sizes, so that a run whose batch grows over time is not
-    taken for a noisy one.  A stated baseline is exact given the mix (its terms: None)."""
+    a window that does not count), conditional on the run's batch mix.
+
+    β comes from the weighted fit (request-steps × ``prec``, the precision of the window's
+    group); the cycle is post-stratified by the printed batch size (``strata``): within each
+    stratum the precision-weighted mean of y − β·x, the strata combined with the run's own
+    request-step shares.  Its terms are each window's deviation from its stratum's mean and
+    its share of β's error (the regression's score through the sensitivity of the cycle to
+    β) — not the spread of the batch sizes, so a run whose batch grows over time is not taken
+    for a noisy one.  The accept length likewise (within-stratum deviations).  A stated
+    baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     Z = _design(win, spec.scale)[:, keep]
     ns = len(spec.smooth)
     wu = np.where(use, win.w, 0.0)
+    pr = np.ones(win.n) if prec is None else prec
+    om = wu * pr
     W = float(wu.sum())
+    st = strata if strata is not None else np.where(use | acc, 0, -1)
     nan = math.nan
     th = {k: nan for k in OUTPUTS}
     terms: dict[str, np.ndarray | None] = {k: None for k in OUTPUTS}
     beta = np.zeros(N_X)
     y = np.where(use, win.y, 0.0)
     if W > 0 and use.sum() > len(keep):
-        A = Z[use].T @ (Z[use] * wu[use, None])
+        A = Z[use].T @ (Z[use] * om[use, None])
         Ainv = np.linalg.pinv(A)
-        gamma = Ainv @ (Z[use].T @ (wu[use] * y[use]))
+        gamma = Ainv @ (Z[use].T @ (om[use] * y[use]))
         beta[list(spec.xs)] = gamma[ns:]
         e = np.where(use, y - Z @ gamma, 0.0)
         zc = np.where(use, y - win.x @ beta, 0.0)
-        cyc = float((wu * zc).sum() / W)
-        g = (Z * wu[:, None]).sum(axis=0) / W
-        g[ns:] = 0.0
-        psi_w = wu * e                                   # each window's score weight
-        h = Z @ (Ainv @ g)                               # sensitivity of ĉ to a window's score
+        cyc, direct, xbar = 0.0, np.zeros(win.n), np.zeros(len(keep))
+        for g in np.unique(st[use]):
+            m = use & (st == g)
+            Og = float(om[m].sum())
+            share = float(wu[m].sum()) / W
+            cg = float((om[m] * zc[m]).sum() / Og)
+            cyc += share * cg
+            direct[m] = share * om[m] * (zc[m] - cg) / Og
+            xbar[ns:] += share * (Z[m, ns:] * om[m, None]).sum(axis=0) / Og
+        dbeta = (Z * (om * e)[:, None]) @ Ainv.T        # each window's share of γ's error
         th["cycle_ms"] = cyc
-        terms["cycle_ms"] = psi_w * h / cyc
+        terms["cycle_ms"] = (direct - dbeta @ xbar) / cyc
         n1 = float(use.sum())
         cyc_it = float(zc.sum() / n1)
-        g1 = Z[use].mean(axis=0)
-        g1[ns:] = 0.0
-        e_mean = float(e[use].mean())
+        x1 = np.zeros(len(keep))
+        x1[ns:] = Z[use, ns:].mean(axis=0)
         th["cycle_ms_iter"] = cyc_it
-        terms["cycle_ms_iter"] = (psi_w * (Z @ (Ainv @ g1)) +
-                                  np.where(use, (e - e_mean) / n1, 0.0)) / cyc_it
+        terms["cycle_ms_iter"] = (np.where(use, (zc - cyc_it) / n1, 0.0) - dbeta @ x1) / cyc_it
         if step is not None:
             th["step_ms"] = float((wu * step).sum() / W)
     wa = np.where(acc, win.w, 0.0)
@@ -582,8 +664,13 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     if Wa > 0:
         a = np.where(acc, win.a, 0.0)
         tau = float((wa * a).sum() / Wa)
+        dev = np.zeros(win.n)
+        for g in np.unique(st[acc]):
+            m = acc & (st == g)
+            tg = float((wa[m] * a[m]).sum() / wa[m].sum())
+            dev[m] = wa[m] * (a[m] - tg)
         th["accept_len"] = tau
-        terms["accept_len"] = wa * (a - tau) / Wa / tau
+        terms["accept_len"] = dev / Wa / tau
     if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
         th["rate"] = th["accept_len"] / th["cycle_ms"]
         terms["rate"] = terms["accept_len"] - terms["cycle_ms"]

@@ -18,14 +18,15 @@ from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .breakeven import accept_from_windows, diluted, one_source
-from .windows import rows_where
+from . import engines, rate
+from .breakeven import accept_from_windows, diluted, one_source, prof_cycle, run_windows
+from .windows import decode_interval, rows_where
 
 
 @dataclass(frozen=True)
 class Finding:
     factor: str
-    verdict: str   # 'explains', 'partly', 'no', 'n/a'
+    verdict: str   # 'explains', 'possible', 'partly', 'no', 'n/a'
     text: str
 
     def to_dict(self) -> dict:
@@ -45,6 +46,7 @@ class ReconcileResult:
     recommended: str
     eff_tok_s_printed: Estimate | None
     eff_tok_s_recomputed: Estimate | None
+    run_accept_len: Estimate | None = None     # the whole run's: what breakeven uses
 
     def to_dict(self) -> dict:
         return {"source": self.source, "confidence": self.confidence,
@@ -57,7 +59,8 @@ class ReconcileResult:
                 "eff_tok_s_printed": self.eff_tok_s_printed.to_dict()
                 if self.eff_tok_s_printed else None,
                 "eff_tok_s_recomputed": self.eff_tok_s_recomputed.to_dict()
-                if self.eff_tok_s_recomputed else None}
+                if self.eff_tok_s_recomputed else None,
+                "run_accept_len": self.run_accept_len.to_dict() if self.run_accept_len else None}
 
 
 def _aligned_windows(blocks: pd.DataFrame, w: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -77,8 +80,9 @@ def _aligned_windows(blocks: pd.DataFrame, w: pd.DataFrame) -> tuple[pd.DataFram
 
 
 def reconcile(log: ParsedLog, *, source: str | None = None,
-              confidence: float = 0.95) -> ReconcileResult:
+              confidence: float = 0.95, warmup="auto") -> ReconcileResult:
     source = source or log.sources[0].name
+    log, engine_notes = engines.apply(log, source)    # corrections (docs/engines.md)
     cfg, w = one_source(log, source)
     p = log.prof[(log.prof["source"] == source)]
     p = p[p["complete"].fillna(False).astype(bool)].sort_values("line_no")
@@ -97,7 +101,8 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
     sg = accept_from_windows(aligned, confidence)
     ratio = stats.combine(prof_acc.estimate / sg.estimate, [(prof_acc, 1), (sg, -1)],
                           confidence, "profiler / SGLang")
-    findings: list[Finding] = []
+    findings: list[Finding] = [Finding("engine accounting", "explains", n)
+                               for n in engine_notes]
 
     # 1. the bonus token
     plus1 = prof_acc.estimate + 1
@@ -138,10 +143,12 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
     # 4. prefill dilution
     dec = rows_where(log.decode, log.decode["source"] == source)
     if diluted(dec):
-        findings.append(Finding("prefill dilution", "no",
+        above = ratio.sufficient and ratio.ci_low > 1
+        findings.append(Finding("prefill dilution", "partly" if above else "no",
                                 "SGLang's lines are from ≤ v0.5.3.post1, where each prefilled "
-                                "request adds a 1.0 sample: SGLang's value is biased DOWN, which "
-                                "would make it smaller than the true value, not larger"))
+                                "request adds a 1.0 sample: SGLang's value is biased DOWN" +
+                                (", which goes some way to put the profiler above it" if above
+                                 else ", which would make it smaller, not larger")))
     else:
         findings.append(Finding("prefill dilution", "no", "the decode lines print accept rate "
                                 "or a newer header: no prefill samples in SGLang's value"))
@@ -150,7 +157,61 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
     findings.append(Finding("sync mode", "no",
                             f"{n_sync} sync-mode block(s): synchronising slows the cycle but does "
                             "not change tokens per cycle" if n_sync else "all blocks are no-sync"))
-    # 6. per-request views
+    # 6. double counting: a ratio near 1/n (n cycles counted per decode iteration: one per
+    # forward, draft and verify, or one per draft step)
+    steps = cfg.get("speculative_num_steps")
+    if ratio.sufficient and ratio.estimate < 0.95:
+        for n in range(2, 9):
+            if ratio.ci_low <= 1 / n <= ratio.ci_high:
+                why = (f"one per draft step (num_steps = {steps})" if steps == n else
+                       "one per forward pass (draft and verify)" if n == 2 else
+                       f"{n} per decode iteration")
+                findings.append(Finding("cycles counted per iteration", "possible",
+                                        f"the ratio {ratio.estimate:.3f} is 1/{n} within its "
+                                        f"interval: a profiler that counts {why} gives exactly "
+                                        "this; check where the patch increments its cycle "
+                                        "counter"))
+                break
+    # 7. the bonus token's meaning flipped between SGLang's spec workers: v1 returns accepted
+    # drafts (no bonus), v2 (enable_beta_spec, SGLANG_ENABLE_SPEC_V2, default from v0.5.11)
+    # accept lengths that include it (sglang.md §3.7b)
+    v2 = bool(cfg.get("enable_beta_spec"))
+    if sg.sufficient and sg.ci_low <= prof_acc.estimate <= sg.ci_high:
+        findings.append(Finding("bonus token (spec v2)", "explains",
+                                "the profiler equals SGLang's value: it counts the bonus too, as "
+                                "the spec-v2 worker's accept lengths do" +
+                                (" (enable_beta_spec=True)" if v2 else "")))
+    elif v2:
+        findings.append(Finding("bonus token (spec v2)", "no",
+                                "enable_beta_spec=True: the worker's accept lengths include the "
+                                "bonus, yet the profiler differs from SGLang's value"))
+    # 8. profiler cycles that include prefill or idle calls: tokens per cycle diluted by the
+    # prefill batches of the profiled period (estimated from its Prefill lines)
+    pre = rows_where(log.prefill, log.prefill["source"] == source)
+    if len(pre) and len(aligned) and ratio.sufficient and ratio.estimate < 1:
+        lo_line, hi_line = aligned["line_no"].min(), aligned["line_no"].max()
+        n_pre = int(((pre["line_no"] >= lo_line) & (pre["line_no"] <= hi_line)).sum())
+        iters = len(aligned) * decode_interval(cfg)
+        diluted_by = iters / (iters + n_pre)
+        if n_pre and ratio.ci_low <= diluted_by <= ratio.ci_high:
+            findings.append(Finding("prefill calls counted as cycles", "explains",
+                                    f"{n_pre} prefill batches beside {iters} decode iterations "
+                                    f"in the profiled period: counting them as cycles gives a "
+                                    f"ratio of {diluted_by:.3f}, inside the interval"))
+        elif n_pre:
+            findings.append(Finding("prefill calls counted as cycles", "no",
+                                    f"{n_pre} prefill batches beside {iters} decode iterations "
+                                    f"would give a ratio of {diluted_by:.3f}, outside "
+                                    f"[{ratio.ci_low:.3f} … {ratio.ci_high:.3f}]"))
+    # 9. DP ranks: SGLang's windows of several DP ranks against the blocks of one
+    if "dp" in dec.columns and dec["dp"].nunique() > 1:
+        ranks = sorted(int(x) for x in dec["dp"].dropna().unique())
+        pr = sorted(int(x) for x in p["dp"].dropna().unique()) if "dp" in p.columns else []
+        findings.append(Finding("DP rank", "partly" if pr and len(pr) < len(ranks) else "n/a",
+                                f"the decode lines come from DP ranks {ranks}, the profile "
+                                f"blocks from {pr or 'unknown ranks'}: compare one rank with "
+                                "the same rank (acceptance differs between ranks' batches)"))
+    # 10. per-request views
     req = requests_views(log, source)
     if req:
         findings.append(Finding("per-request accept length", "n/a",
@@ -159,7 +220,7 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 f"per step (completion−1)/verify_ct = {req['mean_per_step']:.3f}, "
                                 f"pooled over requests = {req['pooled_per_step']:.3f} — the "
                                 "pooled per-step value is SGLang's quantity"))
-    explained = any(f.verdict == "explains" for f in findings)
+    explained = any(f.verdict in ("explains", "possible") for f in findings)
     if not explained and sg.sufficient and prof_acc.sufficient and \
             (ratio.ci_high < 1 or ratio.ci_low > 1):
         findings.append(Finding("unexplained", "n/a",
@@ -167,16 +228,25 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 "profiler's token count is defined differently (check what the "
                                 "patch counts per cycle: accepted drafts only, one request of "
                                 "the batch, tokens after EOS trimming)"))
-    recommended = (f"use SGLang's per-batch accept len ({sg.estimate:.3f}) in the break-even "
-                   "formula: it counts every token a cycle commits per request (bonus included), "
-                   "which is what one baseline step (one token per request) is compared with")
+    # the numbers break-even uses (the rate model over the whole run): one set of numbers
+    _, win = run_windows(log, source)
+    fit = rate.fit(win, confidence, None, warmup=warmup)
+    run_acc = fit["accept_len"]
+    cyc, how_cyc = fit["cycle_ms"], "the derived cycle"
+    if not (fit.kind != "upper bound" and cyc.sufficient):
+        prof = prof_cycle(log, source, confidence, [])
+        if prof is not None:
+            cyc, how_cyc = prof, "TOTAL"
+    recommended = (f"use SGLang's per-batch accept len ({run_acc.estimate:.3f}, the whole run's, "
+                   "as breakeven does) in the break-even formula: it counts every token a cycle "
+                   "commits per request (bonus included), which is what one baseline step (one "
+                   "token per request) is compared with")
     eff_p = stats.weighted_mean(p["eff_tok_s"].to_numpy(), p["cycles"].to_numpy(float),
                                 confidence, "printed by the profiler")
-    tot = stats.weighted_mean(p["total_ms"].to_numpy(), p["cycles"].to_numpy(float), confidence)
-    eff_r = stats.combine(1000 * sg.estimate / tot.estimate, [(sg, 1), (tot, -1)], confidence,
-                          "1000 × SGLang accept len / TOTAL")
+    eff_r = stats.combine(1000 * run_acc.estimate / cyc.estimate, [(run_acc, 1), (cyc, -1)],
+                          confidence, f"1000 × SGLang accept len / {how_cyc}")
     return ReconcileResult(source, confidence, how, prof_acc, sg, ratio, req, tuple(findings),
-                           recommended, eff_p, eff_r)
+                           recommended, eff_p, eff_r, run_acc)
 
 
 def requests_views(log: ParsedLog, source: str) -> dict | None:

@@ -279,11 +279,14 @@ def request_table(log) -> pd.DataFrame:
         parts.append(pd.DataFrame({
             "source": b["source"].astype(str), "line_no": b["line_no"],
             "startup": b["startup"], "origin": tool.map(lambda t: _ORIGIN.get(t, t)),
-            "id": b["label"], "category": _col(b, "category", n), "label": None,
+            "id": _col(b, "label", n), "category": _col(b, "category", n), "label": None,
             "finish_reason": _col(b, "finish_reason", n).astype(object),
-            "prompt_tokens": _col(b, "prompt_tokens", n), "output_tokens": b["output_tokens"],
+            "prompt_tokens": _col(b, "prompt_tokens", n),
+            "output_tokens": _col(b, "output_tokens", n),
             "steps": _col(b, "steps", n), "step_tokens": _col(b, "step_tokens", n),
-            "tau_printed": b["accept_len"], "e2e_latency": b["duration_s"],
+            # the bench table holds only the columns its rows fill: a file of saved vLLM
+            # responses alone has no duration_s (no latency in a response)
+            "tau_printed": _col(b, "accept_len", n), "e2e_latency": _col(b, "duration_s", n),
             "prompt_hash": None, "timestamp": pd.NaT}))
     if not parts:
         return _typed(pd.DataFrame(columns=list(REQUEST_COLUMN_NAMES)))
@@ -647,6 +650,28 @@ def _workloads(log) -> tuple[dict, ...]:
     return tuple(out)
 
 
+def _no_request(log) -> str:
+    """Why an input gives no request row: what it does hold, and what would give rows."""
+    names = ", ".join(s.name for s in log.sources)
+    msg = (f"{names}: no finished request to analyse: SGLang logs need --log-requests (Finish: "
+           "lines); benchmark outputs need per-question records (Spec-Bench / EAGLE answer "
+           "files, saved vLLM responses with --per-request-spec-decode-metrics)")
+    b = log.bench
+    if len(b):
+        runs = b[(b["scope"] == "run").to_numpy(dtype=bool, na_value=False)]
+        if len(runs):
+            r = runs.iloc[0]
+            tools = ", ".join(dict.fromkeys(runs["tool"].astype(str)))
+            al = _f(r.get("accept_len"))
+            what = (f"accept length {al:.4g} ({_str(r.get('accept_len_def')) or 'pooled'})"
+                    if al is not None else "no accept length")
+            msg += (f"; it holds {len(runs)} whole-run result(s) of {tools} (line "
+                    f"{_int(r['line_no'])}: {what}), which keep no per-request acceptance "
+                    "(bench_serving --output-details saves lengths and latencies per request, "
+                    "no verify counts): see `eaglelog parse`")
+    return msg
+
+
 def requests(logs, *, by: str | None = None, breakeven: float | None = None,
              baseline=None, baseline_toks: float | None = None, baseline_log=None,
              confidence: float = 0.95, outliers: int = 5,
@@ -678,11 +703,7 @@ def requests(logs, *, by: str | None = None, breakeven: float | None = None,
     table = request_table(log)
     workloads = _workloads(log)
     if not len(table) and not workloads:
-        names = ", ".join(s.name for s in log.sources)
-        raise EaglelogError(f"{names}: no finished request to analyse: SGLang logs need "
-                            "--log-requests (Finish: lines); benchmark outputs need per-question "
-                            "records (Spec-Bench / EAGLE answer files, saved vLLM responses "
-                            "with --per-request-spec-decode-metrics)")
+        raise EaglelogError(_no_request(log))
     keys = group_keys(table, by)
     runs = []
     for run in dict.fromkeys(table["run"].tolist()):

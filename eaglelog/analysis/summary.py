@@ -54,6 +54,7 @@ class SummaryResult:
     phases_from: str | None = None
     cycle_derived: Estimate | None = None     # the rate model's cycle (decode lines)
     cycle_kind: str | None = None             # clean | corrected | upper bound
+    speculative: bool = True                  # the decode lines print an accept length
 
     def to_dict(self) -> dict:
         def d(e):
@@ -109,7 +110,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     info = next(i for i in log.sources if i.name == source)
     cfg = log.config(source)
     config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
-    notes: list[str] = []
+    log, notes = engines.apply(log, source)    # engine/version corrections (docs/engines.md)
     # span
     ends = []                  # (first, last) timestamp of each table (NaT skipped)
     for df in log.tables.values():
@@ -167,7 +168,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
         if len(use) else None
-    derived = fit["cycle_ms"] if fit is not None and win.spec else None
+    derived = fit["cycle_ms"] if fit is not None and math.isfinite(fit["cycle_ms"].estimate) \
+        else None
     eff = None
     if be is not None and be.eff_tok_s is not None and math.isfinite(be.eff_tok_s.estimate):
         eff = be.eff_tok_s
@@ -176,6 +178,11 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
                        None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
                        r.se_log, r.df, "1000 × accept length / cycle (decode lines)")
+    elif derived is not None and not win.spec:       # no speculation: a token per step
+        d = derived
+        eff = Estimate(1000 / d.estimate, None if d.ci_high is None else 1000 / d.ci_high,
+                       None if d.ci_low is None else 1000 / d.ci_low, d.n, d.confidence,
+                       d.se_log, d.df, "1000 / step (decode lines)")
     # the aggregate throughput the server printed: tokens over wall time, all windows but the
     # first of each series (whose start is unknown)
     t_all = None
@@ -203,7 +210,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
-                         fit.kind if fit is not None and win.spec else None)
+                         fit.kind if fit is not None else None, win.spec)
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,

@@ -194,6 +194,8 @@ def parse_mtbench_json(line: str) -> Parsed:
     if obj is None or "accept_length" not in obj:
         return Parsed(None, ["mtbench JSONL record is not a JSON object with 'accept_length' "
                              "(cut short?)"])
+    if "completed" in obj and ("backend" in obj or "output_throughput" in obj):
+        return parse_serving_json(obj)
     r = Reader()
     task = obj.get("task")
     rec = base("sglang.mtbench", "sglang", "run", "jsonl",
@@ -211,6 +213,38 @@ def parse_mtbench_json(line: str) -> Parsed:
     if rest:
         rec["extra"] = dump_json(rest)
     bad = _whole(rec, r, "mtbench JSONL record")
+    return bad or Parsed(rec, [], r.bad)
+
+
+def parse_serving_json(obj: dict) -> Parsed:
+    """bench_serving's --output-file record (one JSON line per run; python/sglang/benchmark/
+    serving.py, v0.5.18 / main): its 'accept_length' is the server's lifetime value of DP rank
+    0 (internal_states[0].avg_spec_accept_length), as in the printed block.  With
+    --output-details the line also holds per-request lists (input_lens, output_lens, ttfts,
+    itls, generated_texts, errors) with no acceptance count: they make no rows (their number is
+    kept in 'extra')."""
+    r = Reader()
+    backend = obj.get("backend")
+    engine = None
+    if isinstance(backend, str):
+        engine = "sglang" if backend.startswith("sglang") else \
+            "vllm" if backend.startswith("vllm") else None
+    details = obj.get("output_lens")
+    extra = {k: obj[k] for k in ("backend", "dataset_name", "request_rate", "max_concurrency")
+             if k in obj}
+    if isinstance(details, list):
+        extra["per_request_records"] = len(details)
+    rec = base("sglang.bench_serving", engine, "run", "jsonl",
+               accept_len=r(obj.get("accept_length"), to_float, "accept_length"),
+               requests=r(obj.get("completed"), to_int, "completed"),
+               duration_s=r(obj.get("duration"), to_float, "duration"),
+               output_tokens=r(obj.get("total_output_tokens"), to_int, "total_output_tokens"),
+               output_tok_s=r(obj.get("output_throughput"), to_float, "output_throughput"),
+               concurrency=r(obj.get("concurrency"), to_float, "concurrency"),
+               extra=dump_json(extra))
+    if rec.get("accept_len") is not None:
+        rec["accept_len_def"] = "server-lifetime"
+    bad = _whole(rec, r, "bench_serving JSONL record")
     return bad or Parsed(rec, [], r.bad)
 
 

@@ -64,8 +64,17 @@ class Diagnostic:
     more: int = 0              # > 0: stands for this many diagnostics of its kind not kept
 
     def __str__(self) -> str:
+        # one line on a terminal: a log's control characters (ESC, NUL, CR, U+2028 …) quoted
+        # in a message are written as escapes, never sent raw (issue 13: a log must not be
+        # able to drive the terminal or forge a second message line)
         where = f"{self.source}:{self.line_no}" if self.line_no else self.source
-        return f"{where}: {self.message}"
+        return _printable(f"{where}: {self.message}")
+
+
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass

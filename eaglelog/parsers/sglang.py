@@ -611,3 +611,31 @@ def check_request_identities(rec: dict) -> list[str]:
             out.append(f"accept histogram implies {sum(i * x for i, x in enumerate(hist))} "
                        f"accepted drafts, not {a}")
     return out
+
+
+# --------------------------------------------------------------------------- adaptive speculation
+
+# 'Adaptive spec params updated: steps 3 -> 5 (ema_accept_len=2.61)' (v0.5.11 →,
+# speculative/adaptive_spec_params.py _recompute_params; sglang.md §3.7b)
+SPEC_PARAMS_MARKER = "Adaptive spec params updated: "
+_SPEC_PARAMS_RX = re.compile(r"Adaptive spec params updated: steps (\d{1,9}) -> (\d{1,9})"
+                             r"(?: \(ema_accept_len=(\d{1,9}(?:\.\d{1,20})?)\))?", re.ASCII)
+
+
+def parse_spec_params_line(line: str) -> LineResult:
+    """An adaptive-speculation update line -> a 'spec_params' record (steps_from, steps_to,
+    ema_accept_len and the prefix columns)."""
+    idx = line.find(SPEC_PARAMS_MARKER)
+    if idx < 0:
+        return LineResult(None)
+    m = _SPEC_PARAMS_RX.match(line, idx)
+    if m is None:
+        return LineResult(None, ["'Adaptive spec params updated' line without 'steps A -> B'"])
+    rec: dict = dict(prefix_columns(line[:idx]))
+    problems: list[str] = []
+    rec["steps_from"], rec["steps_to"] = _int32(m.group(1)), _int32(m.group(2))
+    if m.group(3) is not None:
+        rec["ema_accept_len"] = _float(m.group(3))
+    elif "ema_accept_len=" in line[m.end():]:
+        problems.append("unreadable ema_accept_len")
+    return LineResult(rec, problems)

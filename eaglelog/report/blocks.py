@@ -140,6 +140,8 @@ def summary_block(s) -> str:
             out.append(f"    {p.phase:<18}{p.pct:5.1f}% of the cycle{mark}")
     if s.cycle_derived is not None and (s.cycle_ms is None or not s.blocks):
         label = "cycle" if s.cycle_ms is None and not s.phases else "derived cycle"
+        if not getattr(s, "speculative", True):
+            label = "step"
         out.append(f"  {label:<16}{num(s.cycle_derived.estimate)} ms  {ci(s.cycle_derived)}   "
                    f"{s.cycle_derived.source}")
     elif s.cycle_ms is None and not s.phases:
@@ -161,9 +163,11 @@ def summary_block(s) -> str:
         out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams, "
                    f"as printed, over {s.windows} decode windows")
     if s.eff_tok_s is not None:
+        how = ("1000 × accept length / cycle: the rate one request gets (what the break-even "
+               "compares)" if getattr(s, "speculative", True) else
+               "1000 / step: the rate one request gets (a baseline for --baseline-toks)")
         out.append(f"  {'per stream':<16}{num(s.eff_tok_s.estimate)} tok/s  {ci(s.eff_tok_s)}   "
-                   "1000 × accept length / cycle: the rate one request gets (what the "
-                   "break-even compares)")
+                   + how)
     if s.breakeven is not None:
         b = s.breakeven
         cyc = ""
@@ -212,7 +216,7 @@ def reconcile_block(r) -> str:
                    f"{q['mean_per_step']:.3f} · pooled {q['pooled_per_step']:.3f}")
     out.append("  what the log says:")
     for f in r.findings:
-        out.append(f"    {f.factor:<28}{f.verdict:<9}{f.text}")
+        out.append(f"    {f.factor:<32}{f.verdict:<9}{f.text}")
     out.append(f"  {'recommended':<20}{r.recommended}")
     if r.eff_tok_s_printed and r.eff_tok_s_recomputed:
         out.append(f"  {'eff tok/s':<20}printed {num(r.eff_tok_s_printed.estimate)} → "

@@ -632,6 +632,11 @@ def requests_figure(result: "RequestsResult") -> "Figure":
     against output length, repetition-loop suspects ringed.  The break-even accept length is a
     line when the result has one.  Several runs: one box per run and group."""
     t = result.table[result.table["tau"].notna()]
+    if not len(t):
+        from ..errors import EaglelogError
+        raise EaglelogError("no request with a per-request accept length to draw (benchmark "
+                            "results per workload only have no requests: see `eaglelog "
+                            "requests`)")
     runs = list(dict.fromkeys(t["run"].astype(str)))
     stats = {(r.run, g.group): g for r in result.runs
              for g in (r.groups or ((r.overall,) if r.overall else ()))}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tabulate import tabulate
+from tabulate import tabulate as _tabulate
 
 from ..stats import Estimate
 from .blocks import num
@@ -19,6 +19,11 @@ DEFINITIONS = {
     "vllm": "vLLM: τ_r = 1 + accepted draft tokens / spec steps (per-request "
             "mean_acceptance_length; the first token needs no step)",
 }
+
+
+def tabulate(rows, headers, **kw) -> str:
+    """tabulate's 'simple' table without the trailing blanks of its last column."""
+    return "\n".join(line.rstrip() for line in _tabulate(rows, headers=headers, **kw).split("\n"))
 
 
 def _ci(e: Estimate, digits: int = 4) -> str:
