@@ -2,7 +2,8 @@
 """Mutation fuzzing of every eaglelog command, and a C-vs-Python / 1-vs-N-workers differential.
 
     python benchmarks/fuzz.py --cases 300 --seed 1 --jobs 2 --out /tmp/eaglelog-fuzz
-    python benchmarks/fuzz.py --repro /tmp/eaglelog-fuzz/<finding>/case.json    # run one again
+    python benchmarks/fuzz.py --seed 1 --only 249 --jobs 1 --out /tmp/fz-again   # one case again
+    python benchmarks/fuzz.py --summarize --out /tmp/eaglelog-fuzz     # the summary, re-reduced
 
 A case is one mutated input (and a second one for the commands that take two logs), made by a
 seeded mutator from the bundled synthetic logs (sample_logs/, tests/fixtures/): byte flips, number
@@ -1191,7 +1192,7 @@ def differential(path: str, r: random.Random, variants=("pure-python", "small-ch
                  timeout: float | None = None) -> list[Finding]:
     """Scan one input under several configurations; each must match the reference (C
     accelerator, sequential, default chunks)."""
-    argv = ["parse", "-f", "json", "--table", "T", path]
+    argv = ["parse", "-f", "json", path]      # a timeout: the command that scans it the same way
     try:
         with time_limit(timeout):
             ref = snapshot(path)
@@ -1394,6 +1395,8 @@ def run_case(seed: int, index: int, workdir: str, commands: list[str] | None = N
 
 def still_fails(finding: Finding, workdir: Path, inputs: dict[str, bytes],
                 timeout: float = 60) -> bool:
+    if finding.kind == "timeout":
+        timeout = min(timeout, REDUCE_TIMEOUT)
     for name, data in inputs.items():
         (workdir / name).write_bytes(data)
     if finding.kind.startswith("diff-"):
@@ -1428,10 +1431,16 @@ def still_fails(finding: Finding, workdir: Path, inputs: dict[str, bytes],
     return False
 
 
+REDUCE_TIMEOUT = 8      # seconds: a candidate of a timeout finding that runs longer still hangs
+REDUCE_TIMEOUT_RUNS = 24   # a run that still hangs costs REDUCE_TIMEOUT: fewer of them
+
+
 def reduce_input(finding: Finding, workdir: Path, inputs: dict[str, bytes], name: str,
                  budget: int = 120) -> bytes:
     """ddmin over the lines of ``inputs[name]`` (then over the bytes of the longest remaining
     line) while ``finding`` still reproduces; at most ``budget`` runs."""
+    if finding.kind == "timeout":
+        budget = min(budget, REDUCE_TIMEOUT_RUNS)
     data = inputs[name]
     lines = data.split(b"\n")
     runs = 0

@@ -242,7 +242,7 @@ class ParsedLog:
                 return None
             m = (df["source"] == source).to_numpy(dtype=bool)
             if startup is not None:
-                m &= (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
+                m = m & (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
             return df[m].sort_values("line_no") if m.any() else None
 
         cfg = self.config(source, startup)

@@ -737,8 +737,9 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     finish(ctx, log)
 
 
-def _pfmt(p) -> str:
-    return "n/a" if p is None else "<0.001" if p < 0.001 else f"{p:.3f}"
+def _p_is(p, name: str = "p") -> str:
+    from .report.blocks import p_is
+    return p_is(p, name)
 
 
 def load_export_or_none(spec: str):
@@ -901,7 +902,7 @@ def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_dat
     if fail_on and r.verdict == "worse":
         if not ctx.obj["quiet"]:
             click.echo(f"eaglelog: regression: accept length per prompt {r.ratio.estimate:.4g}× "
-                       f"the reference (paired t-test, p = {_pfmt(r.p_value)})", err=True)
+                       f"the reference (paired t-test, {_p_is(r.p_value)})", err=True)
         ctx.exit(3)
     finish(ctx, ref)
     finish(ctx, new)
@@ -992,8 +993,8 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
             if not ctx.obj["quiet"]:
                 click.echo("eaglelog: regression: " + "; ".join(
                     f"{m.run}: {m.metric} {m.reference_mean:.4g} → {m.mean:.4g} {m.unit} "
-                    f"({m.verdict}; p = {_pfmt(m.p_value)}" +
-                    (f", Holm-adjusted {_pfmt(m.p_adjusted)}" if m.p_adjusted is not None
+                    f"({m.verdict}; {_p_is(m.p_value)}" +
+                    (f", {_p_is(m.p_adjusted, 'Holm-adjusted p')}" if m.p_adjusted is not None
                      else "") + ")" for m in worse), err=True)
             ctx.exit(3)
     if log is not None:
@@ -1307,8 +1308,9 @@ def _seconds(text, what):
 @baseline_option
 @click.option("--interval", default="15s", show_default=True, metavar="DURATION",
               help="Time between refreshes (and scrapes of http://…/metrics sources).")
-@click.option("--window", default="5m", show_default=True, metavar="DURATION",
-              help="The view's span: the windows of the last DURATION of each instance.")
+@click.option("--window", default="10m", show_default=True, metavar="DURATION",
+              help="The view's span: the windows of the last DURATION of each instance (a "
+                   "speedup interval needs 30 windows: 10m of 15s scrapes holds 40).")
 @click.option("--alert", "alerts", multiple=True, metavar="COND",
               help="A condition METRIC OP VALUE, e.g. 'speedup<1', 'accept_len<1.5' (metrics: "
                    "accept_len, accept_rate, speedup, rate, throughput); repeatable. When one "

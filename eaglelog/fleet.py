@@ -145,7 +145,13 @@ def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.9
         try:
             r = breakeven(sub, base, confidence=confidence)
         except EaglelogError as e:
-            raw.append(dict(instance=info.name, engine=info.engine or "", error=str(e)))
+            msg = str(e)
+            if msg.startswith(info.name + ": "):
+                msg = msg[len(info.name) + 2:]        # the row names the instance
+            if cfg.get("metrics_engine") and not cfg.get("speculative_algorithm"):
+                msg = ("not speculating: no accept length in its series (vLLM: no "
+                       "vllm:spec_decode_* counters; SGLang: sglang:spec_accept_length 0)")
+            raw.append(dict(instance=info.name, engine=info.engine or "", error=msg))
             continue
         eff = r.eff_tok_s
         sp = r.speedup if baseline is not None else None

@@ -398,6 +398,15 @@ def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], d
         notes.append((None, "metrics", "no sglang:realtime_tokens_total{mode=\"decode\"} "
                       "(SGLang before v0.5.7): decode tokens estimated from the gen_throughput "
                       "gauge (the latest Decode batch line's) × the window", "warning"))
+    if run.engine == "vllm" and not v0 and "drafts" not in counters:
+        notes.append((None, "metrics", "no vllm:spec_decode_num_drafts_total series: this "
+                      "instance does not speculate (or runs vLLM before #16665, 2025-04-24, or "
+                      "the answer lacks the series): no accept length", "warning"))
+    if run.engine == "sglang" and not any((v.get("accept_len") or 0) >= 1
+                                          for s in run.series.values() for v in s.values):
+        notes.append((None, "metrics", "sglang:spec_accept_length is 0 or absent: this "
+                      "instance does not speculate (or the answer lacks the series): no accept "
+                      "length", "warning"))
     k_seen: set[int] = set()
     for skey, s in run.series.items():
         if skey == ("tokenizer",) or len(s.t) < 1:

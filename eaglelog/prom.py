@@ -176,10 +176,11 @@ def read_into(rec: Recorder, url: str, match=(), since=None, until=None, step=No
             rec.add(url, name, labels, float(t), value)
     if step_s:
         _align(rec, url, step_s)
-    _targets(rec, url, base, matches, end)
+    _targets(rec, url, base, matches, end, partial=bool(warns))
 
 
-def _targets(rec: Recorder, url: str, base: str, matches: list, end: float) -> None:
+def _targets(rec: Recorder, url: str, base: str, matches: list, end: float,
+             partial: bool = False) -> None:
     """One error line per scraped target that gave no series: down (``up == 0``), or up
     without SGLang's or vLLM's families (SGLang without --enable-metrics, another exporter)."""
     have = {dict(rl).get("instance") for (src, _, rl) in rec.runs if src == url}
@@ -203,6 +204,8 @@ def _targets(rec: Recorder, url: str, base: str, matches: list, end: float) -> N
             rec.errors[name] = (
                 "Prometheus cannot scrape it (up == 0): is the server up and its /metrics "
                 "served (SGLang: --enable-metrics)?" if up in ("0", "0.0") else
+                "scraped, but its series are missing from Prometheus' partial answer (see "
+                "its warning): ask again, or ask the store that holds them" if partial else
                 "scraped, but without SGLang's or vLLM's metric families (sglang:…, vllm:…): "
                 "is it an SGLang server started without --enable-metrics, or another exporter?")
 

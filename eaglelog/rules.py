@@ -6,9 +6,11 @@ Per engine (docs/formats-metrics.md §5 gives the derivation):
 
 * accept length — vLLM: ``1 + rate(accepted[w]) / rate(drafts[w])``, exactly eaglelog's
   request-step weighted accept length over the same samples (``rate()``'s extrapolation cancels in
-  the ratio); SGLang: the ``sglang:spec_accept_length`` gauge (the latest Decode batch line's)
-  averaged over the window's scrapes (eaglelog weights each scrape by its request-steps; the two
-  differ by the spread of the gauge within the window).
+  the ratio); SGLang (v0.5.7 →): tokens per decode iteration / running requests,
+  ``rate(realtime_tokens{mode="decode"}[w]) / rate(cuda_graph_passes{mode=~"decode_.*"}[w]) /
+  avg_over_time(num_running_reqs[w])``, eaglelog's own estimate from the same counters (equal to
+  it while the batch is steady); before v0.5.7 (no such counters) ``or`` the
+  ``sglang:spec_accept_length`` gauge (the latest Decode batch line's) averaged over the window.
 * rate one request stream gets — tokens / (running requests × time): ``rate(tokens[w]) /
   avg_over_time(running[w])``.  This is the delivered rate, prefill and scheduling stalls
   included; eaglelog's ``breakeven`` removes the prefill time it can estimate, so under heavy
@@ -51,8 +53,15 @@ def expressions(baseline_toks: float, window: str = "5m", match: str | None = No
     vllm_al = (f"1 + {r('vllm:spec_decode_num_accepted_tokens_total')} / "
                f"{r('vllm:spec_decode_num_drafts_total')}")
     vllm_rate = f"{r('vllm:generation_tokens_total')} / {avg('vllm:num_requests_running')}"
-    sg_al = avg("sglang:spec_accept_length", "avg")
     decode = 'mode="decode"'
+    passes = 'mode=~"decode_.*"'
+    sg_al = (f"({r('sglang:realtime_tokens_total', decode)} / "
+             f"{r('sglang:cuda_graph_passes_total', passes)} / "
+             f"{avg('sglang:num_running_reqs', 'avg')}) or "
+             f"{avg('sglang:spec_accept_length', 'avg')}")
+    # (tokens and iterations summed over the schedulers, the batch averaged: with DP ranks, or
+    # TP ranks that all report, Σ tokens / Σ iterations / mean batch is still tokens per request
+    # and iteration)
     sg_rate = f"{r('sglang:realtime_tokens_total', decode)} / {avg('sglang:num_running_reqs')}"
     out = {}
     for eng, al, rate in (("vllm", vllm_al, vllm_rate), ("sglang", sg_al, sg_rate)):

@@ -179,7 +179,7 @@ def pooled(decode, spec=None) -> dict:
 class Watcher:
     """Reads the sources at each ``refresh`` and computes the views and firings."""
 
-    def __init__(self, sources, *, baseline=None, window: float = 300.0, alerts=(),
+    def __init__(self, sources, *, baseline=None, window: float = 600.0, alerts=(),
                  alert_for: float | None = None, interval: float = 15.0, match=(),
                  confidence: float = 0.95):
         self.sources = [str(s) for s in sources]
@@ -261,6 +261,14 @@ class Watcher:
         for d in log.diagnostics:
             if d.kind in ("restart", "metrics") and d.severity != "error":
                 notes.append(str(d))
+        from .stats import MIN_SERIES
+        few = [v.source for v in views if v.verdict == "insufficient data" and
+               0 < v.windows < MIN_SERIES]
+        if few:
+            notes.append(f"{len(few)} view{'s' if len(few) > 1 else ''} of fewer than "
+                         f"{MIN_SERIES} windows: no speedup interval (the window holds --window "
+                         "/ --interval scrapes of a /metrics source, --window / the scrape "
+                         "interval of a Prometheus one): a longer --window gives one")
         return WatchView(time.time(), tuple(views), tuple(firings), tuple(dict.fromkeys(notes)))
 
     def _span(self, sub, seconds: float):

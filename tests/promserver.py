@@ -108,6 +108,43 @@ class Prometheus:
         self._log.close()
 
 
+def broken_proxy(upstream: str, drop=None, mode: str = "partial"):
+    """An HTTP server in front of the real Prometheus ``upstream`` that answers as a Prometheus
+    in trouble does, for what a single real server cannot be made to do on demand:
+    ``mode="partial"`` — status success with a ``warnings`` list and the series ``drop(metric)``
+    selects left out of every query of series (a sharded or remote-read store that lost a
+    shard: Prometheus' partial_response); ``mode="html"`` — 503 with an HTML page (a proxy or
+    load balancer in front of a Prometheus that is down).  ``.server_port``; ``.shutdown()``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if mode == "html":
+                body = b"<html><body><h1>503 Service Unavailable</h1></body></html>"
+                self.send_response(503)
+                self.send_header("Content-Type", "text/html")
+            else:
+                with urllib.request.urlopen(upstream + self.path, timeout=10) as r:
+                    obj = json.loads(r.read())
+                res = obj.get("data", {}).get("result")
+                if isinstance(res, list) and "__name__" in urllib.parse.unquote(self.path):
+                    obj["data"]["result"] = [x for x in res if not drop(x.get("metric", {}))]
+                    obj["warnings"] = ["store 10.0.0.9:10901 unavailable: partial response"]
+                body = json.dumps(obj).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
 # ---------------------------------------------------------------------------------------------
 # One environment for the whole session (tests/test_prom.py and tests/test_watch_fleet.py): a
 # real exporter process serving simulated SGLang and vLLM instances in real time, SPEED times
@@ -117,10 +154,11 @@ class Prometheus:
 SPEED = 20.0
 SCRAPE = "250ms"
 REF_S = 300.0                  # simulated seconds of the reference instances
-FLEET_S = 200.0
+FLEET_S = 300.0                # as long as the reference runs: 60 windows each, no longer a replay
 FLEET_SCALES = [round(0.7 * (2.0 / 0.7) ** (i / 18), 4) for i in range(19)]  # 19 cycle scales
 # (6 % apart; acceptance alike: no per-request difficulty, a small drift) …
 COLLAPSED = 0.3                # … and one instance whose acceptance collapsed
+RULES_WINDOW = "10s"           # the generated rules' window: 10 s fit inside the 15 s replay
 _ENV: dict = {}
 
 
@@ -146,12 +184,15 @@ def shared_env(tmp_root: str) -> dict:
     import atexit
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    ports = {name: free_port() for name in ("sglang", "vllm", "down", "empty")}
+    ports = {name: free_port() for name in ("sglang", "vllm", "down", "empty", "restart")}
     fleet_ports = [free_port() for _ in fleet_phases()]
     inst = [{"port": ports["sglang"], "engine": "sglang", "phases": [reference_phase()]},
             {"port": ports["vllm"], "engine": "vllm", "phases": [reference_phase()]},
             {"port": ports["down"], "mode": "404", "phases": []},
-            {"port": ports["empty"], "mode": "empty", "phases": []}]
+            {"port": ports["empty"], "mode": "empty", "phases": []},
+            # an SGLang server restarted half-way: its counters start again from 0
+            {"port": ports["restart"], "engine": "sglang", "phases": [reference_phase(5)],
+             "restart_at_s": REF_S / 2}]
     for i, (port, ph) in enumerate(zip(fleet_ports, fleet_phases())):
         inst.append({"port": port, "engine": "sglang" if i % 2 else "vllm", "phases": ph,
                      "model": "/models/llama-3.1-8b-instruct"})
@@ -171,10 +212,11 @@ def shared_env(tmp_root: str) -> dict:
     rules = os.path.join(tmp_root, "rules.yml")
     from eaglelog.rules import rules_yaml
     with open(rules, "w") as f:
-        f.write(rules_yaml(90 * SPEED, window="30s", hold="0s"))
+        f.write(rules_yaml(90 * SPEED, window=RULES_WINDOW, hold="0s"))
     prom = Prometheus(os.path.join(tmp_root, "prom"),
                       {"reference": [f"127.0.0.1:{ports[k]}" for k in ("sglang", "vllm")],
-                       "broken": [f"127.0.0.1:{ports[k]}" for k in ("down", "empty")],
+                       "broken": [f"127.0.0.1:{ports[k]}" for k in ("down", "empty",
+                                                                     "restart")],
                        "fleet": [f"127.0.0.1:{p}" for p in fleet_ports]},
                       scrape_interval=SCRAPE, rule_files=[rules])
     atexit.register(prom.stop)
@@ -183,8 +225,8 @@ def shared_env(tmp_root: str) -> dict:
         exp.kill()
         raise RuntimeError(f"the exporter did not start: {line} {exp.stderr.read()[-2000:]}")
     # start the replay once Prometheus has scraped every serving target
-    serving = {f"127.0.0.1:{p}" for p in [ports["sglang"], ports["vllm"], ports["empty"]]
-               + fleet_ports}
+    serving = {f"127.0.0.1:{p}" for p in [ports["sglang"], ports["vllm"], ports["empty"],
+                                          ports["restart"]] + fleet_ports}
     deadline = time.monotonic() + 30
     while True:
         up = prom.targets_up()

@@ -33,7 +33,7 @@ def test_overview_json(run):
     assert [i["source"] for i in items] == [str(FIVE), str(SAMPLES / "baseline.log")]
     five = items[0]
     assert five["tables"] == {"prof": 42, "prof_phases": 168, "decode": 106, "prefill": 40,
-                              "server_args": 1, "requests": 40}
+                              "server_args": 1, "requests": 40, "spec_params": 0}
     assert five["spec_config"]["steps"] == 5 and five["spec_config"]["algorithm"] == "EAGLE3"
     assert five["incomplete_blocks"] == [] and five["skipped_lines"] == 47
     assert items[1]["spec_config"]["algorithm"] is None

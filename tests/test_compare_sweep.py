@@ -83,7 +83,7 @@ def test_human_output_and_config_diff(run):
     assert out.startswith(f"reference: {FIVE}   (95% intervals; Welch's t-test on the log "
                           "ratio; secondary metrics Holm-adjusted)")
     assert f"{TWO} vs reference" in out
-    assert "  verdict: WORSE: per-stream rate 1.09x lower (p = <0.001)" in out
+    assert "  verdict: WORSE: per-stream rate 1.09x lower (p < 0.001)" in out
     assert "per-stream rate (eff_tok_s) ← primary         83.79 tok/s" in out
     assert "cycle time (cycle_ms)                         27.28 ms" in out
     assert "better (1.05x faster)" in out
@@ -124,8 +124,8 @@ def test_fail_on_regression(run):
     r = run("compare", "--fail-on-regression", "accept_len", FIVE, TWO)   # says what regressed
     assert r.exit_code == 3 and r.stderr.count("\n") == 1
     assert r.stderr.startswith("eaglelog: regression: ") and \
-        "accept_len 2.286 → 1.987 tokens/verify (worse (accept length 1.15x lower); p = " \
-        "<0.001, Holm-adjusted <0.001)" in r.stderr
+        "accept_len 2.286 → 1.987 tokens/verify (worse (accept length 1.15x lower); p < " \
+        "0.001, Holm-adjusted p < 0.001)" in r.stderr
     assert run("-q", "compare", FIVE, FIVE, "--fail-on-regression").exit_code == 0
     r = run("-q", "compare", "--fail-on-regression", FIVE, TWO, FIVE)
     assert r.exit_code == 2 and "put the option after the logs" in r.stderr

@@ -80,7 +80,7 @@ def test_a_report_with_a_baseline_log_has_the_per_batch_table(run, tmp_path):
     assert r.exit_code == 0, r.stderr
     text = out.read_text()
     assert "<th>running_req</th>" in text
-    assert "<td>32</td>" in text and "0.912" in text
+    assert "<td>32</td>" in text and "<td class=\"num\">0.918</td>" in text
     assert "break-even accept length by batch size" in text
     assert "<h2>Compare" not in text              # one run: nothing to compare
     assert text.count("<svg ") == 2               # no EAGLE3_PROF blocks: no phases plot

@@ -39,7 +39,7 @@ def served(tmp_path_factory):
             {"port": ports["sglang_steady"], "engine": "sglang",
              "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]},
             {"port": ports["vllm_steady"], "engine": "vllm",
-             "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]}]
+             "phases": [{**GOOD, "overrides": {"duration_s": 200.0}}]}]
     proc = start_exporter(tmp_path_factory.mktemp("watch"), inst)
     yield ports
     proc.kill()
@@ -85,14 +85,22 @@ def test_watch_keep_watching_prints_one_line_per_firing(served):
 
 
 def test_watch_view_has_per_position_and_speedup(served):
-    w = Watcher([url(served, "vllm_steady")], baseline=None, window=60,
+    from eaglelog.baseline import Baseline
+    # 180 s of 5 s scrapes: 36 windows, enough for an interval (stats.MIN_SERIES = 30)
+    w = Watcher([url(served, "vllm_steady")], baseline=Baseline.from_text("130"), window=180,
                 alerts=[Alert.parse("accept_len<1.5")], alert_for=ADVANCE)
-    views = [w.refresh() for _ in range(14)]
+    views = [w.refresh() for _ in range(38)]
     v = views[-1].instances[0]
-    assert v.engine == "vllm" and v.windows == 12
+    assert v.engine == "vllm" and v.windows == 36
     assert len(v.per_position) == 3 and v.per_position[0] > v.per_position[1] > v.per_position[2]
     assert sum(v.per_position) == pytest.approx(v.accept_len - 1, rel=1e-6)
-    assert "0." in views[-1].text() and not views[-1].firings
+    # the speedup against the baseline, with its interval: the per-stream rate / 130 tok/s
+    assert v.speedup == pytest.approx(v.rate / 130, rel=1e-9)
+    assert v.speedup_low < v.speedup < v.speedup_high and v.verdict == "above"
+    assert 1.2 < v.speedup < 1.5                # the reference run: 155 tok/s per stream
+    text = views[-1].text()
+    assert f"{v.speedup:.3f}× [{v.speedup_low:.3f}, {v.speedup_high:.3f}]" in text
+    assert " ".join(f"{p:.2f}" for p in v.per_position) in text and not views[-1].firings
     with pytest.raises(ValueError):
         Alert.parse("speedup<<1")
     bad = CliRunner().invoke(main, ["watch", "--alert", "speedup<1", "--count", "1",
@@ -115,11 +123,12 @@ def test_fleet_ranks_twenty_instances(tmp_path_factory):
     want = [p for _, p in sorted(zip(truth, env["fleet_ports"]), reverse=True)]
     assert order == want
     assert [x["rank"] for x in got] == list(range(1, 21))
-    # speedup against the stated baseline: within 3 % of the truth, instance by instance (the
-    # instances are 6 % apart)
+    # speedup against the stated baseline: within 4 % of the truth, instance by instance (the
+    # instances are 6 % apart; over 300 s of 5 s windows the deviations measured 0.1 – 2.9 %,
+    # inside eaglelog's own intervals of ±1 – 8 %)
     for x, p in zip(got, order):
         t = truth[env["fleet_ports"].index(p)] / 90
-        assert x["speedup"] == pytest.approx(t, rel=0.03)
+        assert x["speedup"] == pytest.approx(t, rel=0.04)
     collapsed = got[order.index(env["fleet_ports"][-1])]
     assert collapsed["mark"] == "BELOW" and "accept length" in (collapsed["outlier"] or "")
     assert sum(1 for x in got if x["outlier"]) == 1
@@ -131,3 +140,20 @@ def test_fleet_ranks_twenty_instances(tmp_path_factory):
                                       f"prom+{env['prom'].url}"])
     assert table.exit_code == 0 and "BELOW" in table.stdout and "OUTLIER" in table.stdout
     assert "below break-even" in table.stdout
+
+
+def test_watch_through_prometheus_fires_only_for_the_collapsed_instance(tmp_path_factory):
+    """watch of a Prometheus source: one ALERT line, for the instance whose acceptance
+    collapsed, over the replay of the 20 fleet instances; nothing for the other 19."""
+    env = P.shared_env(str(tmp_path_factory.mktemp("prom")))
+    span = f"{time.time() - env['t0'] + 2:.0f}s"
+    r = CliRunner().invoke(main, ["watch", "--match", 'job="fleet"', "--window", span, "--for",
+                                  span, "--interval", "1s", "--count", "1", "--alert",
+                                  "accept_len<1.5", f"prom+{env['prom'].url}"])
+    assert r.exit_code == 3, r.output
+    lines = [x for x in r.stdout.splitlines() if x.startswith("ALERT ")]
+    assert len(lines) == 1 and f"127.0.0.1:{env['fleet_ports'][-1]}:" in lines[0], lines
+    al = float(lines[0].split("accept_len = ")[1].split()[0])
+    assert al == pytest.approx(1 + P.COLLAPSED + P.COLLAPSED ** 2 + P.COLLAPSED ** 3, rel=0.05)
+    view = r.stderr.split("\n", 1)[1]                # the view: every instance, on stderr
+    assert sum(1 for x in view.splitlines() if "instance=127.0.0.1:" in x) == 20

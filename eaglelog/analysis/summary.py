@@ -12,7 +12,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
-from . import rate
+from . import engines, rate
 from .breakeven import Baseline, BreakevenResult, breakeven, run_windows
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")

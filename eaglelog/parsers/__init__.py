@@ -56,7 +56,8 @@ def _first(pattern: re.Pattern, literals: tuple[bytes, ...], text: bytes,
     return pattern.search(text, text.rfind(b"\n", 0, min(hits)) + 1 if one_line else 0)
 
 
-SGLANG_TABLES = ("prof", "prof_phases", "decode", "prefill", "server_args", "requests")
+SGLANG_TABLES = ("prof", "prof_phases", "decode", "prefill", "server_args", "requests",
+                 "spec_params")
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class Engine:
 
 # the alternatives of scan.MARKERS: every SGLang marker is one of them, on one line
 SGLANG_LITERALS = (b"EAGLE3_PROF", b"Decode batch", b"Prefil", b"server_args=", b"Finish: obj=",
-                   b'"request.finished"', b"new fill batch. ", b"#running-req: ")
+                   b'"request.finished"', b"new fill batch. ", b"#running-req: ",
+                   b"Adaptive spec params updated: ")
 
 ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", "SGLang server logs: 'Decode batch' / 'Prefill batch' lines, "

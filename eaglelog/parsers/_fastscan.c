@@ -695,17 +695,19 @@ static void no_prefix(Prefix *pf) {
 }
 
 /* ------------------------------------------------------------------ markers */
-static const char *MARKERS[8] = {"EAGLE3_PROF", "Decode batch", "Prefil", "server_args=",
-                                 "Finish: obj=", "\"request.finished\"", "new fill batch. ",
-                                 "#running-req: "};
-static int MARKER_LEN[8];
-static unsigned char FIRST[256];  /* bit k: MARKERS[k] starts with this byte */
+#define N_MARKERS 9
+static const char *MARKERS[N_MARKERS] = {"EAGLE3_PROF", "Decode batch", "Prefil", "server_args=",
+                                         "Finish: obj=", "\"request.finished\"",
+                                         "new fill batch. ", "#running-req: ",
+                                         "Adaptive spec params updated: "};
+static int MARKER_LEN[N_MARKERS];
+static unsigned short FIRST[256];  /* bit k: MARKERS[k] starts with this byte */
 
 static int has_marker(const char *p, const char *e) {
     for (; p < e; p++) {
-        unsigned char f = FIRST[(unsigned char)*p];
+        unsigned short f = FIRST[(unsigned char)*p];
         if (!f) continue;
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < N_MARKERS; k++)
             if ((f >> k & 1) && e - p >= MARKER_LEN[k] &&
                 memcmp(p, MARKERS[k], (size_t)MARKER_LEN[k]) == 0)
                 return 1;
@@ -1598,9 +1600,9 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_fastscan",
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     for (int d = 0; d < 41; d++) HALF_UNIT[d] = 0.5 * pow(10.0, -(double)d);
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < N_MARKERS; k++) {
         MARKER_LEN[k] = (int)strlen(MARKERS[k]);
-        FIRST[(unsigned char)MARKERS[k][0]] |= (unsigned char)(1 << k);
+        FIRST[(unsigned char)MARKERS[k][0]] |= (unsigned short)(1u << k);
     }
     if (PyType_Ready(&FastScannerType) < 0 || PyType_Ready(&ColumnType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);

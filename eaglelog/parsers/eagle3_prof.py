@@ -17,9 +17,14 @@ from .prefix import Prefix, split_tags
 # ASCII digits (re.ASCII below), at most 40 characters as the C accelerator reads them: a longer
 # number (or inf/nan) is no number of the patch's printf and its line is reported
 _NUM = r"[-+]?(?:\d{1,30}(?:\.\d{0,30})?|\.\d{1,30})"
+# the mode is everything between the comma and ')', stripped by parse_header (a lazy mode
+# between two \s* was quadratic in the spaces of a header cut before its ')')
 HEADER_RX = re.compile(r"EAGLE3_PROF\s*\(\s*(?P<cycles>\d+)\s+cycles?\s*,\s*(?P<tokens>\d+)\s+tok"
-                       r"(?:ens)?\s*(?:,\s*(?P<mode>[^)]*?)\s*)?\)", re.ASCII)
-PHASE_RX = re.compile(r"^[ \t]+(?P<label>[^\s:][^:]*?)[ \t]*:[ \t]*(?P<ms>" + _NUM +
+                       r"(?:ens)?\s*(?:,(?P<mode>[^)]*))?\)", re.ASCII)
+# the label runs to the first colon (stripped by _add): greedy, so that a long line without a
+# colon fails in linear time (a lazy label followed by [ \t]* was quadratic in the line's
+# spaces: a 300 KB padded line took minutes, issue 13's fuzz)
+PHASE_RX = re.compile(r"^[ \t]+(?P<label>[^\s:][^:]*):[ \t]*(?P<ms>" + _NUM +
                       r")[ \t]*ms/cyc(?:le)?(?:[ \t]*\([ \t]*(?P<pct>" + _NUM +
                       r")[ \t]*%[ \t]*\))?[ \t]*$", re.ASCII)
 VALUE_RX = re.compile(r"^[ \t]+(?P<label>Accept len|Eff tok/s)[ \t]*:[ \t]*(?P<v>" + _NUM +

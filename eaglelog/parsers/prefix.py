@@ -75,7 +75,7 @@ def strip_ansi(text: str) -> str:
     return ANSI_RX.sub("", text) if "\x1b" in text else text
 
 
-_ONLY_BRACKET = re.compile(BRACKET_RX.pattern + r" ?")
+_ONLY_BRACKET = re.compile(BRACKET_RX.pattern + r" ?", re.ASCII)   # ASCII digits, as BRACKET_RX
 _PREFIX_CACHE: dict[str, Prefix] = {}
 
 

@@ -31,7 +31,8 @@ except ImportError:  # pragma: no cover - a build without a C compiler
 MARKERS = re.compile(
     rb"(?P<prof>EAGLE3_PROF)|(?P<decode>Decode batch)|(?P<prefill>Prefil)|"
     rb"(?P<server_args>server_args=)|(?P<finish>Finish: obj=)|(?P<req_json>\"request\.finished\")|"
-    rb"(?P<legacy_prefill>new fill batch\. )|(?P<legacy_decode>#running-req: )")
+    rb"(?P<legacy_prefill>new fill batch\. )|(?P<legacy_decode>#running-req: )|"
+    rb"(?P<spec_params>Adaptive spec params updated: )")
 
 LINE_PARSERS = {
     "decode": ("decode", sglang.parse_decode_line),
@@ -41,6 +42,7 @@ LINE_PARSERS = {
     "server_args": ("server_args", sglang.parse_server_args_line),
     "finish": ("requests", sglang.parse_finish_line),
     "req_json": ("requests", sglang.parse_request_json_line),
+    "spec_params": ("spec_params", sglang.parse_spec_params_line),
 }
 DOCKER_SPLIT = 16000
 EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer than 16 KiB

@@ -231,6 +231,13 @@ def _pv(p) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def p_is(p, name: str = "p") -> str:
+    """'p = 0.012', 'p < 0.001' or 'p n/a': a p-value in a sentence."""
+    if p is None:
+        return f"{name} n/a"
+    return f"{name} < 0.001" if p < 0.001 else f"{name} = {p:.3f}"
+
+
 def _msd(mean, sd, unit) -> str:
     u = "" if unit in ("", "×") else f" {unit}"
     if sd is None or (isinstance(sd, float) and math.isnan(sd)):
@@ -268,10 +275,10 @@ def compare_block(r) -> str:
         if prim is not None:
             if head in ("better", "worse"):
                 words = prim.verdict.split("(", 1)[-1].rstrip(")")
-                out.append(f"  verdict: {head.upper()}: {words} (p = {_pv(prim.p_value)})")
+                out.append(f"  verdict: {head.upper()}: {words} ({p_is(prim.p_value)})")
             else:
                 out.append(f"  verdict: {head} in the {prim.label}" +
-                           (f" (p = {_pv(prim.p_value)})" if prim.p_value is not None else ""))
+                           (f" ({p_is(prim.p_value)})" if prim.p_value is not None else ""))
         out.append(tabulate(rows, headers=["metric", "reference", "changed", "ratio [CI]", "p",
                                            "p (Holm)", "verdict"],
                             tablefmt="simple", disable_numparse=True))
