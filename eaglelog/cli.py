@@ -496,11 +496,30 @@ def per_unit(log: "ParsedLog", analyse) -> list:
     """Run an analysis on each input, or on each server start-up of an input holding several
     (a restarted server is a new run: its config and numbers must not be pooled)."""
     import dataclasses
+    from .parsers.scan import Diagnostic
 
     units = log.units()
     if not units:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
-    return [dataclasses.replace(analyse(sub), source=label) for label, sub in units]
+    if len(units) == 1:
+        label, sub = units[0]
+        return [dataclasses.replace(analyse(sub), source=label)]
+    # several runs: one that cannot be analysed is one line on stderr (and exit 1 at the end,
+    # through finish()); the others are still answered
+    out, first = [], None
+    for label, sub in units:
+        try:
+            out.append(dataclasses.replace(analyse(sub), source=label))
+        except EaglelogError as e:
+            first = first or e
+            msg = str(e)
+            msg = msg[len(label) + 2:] if msg.startswith(label + ": ") else msg
+            d = Diagnostic(label, None, "input_error", msg, "error")
+            log.diagnostics.append(d)
+            click.echo(f"eaglelog: error: {d}", err=True)
+    if not out:
+        raise first
+    return out
 
 
 def results_output(results, fmt, output, block, flat):

@@ -209,3 +209,17 @@ def test_a_baseline_rate_must_be_a_finite_positive_number(run, rate):
     r = run("breakeven", "--check", "--baseline-toks", rate, FIVE)
     assert r.exit_code == 2 and "--baseline-toks" in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+def test_one_run_that_cannot_be_analysed_does_not_hide_the_others(run, write):
+    """Several runs: the one with nothing to analyse is one line on stderr and exit 1 at the
+    end; the others are still answered."""
+    bad = write("one.log", "[2026-03-02 14:00:00 TP0] EAGLE3_PROF (10 cycles, 12 tokens, "
+                           "no-sync)\n")
+    r = run("-q", "breakeven", "--baseline-toks", "90", "-f", "json", FIVE, bad)
+    assert r.exit_code == 1
+    assert r.stderr == (f"eaglelog: error: {bad}: no EAGLE3_PROF blocks and no 'Decode batch' "
+                        "lines with accept len: nothing to take a cycle time from (is this a "
+                        "speculative run?)\n")
+    got = json.loads(r.stdout)
+    assert got["source"] == str(FIVE) and got["verdict"] in ("above", "below", "inconclusive")

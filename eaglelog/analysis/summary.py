@@ -42,7 +42,7 @@ class SummaryResult:
     bottleneck: str | None
     accept_sglang: Estimate | None
     accept_profiler: Estimate | None
-    throughput_all: float | None      # aggregate tok/s as printed (all streams together)
+    throughput_all: float | None      # aggregate tok/s while decoding (all streams together)
     eff_tok_s: Estimate | None        # the rate one request stream gets: 1000 × accept / cycle
     windows: int
     windows_used: int                 # decode windows behind the derived cycle
@@ -183,15 +183,17 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         eff = Estimate(1000 / d.estimate, None if d.ci_high is None else 1000 / d.ci_high,
                        None if d.ci_low is None else 1000 / d.ci_low, d.n, d.confidence,
                        d.se_log, d.df, "1000 / step (decode lines)")
-    # the aggregate throughput the server printed: tokens over wall time, all windows but the
-    # first of each series (whose start is unknown)
+    # the aggregate throughput while decoding: tokens over wall time, pooled over the windows
+    # with a known start and no idle gap or stall, each by its iterations (decode_log_interval
+    # for log lines; drafts / batch for windows of seconds, whose iteration counts differ)
     t_all = None
     if fit is not None:
-        # per iteration: tokens (accept × batch) and wall ms (y): tokens / wall, pooled
         tokens = np.where(np.isfinite(win.a) & ~win.steps_throughput, win.a, 1.0) * win.b
-        ok = (win.why != rate.FIRST) & np.isfinite(win.y) & (win.y > 0)
+        iters = np.divide(win.w, win.b, out=np.zeros(win.n), where=win.b > 0)
+        ok = ~np.isin(win.why, (rate.FIRST, rate.IDLE, rate.STALL)) & np.isfinite(win.y) & \
+            (win.y > 0) & (iters > 0)
         if ok.any():
-            t_all = float(1000.0 * tokens[ok].sum() / win.y[ok].sum())
+            t_all = float(1000.0 * (tokens * iters)[ok].sum() / (win.y * iters)[ok].sum())
     sizes = sorted(int(x) for x in np.unique(win.r[np.isfinite(win.r)])) if win.n else []
     if len(sizes) > 1:
         notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: the aggregate "

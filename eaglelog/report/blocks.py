@@ -160,8 +160,8 @@ def summary_block(s) -> str:
         out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
                    f"profiler Accept len: {s.accept_profiler.source}{ratio}")
     if s.throughput_all is not None:
-        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams, "
-                   f"as printed, over {s.windows} decode windows")
+        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate while decoding: all "
+                   f"streams, over {s.windows} decode windows")
     if s.eff_tok_s is not None:
         how = ("1000 × accept length / cycle: the rate one request gets (what the break-even "
                "compares)" if getattr(s, "speculative", True) else
