@@ -319,6 +319,55 @@ def test_a_rank_of_other_digits_is_no_rank(tmp_path):
         assert d["accept_len"].tolist() == [2.38, 2.38]
 
 
+def test_a_header_with_a_damaged_bracket_past_a_range_ends_its_block(tmp_path):
+    """Signature 'workers-2 differs: diagnostics' (seed 2, case 962, reduced by the fuzz): a
+    range reading past its end met a header whose bracket holds other digits; it looked the
+    header's rank up with BRACKET_RX (no match), so the open block ran on and its cut last
+    line was reported twice, once by each range."""
+    p = tmp_path / "r.log"
+    p.write_text("[2026-03-02 \uff11\uff14:00:00.810 TP0] EAGLE3_PROF (100 cycles, 100 tok, "
+                 "no sync)\n" + "ate: 0.69, cuda graph: True, gen throughput (token/s): 53.86, "
+                 "#queue-req\n" + "[2026-03-02 \uff11\uff14:00:00.903 TP0] EAGLE3_PROF (100 "
+                 "cycles, 98 tok, no sync)\n" + "[2026-03-02 \uff11\uff14:00:00.903 TP0]   "
+                 "Draft steps:        0", encoding="utf-8")
+    ref = fuzz.snapshot(str(p))
+    assert [k for (k, *_), n in ref["diagnostics"] for _ in range(n)].count("truncated") == 1
+    for w in (2, 3):
+        assert fuzz.compare_snapshots(ref, fuzz.snapshot(str(p), workers=w, min_parallel=0)) \
+            is None, w
+
+
+def test_control_characters_in_a_block_make_no_phase_and_no_mode(tmp_path):
+    """Signature 'raw control character in stderr: compare' (seed 2, case 434): the Python
+    parser took '\\x00no sync' as a mode and 'Draft\\x00 steps' as a phase name (the C
+    accelerator declines both), and compare echoed them in a warning.  Such a header or phase
+    line is a damaged line, reported at its line."""
+    from eaglelog import api
+    from eaglelog.parsers import scan
+
+    text = (SAMPLES / "eagle3_5step.log").read_text()
+    first = text.index("EAGLE3_PROF (")
+    head_end = text.index("\n", first)
+    i = text.index("  Draft steps:", text.index("EAGLE3_PROF (", head_end))   # 2nd block
+    bad = (text[:first] + text[first:head_end].replace("no sync", "\x00no sync") +
+           text[head_end:i] + "  Draft\x85 steps:" + text[i + 14:])
+    p = tmp_path / "ctl.log"
+    p.write_text(bad, encoding="utf-8", newline="")
+    logs = {}
+    for pure in (False, True):
+        old, scan._PURE = scan._PURE, pure
+        try:
+            logs[pure] = api.parse([str(p)], cache=False)
+        finally:
+            scan._PURE = old
+    for log in logs.values():
+        assert set(log.prof["mode"].dropna()) == {"no sync"}
+        assert all(lbl.isprintable() for lbl in log.table("prof_phases")["phase"].astype(str))
+        kinds = {d.kind for d in log.diagnostics if d.line_no}
+        assert {"malformed", "block_line"} <= kinds
+    assert len(logs[False].prof) == len(logs[True].prof) == 41
+
+
 # ------------------------------------------------- remote: --keep-going and a failed host tool
 
 @pytest.fixture(scope="module")

@@ -617,7 +617,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     request-step shares.  Its terms are each window's deviation from its stratum's mean and
     its share of β's error (the regression's score through the sensitivity of the cycle to
     β) — not the spread of the batch sizes, so a run whose batch grows over time is not taken
-    for a noisy one.  The accept length likewise (within-stratum deviations).  A stated
+    for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
     baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     Z = _design(win, spec.scale)[:, keep]
@@ -664,11 +664,10 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     if Wa > 0:
         a = np.where(acc, win.a, 0.0)
         tau = float((wa * a).sum() / Wa)
-        dev = np.zeros(win.n)
-        for g in np.unique(st[acc]):
-            m = acc & (st == g)
-            tg = float((wa[m] * a[m]).sum() / wa[m].sum())
-            dev[m] = wa[m] * (a[m] - tg)
+        # deviations from the run's own mean, not from each batch-size stratum's: the accept
+        # length is not a function of the batch size, and strata that are contiguous in time
+        # (a batch that grows) would cancel inside the batches of the jackknife
+        dev = np.where(acc, wa * (a - tau), 0.0)
         th["accept_len"] = tau
         terms["accept_len"] = dev / Wa / tau
     if terms["cycle_ms"] is not None and terms["accept_len"] is not None:

@@ -23,9 +23,11 @@ HEADER_RX = re.compile(r"EAGLE3_PROF\s*\(\s*(?P<cycles>\d+)\s+cycles?\s*,\s*(?P<
                        r"(?:ens)?\s*(?:,(?P<mode>[^)]*))?\)", re.ASCII)
 # the label runs to the first colon (stripped by _add): greedy, so that a long line without a
 # colon fails in linear time (a lazy label followed by [ \t]* was quadratic in the line's
-# spaces: a 300 KB padded line took minutes, issue 13's fuzz)
-PHASE_RX = re.compile(r"^[ \t]+(?P<label>[^\s:][^:]*):[ \t]*(?P<ms>" + _NUM +
-                      r")[ \t]*ms/cyc(?:le)?(?:[ \t]*\([ \t]*(?P<pct>" + _NUM +
+# spaces: a 300 KB padded line took minutes, issue 13's fuzz); no control character (NUL, ESC,
+# NEL …: a damaged line, reported, never a phase name echoed to a terminal)
+_CTL = "\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f"
+PHASE_RX = re.compile(r"^[ \t]+(?P<label>[^\s:" + _CTL + r"][^:" + _CTL + r"]*):[ \t]*(?P<ms>"
+                      + _NUM + r")[ \t]*ms/cyc(?:le)?(?:[ \t]*\([ \t]*(?P<pct>" + _NUM +
                       r")[ \t]*%[ \t]*\))?[ \t]*$", re.ASCII)
 VALUE_RX = re.compile(r"^[ \t]+(?P<label>Accept len|Eff tok/s)[ \t]*:[ \t]*(?P<v>" + _NUM +
                       r")[ \t]*$", re.ASCII)
@@ -119,7 +121,10 @@ def parse_header(body: str) -> tuple[int, int, str | None] | None:
     mode = m.group("mode")
     if max(len(m.group("cycles")), len(m.group("tokens"))) > 18:   # beyond a 64-bit column
         return None
-    return int(m.group("cycles")), int(m.group("tokens")), (mode.strip() or None) if mode else None
+    mode = mode.strip() if mode else None
+    if mode and not mode.isprintable():    # a control character: a damaged header, reported
+        return None
+    return int(m.group("cycles")), int(m.group("tokens")), mode or None
 
 
 class BlockAssembler:

@@ -436,9 +436,10 @@ class Scanner(ScannerBase):
             return
         m = MARKERS.search(raw)
         if self.overrun and m is not None and m.lastgroup == "prof":
-            # past the range: a header belongs to the next range; it only ends blocks here
-            prefix, _ = split_bracketed(line[:line.find("EAGLE3_PROF")] + "x")
-            self.blocks.feed(line_no, prefix, "x")
+            # past the range: a header belongs to the next range; it only ends blocks here,
+            # the block of the rank key it starts with (read as _dispatch_one reads it: a
+            # damaged bracket, '[2026-03-02 １４:00:00 TP0]', is no BRACKET_RX match)
+            self.blocks.feed(line_no, read_prefix(line[:line.find("EAGLE3_PROF")]), "x")
             self._close_blocks()
             return
         if m is None or m.lastgroup != "prof":
