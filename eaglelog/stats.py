@@ -135,19 +135,7 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
     long; fewer than MIN_SERIES windows or MIN_BATCHES batches: insufficient data).
     ``resolution``: half a unit of the values' last printed digit; a series constant at that
     precision gets the rounding error (resolution / √3) as its standard error, not zero."""
-    v = np.asarray(values, dtype=float)
-    w = np.asarray(weights, dtype=float)
-    ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
-    if not ok.all():
-        v, w = v[ok], w[ok]
-    n = len(v)
-    W = float(w.sum()) if n else 0.0
-    theta = float(np.dot(w, v) / W) if W > 0 else math.nan
-    if n >= MIN_SERIES and theta == 0 and not np.any(v):
-        return Estimate(0.0, 0.0, 0.0, n, confidence, 0.0, math.inf, source)
-    if not (math.isfinite(theta) and theta > 0):
-        return insufficient(theta, n, confidence, source)
-    return weighted_mean_batches(v, w, confidence, source, resolution)[0]
+    return weighted_mean_batches(values, weights, confidence, source, resolution)[0]
 
 
 def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: float,

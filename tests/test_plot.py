@@ -266,7 +266,19 @@ def test_compare_draws_each_metric_ratio_with_one_marked():
     assert len(finite) == len(res.metrics) - 1
     assert sorted(p.get_xdata()[0] for p in points) == pytest.approx(sorted(finite))
     hollow = [p for p in points if p.get_markerfacecolor() == "white"]
-    assert len(hollow) == sum(1 for m in res.metrics if not (m.significant and m.practical))
+    assert len(hollow) == sum(1 for m in res.metrics if not (m.significant and m.practical)
+                              and np.isfinite(m.ratio.estimate))
+    # a significant difference is filled with its direction's colour: the 2-step run's
+    # per-stream rate and accept length are worse (vermillion), its cycle better (green)
+    from matplotlib.colors import to_hex
+    face = {round(p.get_xdata()[0], 9): to_hex(p.get_markerfacecolor()) for p in points}
+    by = {m.metric: m for m in res.metrics}
+    assert by["eff_tok_s"].direction == "worse" and by["cycle_ms"].direction == "better"
+    assert face[round(by["eff_tok_s"].ratio.estimate, 9)] == plot.DIRECTION["worse"].lower()
+    assert face[round(by["accept_len"].ratio.estimate, 9)] == plot.DIRECTION["worse"].lower()
+    assert face[round(by["cycle_ms"].ratio.estimate, 9)] == plot.DIRECTION["better"].lower()
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-3:] == [
+        "better", "worse", "no detectable difference"]
 
 
 # ----------------------------------------------------------------------------- errors

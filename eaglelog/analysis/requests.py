@@ -37,6 +37,7 @@ from scipy import special as _sp
 
 from ..errors import EaglelogError
 from ..schema import Column
+from .. import stats
 from ..stats import Estimate, insufficient
 
 MIN_REQUESTS = 10       # fewer requests in a group give no interval
@@ -127,30 +128,6 @@ def wilson(k: int, n: int, confidence: float) -> tuple[float, float | None, floa
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
     return p, max(0.0, c - h), min(1.0, c + h)
-
-
-def autocorr_time(u: np.ndarray) -> float:
-    """Integrated autocorrelation time τ = 1 + 2 Σ ρ_k of a series (Geyer's initial positive
-    sequence: adjacent pairs ρ_2m + ρ_2m+1 summed while positive, made non-increasing); at
-    least 1."""
-    u = np.asarray(u, dtype=float)
-    n = len(u)
-    if n < 4:
-        return 1.0
-    d = u - u.mean()
-    var = float(np.dot(d, d)) / n
-    if not var > 0:
-        return 1.0
-    size = 1 << int(2 * n - 1).bit_length()
-    f = np.fft.rfft(d, size)
-    rho = np.fft.irfft(f * np.conj(f), size)[:n] / n / var
-    m = (n - 1) // 2
-    pairs = rho[0:2 * m:2] + rho[1:2 * m:2]
-    stop = np.flatnonzero(pairs <= 0)
-    pairs = pairs[:stop[0]] if len(stop) else pairs
-    if not len(pairs):
-        return 1.0
-    return max(1.0, float(-1.0 + 2.0 * np.minimum.accumulate(pairs).sum()))
 
 
 def paired_t(d: np.ndarray, confidence: float) -> dict:
@@ -1065,7 +1042,7 @@ def compare_paired(ref, new, *, match: str = "auto", rid_map=None, by: str | Non
     if server and len(d) >= MIN_PAIRS:
         resid = d - pd.Series(d).groupby(pairs["group_ref"].astype(str).to_numpy()) \
             .transform("mean").to_numpy()
-        tau = autocorr_time(resid)
+        tau = stats.autocorr_time(resid)
         if tau >= TAU_WARN:
             notes.append(f"the log ratios of prompts that ran close together look correlated "
                          f"(autocorrelation time {tau:.1f} prompts): the test assumes "

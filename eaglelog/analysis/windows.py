@@ -206,19 +206,3 @@ def windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> pd.Da
     new["clean"] = reason == 0
     # one frame sharing the decode columns' arrays (setting columns one by one copies each)
     return pd.DataFrame({**{c: d[c].array for c in d.columns}, **new}, copy=False)
-
-
-def bucket_labels(running_req: pd.Series) -> pd.Series:
-    """Batch-size buckets, as a categorical of labels: each value when there are at most 16
-    distinct, else powers of two ('4–7')."""
-    v = running_req.to_numpy(dtype=float, na_value=np.nan)
-    ok = np.isfinite(v)
-    uniq = np.unique(v[ok])
-    if len(uniq) > 16:
-        v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
-        uniq = np.unique(v[ok])
-        cats = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
-    else:
-        cats = [str(int(a)) for a in uniq]
-    codes = np.where(ok, np.searchsorted(uniq, v), -1)
-    return pd.Series(pd.Categorical.from_codes(codes, cats), index=running_req.index)

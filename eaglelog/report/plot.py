@@ -54,6 +54,7 @@ SERIES_COLOURS = tuple(OKABE_ITO[c] for c in ("blue", "orange", "bluish green", 
 GREY = "#999999"          # idle gaps, reference lines
 BAND = OKABE_ITO["vermillion"]       # break-even band / baseline
 MEASURED = OKABE_ITO["blue"]         # measured values
+DIRECTION = {"better": OKABE_ITO["bluish green"], "worse": OKABE_ITO["vermillion"]}
 
 STYLE = {
     "font.family": "DejaVu Sans",       # shipped with matplotlib: the same glyphs everywhere
@@ -569,7 +570,8 @@ def _tick(row, keys) -> str:
 @_styled
 def compare_figure(result: "CompareResult") -> "Figure":
     """Each metric's ratio changed / reference of analysis.compare, with its interval; 1.0
-    (no change) marked; filled markers are significant differences."""
+    (no change) marked; a significant difference is filled with its direction's colour (better:
+    bluish green, worse: vermillion), no detectable difference is hollow."""
     metrics = list(dict.fromkeys((m.metric, m.label, m.unit) for m in result.metrics))
     runs = list(result.runs)
     fig = _new_figure(9.0, 1.4 + 0.42 * len(metrics) * max(1, len(runs) * 0.6))
@@ -592,8 +594,10 @@ def compare_figure(result: "CompareResult") -> "Figure":
                             textcoords="offset points", va="center", fontsize=8)
                 continue
             sig = m.significant and m.practical
+            # the marker's fill says the direction: better / worse / no detectable difference
+            face = DIRECTION.get(m.direction, c) if sig else "white"
             ax.errorbar([r.estimate], [y], xerr=np.array([_err(r)]).T, fmt="o", color=c,
-                        mfc=c if sig else "white", mec=c, ms=6, capsize=3, lw=1.4,
+                        mfc=face, mec=c, mew=1.6, ms=7, capsize=3, lw=1.4,
                         label=_short(run, 60) if i == 0 else None)
             ax.annotate(f"{r.estimate:.3f}", (r.ci_high if r.sufficient else r.estimate, y),
                         xytext=(5, 0), textcoords="offset points", va="center", fontsize=8)
@@ -609,9 +613,10 @@ def compare_figure(result: "CompareResult") -> "Figure":
     from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     grey = OKABE_ITO["black"]
-    handles += [Line2D([], [], ls="", marker="o", color=grey, ms=6),
-                Line2D([], [], ls="", marker="o", color=grey, mfc="white", ms=6)]
-    labels += ["significant", "not significant"]
+    handles += [Line2D([], [], ls="", marker="o", color=grey, mfc=DIRECTION["better"], ms=7),
+                Line2D([], [], ls="", marker="o", color=grey, mfc=DIRECTION["worse"], ms=7),
+                Line2D([], [], ls="", marker="o", color=grey, mfc="white", ms=7)]
+    labels += ["better", "worse", "no detectable difference"]
     ax.legend(handles, labels, loc="upper center",
               bbox_to_anchor=(0.5, -0.08 - 0.3 / max(3, len(metrics))),
               ncols=2 if len(labels) > 3 else len(labels), frameon=False)
