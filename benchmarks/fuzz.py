@@ -40,7 +40,6 @@ import gzip
 import io
 import json
 import lzma
-import math
 import os
 import random
 import re

@@ -448,7 +448,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             # and so does an input whose head holds no family's lines (the sequential scan
             # looks further for them)
             got = parallel.scan_parallel(spec, name, eng.name, base_date, chunk_size, workers,
-                                         columns) \
+                                         columns, requested=engine) \
                 if eng.name == "sglang" and (engine != "auto" or found_families(head)) else None
             if got is not None:
                 frames, pdiags, st, safe = got
@@ -725,7 +725,11 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 inputs.append((spec, None, got))
                 continue
             for item in got:
-                if item.mode == "error":
+                if item.mode == "error" and item.partial and keep_going:
+                    # the host's decompressor failed mid-file: the lines before it are read,
+                    # as a local --keep-going read of the same file keeps them (remote.py)
+                    inputs.append((item.name, item.partial, item))
+                elif item.mode == "error":
                     inputs.append((item.name, None, InputError(f"{item.name}: {item.notes[0]}")))
                 else:
                     inputs.append((item.name, item.local_path, item))
@@ -745,7 +749,12 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                                                         extra.mode in ("fetch", "cache")),
                                    mtime=extra.mtime if extra is not None else None,
                                    columns=columns, batch=batch)
-                if extra is not None:
+                if extra is not None and extra.mode == "error":
+                    info.error = f"{info.name}: {extra.notes[0]}"
+                    diags.append(Diagnostic(info.name, extra.failed_line, "input_error",
+                                            extra.notes[0] + "; the records before it are kept",
+                                            "error"))
+                elif extra is not None:
                     _remote_info(info, extra, diags)
             except EaglelogError as e:
                 if not keep_going:

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .parsers.numbers import to_float, to_int32
+
 if TYPE_CHECKING:
     from .api import ParsedLog
 
@@ -45,7 +47,7 @@ class Baseline:
                 if not sep:
                     raise ValueError(f"{part.strip()!r} is not BATCH:TOK_S")
                 try:
-                    size, rate = int(b.strip()), float(v.strip())
+                    size, rate = to_int32(b.strip()), to_float(v.strip())
                 except ValueError:
                     raise ValueError(f"{part.strip()!r} is not BATCH:TOK_S (an integer batch "
                                      "size and a rate)") from None
@@ -71,8 +73,8 @@ def parse_plus_minus(text: str) -> tuple[float, float | None]:
     t = text.replace("+-", "±").replace("+/-", "±").strip()
     if "±" in t:
         a, b = t.split("±", 1)
-        value, sd = float(a), float(b)
+        value, sd = to_float(a.strip()), to_float(b.strip())
         if sd < 0:
             raise ValueError("the uncertainty after ± must be ≥ 0")
         return value, sd
-    return float(t), None
+    return to_float(t), None

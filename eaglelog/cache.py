@@ -40,6 +40,19 @@ a directory or file in the wrong place, a meta or result file of the wrong shape
 that does not match) is deleted and the input parsed again; it is never an error and never
 served.  Every write goes to a unique temporary name in the same directory and is renamed into
 place, so a reader sees a whole entry or none.
+
+**Size limit.**  The cache holds at most ``EAGLELOG_CACHE_MAX`` bytes (default 2 GiB; ``500M``,
+``2G``, ``1.5GiB``: K/M/G/T and KiB/MiB/… are powers of 1024, kB/MB/GB/TB powers of 1000;
+``none`` for no limit).  An entry is one file of ``results/``, one directory of ``tables/`` or
+one fetched copy in ``remote/`` (the copies of ``--fetch``); its size is the length of its
+files, and its last use is its modification time, set again on every hit (a remote copy is
+also used when a table entry of it is).  After every write, the least recently used entries
+are deleted until the total is within the limit, but never the entry just written, nor one
+used in the last minute (another command may be reading it): the cache may exceed the limit by
+those.  One process evicts at a time (a lock on ``.lock``; another writer skips its turn), and
+an entry deleted under a reader is damage the reader already handles (parse again).
+``eaglelog cache info`` shows the folder, entries, size and limit; ``eaglelog cache clear``
+empties it.
 """
 from __future__ import annotations
 
@@ -52,6 +65,9 @@ import stat
 import tempfile
 import time
 import zlib
+from dataclasses import dataclass
+
+from .errors import EaglelogError
 
 VERSION = 2           # bump when the cached formats or the parsers' output change
 FP_BYTES = 64 << 10
@@ -270,6 +286,7 @@ def result_key(command: str, params: dict, files: list[str]) -> str | None:
     """The key of a command's result, or None when an input is not a local regular file.  The
     content CRC-32 of a racy input is not part of the key: the entry stores it, and a hit
     needs it equal (so a key does not change when its files stop being racy)."""
+    limit()                             # a bad EAGLELOG_CACHE_MAX: said before any work
     states = []
     checks = {}
     for f in files:
@@ -329,6 +346,8 @@ def load_result(key: str) -> dict | None:
         return None                     # a racy input changed within its ctime tick
     if checks and not _CHECKS.get(key):
         store_result(key, entry["stdout"], entry["stderr"], entry["code"])   # settled now
+    else:
+        touch(path)                     # a use: the LRU order of the size limit
     return entry
 
 
@@ -339,12 +358,14 @@ def store_result(key: str, stdout: str, stderr: str, code: int) -> None:
     try:
         _atomic_write(_result_path(key), json.dumps(entry).encode())
     except (OSError, ValueError):
-        pass      # a cache that cannot be written is no error
+        return    # a cache that cannot be written is no error
+    evict(keep=_result_path(key))
 
 
 # ------------------------------------------------------------------------------------ tables
 
 def table_dir(path: str, engine: str, base_date) -> str:
+    limit()                             # a bad EAGLELOG_CACHE_MAX: said before any work
     key = hashlib.sha256(json.dumps([VERSION, code_version(), os.path.abspath(path), engine,
                                      str(base_date)]).encode()).hexdigest()[:40]
     return os.path.join(root(), "tables", key)
@@ -416,6 +437,7 @@ def load_tables_meta(d: str) -> dict | None:
     if meta is None and not os.path.lexists(d):
         return None
     if meta and _valid_meta(meta, os.path.basename(d)):
+        touch(d)                        # a use: the LRU order of the size limit
         return meta
     drop(d)
     return None
@@ -528,7 +550,285 @@ def store_tables(d: str, meta: dict, frames: dict) -> None:
         os.rename(tmp, d)           # fails when another run put its entry there meanwhile
         tmp = None
     except Exception:               # OSError, ValueError, ImportError, ArrowException …
-        pass                        # a cache that cannot be written is no error
+        return                      # a cache that cannot be written is no error
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+    evict(keep=d)
+
+
+# ------------------------------------------------------------------------------------ size
+
+DEFAULT_MAX = 2 << 30      # bytes: the limit when EAGLELOG_CACHE_MAX is not set
+MAX_ENV = "EAGLELOG_CACHE_MAX"
+IN_USE_S = 60              # an entry used this recently is not evicted (a command may read it)
+KINDS = ("results", "tables", "remote")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+class CacheConfigError(EaglelogError):
+    """EAGLELOG_CACHE_MAX is not a size: a usage error."""
+
+    exit_code = 2
+
+
+def parse_size(text: str) -> int | None:
+    """Bytes of a size as EAGLELOG_CACHE_MAX takes it: '500M', '2G', '1.5GiB', '2GB', '4096';
+    K/M/G/T (with or without 'iB') count in 1024s, kB/MB/GB/TB in 1000s; 'none' or
+    'unlimited': None (no limit).  Raises ValueError otherwise."""
+    import re
+    t = text.strip().lower()
+    if t in ("none", "unlimited"):
+        return None
+    m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(ib|b)?", t)
+    if m is None or (m.group(3) == "ib" and not m.group(2)):
+        raise ValueError(text)
+    num, unit, tail = m.groups()
+    scale = 1000 ** "_kmgt".index(unit) if tail == "b" and unit else _UNITS[unit]
+    return int(float(num) * scale)
+
+
+def limit() -> tuple[int | None, str]:
+    """The size limit in bytes (None: no limit) and where it comes from ('default' or the
+    variable's name); raises CacheConfigError when EAGLELOG_CACHE_MAX is not a size."""
+    raw = os.environ.get(MAX_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX, "default"
+    try:
+        return parse_size(raw), MAX_ENV
+    except (ValueError, OverflowError):
+        raise CacheConfigError(f"{MAX_ENV}={raw!r} is not a size: give bytes with an optional "
+                               "unit (500M, 2G, 1.5GiB) or 'none' for no limit") from None
+
+
+def fmt_size(n: int | None) -> str:
+    """Bytes in the units EAGLELOG_CACHE_MAX takes (powers of 1024): '1.5 GiB', '512 B'."""
+    if n is None:
+        return "no limit"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+@dataclass
+class Entry:
+    kind: str        # results, tables or remote
+    path: str
+    bytes: int
+    used: float      # last use (epoch seconds): the entry's modification time
+
+
+def _temporary(kind: str, name: str) -> bool:
+    if kind == "remote":
+        return name.endswith(".part")                       # remote.py's transfers
+    return name.startswith(".tmp-") or ".old-" in name      # _atomic_write, store_tables, drop
+
+
+def _tree_bytes(path: str) -> int:
+    """The length of every file under a directory (symbolic links not followed)."""
+    total = 0
+    try:
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        total += _tree_bytes(e.path)
+                    else:
+                        total += e.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass                 # deleted meanwhile
+    except OSError:
+        pass
+    return total
+
+
+def _scan(base: str) -> tuple[list[Entry], list[Entry]]:
+    """The entries and the temporary files (of writes in progress or of killed runs) in the
+    cache folder ``base`` (absolute paths).  Anything that vanishes while it is looked at is
+    left out."""
+    base = os.path.abspath(base)
+    entries, temps = [], []
+    for kind in KINDS:
+        try:
+            it = os.scandir(os.path.join(base, kind))
+        except OSError:                  # no such folder (or a file in its place)
+            continue
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                    is_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                size = _tree_bytes(e.path) if is_dir else st.st_size
+                item = Entry(kind, e.path, size, st.st_mtime)
+                (temps if _temporary(kind, e.name) else entries).append(item)
+    return entries, temps
+
+
+def touch(path: str) -> None:
+    """Record a use of the cache entry at ``path`` (its modification time: the LRU order).
+    Never the input files themselves: that would change their ctime, and so their state."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _remote_use(entries: list[Entry]) -> None:
+    """A remote copy is used whenever a table entry of it is (a hit on its tables does not
+    read the copy's bytes but needs it in place): its last use is the later of the two."""
+    copies = {e.path: e for e in entries if e.kind == "remote"}
+    if not copies:
+        return
+    for e in entries:
+        if e.kind != "tables":
+            continue
+        try:
+            meta = _load_json(os.path.join(e.path, "meta.json"))
+            copy = copies.get(meta["state"]["path"])
+        except (CacheDamage, KeyError, TypeError):
+            continue
+        if copy is not None:
+            copy.used = max(copy.used, e.used)
+
+
+class _Lock:
+    """An exclusive lock on ``base/.lock`` (flock): one eviction or clear at a time.  With
+    ``wait`` False, ``held`` is False when another process holds it."""
+
+    def __init__(self, base: str, wait: bool):
+        self.fd = None
+        self.held = False
+        try:
+            import fcntl
+        except ImportError:              # no flock (Windows): unlocked
+            self.held = True
+            return
+        try:
+            self.fd = os.open(os.path.join(base, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            self.held = True
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)            # closing the descriptor releases the lock
+
+
+def _sweep_stale(temps: list[Entry], now: float) -> list[Entry]:
+    """Remove the temporary files of killed runs (older than STALE_TMP_S); the others stay."""
+    stale = [t for t in temps if now - t.used > STALE_TMP_S]
+    for t in stale:
+        drop(t.path)
+    return stale
+
+
+def evict(keep: str | None = None, now: float | None = None) -> list[Entry]:
+    """Delete least recently used entries until the cache is within its limit, but never
+    ``keep`` (the entry just written) nor an entry used in the last IN_USE_S seconds.
+    Returns the entries deleted, oldest first.  Never fails; another process evicting at the
+    same time makes this one skip its turn."""
+    try:
+        cap = limit()[0]
+    except CacheConfigError:
+        return []                        # said where the cache was first used
+    base = root()
+    if cap is None or not os.path.isdir(base):
+        return []
+    now = time.time() if now is None else now
+    keep = os.path.abspath(keep) if keep else None
+    gone: list[Entry] = []
+    with _Lock(base, wait=False) as lock:
+        if not lock.held:
+            return []
+        entries, temps = _scan(base)
+        _sweep_stale(temps, now)
+        total = sum(e.bytes for e in entries)
+        if total <= cap:
+            return []
+        _remote_use(entries)
+        for e in sorted(entries, key=lambda e: (e.used, e.path)):
+            if total <= cap or now - e.used < IN_USE_S:
+                break                    # within the limit, or the rest is in use
+            if e.path == keep:
+                continue
+            drop(e.path)
+            total -= e.bytes
+            gone.append(e)
+    return gone
+
+
+def info() -> dict:
+    """What ``eaglelog cache info`` shows: the folder, its entries (by kind) and their size,
+    the temporary files, the limit and where it comes from, and whether caching is off."""
+    cap, source = limit()
+    base = os.path.abspath(root())
+    entries, temps = _scan(base)
+    kinds = {k: {"entries": sum(e.kind == k for e in entries),
+                 "bytes": sum(e.bytes for e in entries if e.kind == k)} for k in KINDS}
+    return {"path": base, "entries": len(entries), "bytes": sum(e.bytes for e in entries),
+            "limit": cap, "limit_from": source, "kinds": kinds,
+            "temporary": {"files": len(temps), "bytes": sum(t.bytes for t in temps)},
+            "off": bool(os.environ.get("EAGLELOG_NO_CACHE"))}
+
+
+def clear() -> dict:
+    """Delete every entry (and the temporary files of killed runs; those of writes in
+    progress stay).  Returns the folder, the count and the bytes freed."""
+    base = os.path.abspath(root())
+    entries, temps, stale = [], [], []
+    if os.path.isdir(base):
+        with _Lock(base, wait=True):     # not while an eviction runs
+            entries, temps = _scan(base)
+            for e in entries:
+                drop(e.path)
+            stale = _sweep_stale(temps, time.time())
+    freed = sum(e.bytes for e in entries) + sum(t.bytes for t in stale)
+    return {"path": base, "entries": len(entries), "bytes": freed,
+            "in_progress": len(temps) - len(stale)}
+
+
+_KIND_WORDS = {"results": "results", "tables": "table sets", "remote": "remote copies"}
+
+
+def info_text(d: dict) -> str:
+    """The human block of ``eaglelog cache info``."""
+    kinds = ", ".join(f"{_KIND_WORDS[k]} {v['entries']:,} ({fmt_size(v['bytes'])})"
+                      for k, v in d["kinds"].items() if v["entries"])
+    if d["limit"] is None:
+        cap = f"no limit ({d['limit_from']}=none)"
+    else:
+        cap = fmt_size(d["limit"]) + (f" (default; set {MAX_ENV}, e.g. 500M)"
+                                      if d["limit_from"] == "default" else f" ({MAX_ENV})")
+    lines = [("path", d["path"] + ("   (caching is off: EAGLELOG_NO_CACHE is set)"
+                                   if d["off"] else "")),
+             ("entries", f"{d['entries']:,}" + (f": {kinds}" if kinds else "")),
+             ("size", f"{fmt_size(d['bytes'])} ({d['bytes']:,} bytes)"),
+             ("limit", cap)]
+    if d["temporary"]["files"]:
+        t = d["temporary"]
+        lines.append(("temporary", f"{t['files']:,} file{'s' if t['files'] != 1 else ''} "
+                                   f"({fmt_size(t['bytes'])}) of writes in progress or "
+                                   "killed runs"))
+    return "".join(f"{k:<10} {v}\n" for k, v in lines)
+
+
+def clear_text(d: dict) -> str:
+    """The line of ``eaglelog cache clear``."""
+    if not d["entries"] and not d["bytes"]:
+        msg = f"the cache in {d['path']} is empty: nothing to remove"
+    else:
+        n = d["entries"]
+        msg = (f"removed {n:,} entr{'ies' if n != 1 else 'y'} from {d['path']}: "
+               f"{fmt_size(d['bytes'])} freed ({d['bytes']:,} bytes)")
+    if d["in_progress"]:
+        msg += f"; {d['in_progress']:,} file(s) of writes in progress left alone"
+    return msg + "\n"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from . import __version__
-from .errors import EaglelogError
+from .errors import EaglelogError, printable
 from .schema import FORMATS, TABLES, cli_name, table_from_cli
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class EaglelogGroup(click.Group):
         except EaglelogError as e:
             if ctx.obj and ctx.obj.get("verbose"):
                 raise
-            click.echo(f"eaglelog: error: {e}", err=True)
+            click.echo(printable(f"eaglelog: error: {e}"), err=True)
             ctx.exit(e.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
@@ -51,8 +51,8 @@ class EaglelogGroup(click.Group):
         except Exception as e:  # a bug: say so in one line; -v shows the traceback
             if ctx.obj and ctx.obj.get("verbose"):
                 raise
-            click.echo(f"eaglelog: internal error: {type(e).__name__}: {e} (run with -v for the "
-                       "traceback and please report it)", err=True)
+            click.echo(printable(f"eaglelog: internal error: {type(e).__name__}: {e} (run with "
+                                 "-v for the traceback and please report it)"), err=True)
             ctx.exit(1)
 
 
@@ -60,17 +60,24 @@ class EaglelogGroup(click.Group):
 @click.version_option(__version__, "--version", prog_name="eaglelog")
 @click.option("-v", "--verbose", is_flag=True, help="Show tracebacks and every warning.")
 @click.option("-q", "--quiet", is_flag=True, help="No warnings or notes on stderr (errors only).")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor write the caches in $XDG_CACHE_HOME/eaglelog.")
 @click.pass_context
-def main(ctx: click.Context, verbose: bool, quiet: bool) -> None:
+def main(ctx: click.Context, verbose: bool, quiet: bool, no_cache: bool) -> None:
     """Answers about speculative decoding (EAGLE-3, MTP, n-gram) from LLM serving logs.
 
     \b
     Examples:
-      eaglelog parse server.log
+      eaglelog summary --baseline-toks 90 server.log     where the cycle goes, and the verdict
+      eaglelog breakeven --baseline-log base.log --by batch server.log
+      eaglelog reconcile server.log                      profiler vs SGLang accept length
+      eaglelog compare before.log after.log --fail-on-regression
+      eaglelog sweep --baseline-toks 90 steps*.log       which config wins
+      eaglelog summary gpu7:/var/log/sglang/server.log   over ssh
       eaglelog parse --table decode -f csv -o decode.csv server.log.gz
     """
     ctx.ensure_object(dict)
-    ctx.obj.update(verbose=verbose, quiet=quiet)
+    ctx.obj.update(verbose=verbose, quiet=quiet, no_cache=no_cache)
 
 
 def input_options(f):
@@ -107,7 +114,8 @@ def input_options(f):
 
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
-        ctx.obj["no_cache"] = no_cache or bool(os.environ.get("EAGLELOG_NO_CACHE"))
+        ctx.obj["no_cache"] = no_cache or ctx.obj.get("no_cache", False) or \
+            bool(os.environ.get("EAGLELOG_NO_CACHE"))
         if cmd_quiet:
             ctx.obj["quiet"] = True
         if cmd_verbose:
@@ -697,7 +705,7 @@ def bench_summary_output(ctx, log, fmt, output) -> None:
              output)
     if not ctx.obj["quiet"]:
         for n in result.notes:
-            click.echo(f"eaglelog: warning: {n}", err=True)
+            click.echo(printable(f"eaglelog: warning: {n}"), err=True)
 
 
 def summary_rows(s):
@@ -863,6 +871,59 @@ def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
     finish(ctx, log)
 
 
+@main.command("acceptance")
+@input_options
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@click.option("--plot", "plot_to", type=click.Path(dir_okay=False, writable=True), default=None,
+              metavar="FILE", help="Also draw the curves: FILE.png, FILE.svg or FILE.pdf "
+                                   "(needs matplotlib: pip install 'eaglelog[plot]').")
+@output_options
+@click.pass_context
+def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to, fmt, output):
+    """Acceptance by position: P(accept ≥ i) and P(accept ≥ i | accept ≥ i−1) with intervals.
+
+    From SGLang Finish lines (spec_accept_histogram, --log-requests), vLLM 'Per-position
+    acceptance rate' lines and /metrics counters, llama.cpp 'acceptance rate per position',
+    vllm bench serve and the vLLM offline example. Requests are the independent units of
+    per-request sources, windows (batch means sized from their autocorrelation) of vLLM's,
+    and a whole-run total has no interval. Checks τ = 1 + Σ P(accept ≥ i) against the
+    logged accept length; a mismatch is a note. docs/acceptance.md. -f csv/jsonl/parquet:
+    one row per source and position.
+
+    \b
+    Examples:
+      eaglelog acceptance server.log
+      eaglelog acceptance --plot positions.png vllm.log
+      eaglelog acceptance -f csv -o positions.csv server.log
+    """
+    if plot_to:
+        from .report import plot as _plot
+        picture_output(plot_to, PLOT_SUFFIXES, "plots")
+        _plot._mpl()      # a missing matplotlib is said before any log is read
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.acceptance", "eaglelog.report.acceptance"))
+    from .analysis.acceptance import acceptance
+    from .report.acceptance import acceptance_block, acceptance_figure, markdown_rows, save
+
+    result = acceptance(log, confidence=confidence)
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "table":
+        emit(acceptance_block(result), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        emit(render_frame(pd.DataFrame(markdown_rows(result)), fmt, output), output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+    if plot_to:
+        try:
+            save(acceptance_figure(result), plot_to)
+        except OSError as e:
+            raise EaglelogError(f"{plot_to}: cannot write: {e.strerror or e}") from None
+    finish(ctx, log)
+
+
 def paired_options(f):
     """compare --paired: the same prompts in two runs (analysis.requests.compare_paired)."""
     @click.option("--paired", is_flag=True,
@@ -995,7 +1056,7 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
              output)
     for w in result.warnings:
         if not ctx.obj["quiet"]:
-            click.echo(f"eaglelog: warning: {w}", err=True)
+            click.echo(printable(f"eaglelog: warning: {w}"), err=True)
     if fail_on:
         known = {m.metric for m in result.metrics}
         target = result.primary if fail_on == "primary" else fail_on
@@ -1273,6 +1334,10 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
         plot.save_figure(fig, output, fmt)
     except OSError as e:
         raise EaglelogError(f"{output}: cannot write: {e.strerror or e}") from None
+    if not ctx.obj["quiet"]:
+        from .report import fmt_bytes
+        click.echo(printable(f"eaglelog: wrote {output} ({fmt_bytes(os.path.getsize(output))})"),
+                   err=True)
     if log is not None:
         finish(ctx, log)
 
@@ -1480,6 +1545,57 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
     finish(ctx, log)
 
 
+@main.group("cache")
+def cache_cmd() -> None:
+    """The caches of parsed tables, results and fetched copies ($XDG_CACHE_HOME/eaglelog).
+
+    They hold at most EAGLELOG_CACHE_MAX bytes (default 2G; e.g. 500M, 1.5GiB, or 'none'):
+    after each write the least recently used entries are deleted. --no-cache (before or after
+    the command) or EAGLELOG_NO_CACHE=1 leaves them alone.
+
+    \b
+    Examples:
+      eaglelog cache info
+      eaglelog cache clear
+      EAGLELOG_CACHE_MAX=500M eaglelog summary server.log
+    """
+
+
+@cache_cmd.command("info")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="Output format.")
+def cache_info_cmd(fmt: str) -> None:
+    """The cache's folder, its entries and their size, and the size limit.
+
+    \b
+    Example:
+      eaglelog cache info -f json
+    """
+    import json
+    from . import cache
+    got = cache.info()
+    click.echo(json.dumps(got, indent=2, ensure_ascii=False) if fmt == "json"
+               else cache.info_text(got).rstrip("\n"))
+
+
+@cache_cmd.command("clear")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="Output format.")
+def cache_clear_cmd(fmt: str) -> None:
+    """Delete every cache entry and say how much was freed (writes in progress are left
+    alone).
+
+    \b
+    Example:
+      eaglelog cache clear
+    """
+    import json
+    from . import cache
+    got = cache.clear()
+    click.echo(json.dumps(got, indent=2, ensure_ascii=False) if fmt == "json"
+               else cache.clear_text(got).rstrip("\n"))
+
+
 _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())   # click >= 8.2
 
 
@@ -1513,7 +1629,8 @@ def run() -> None:
         code = e.exit_code
     except click.UsageError as e:      # one line, like every other error
         where = e.ctx.command_path if e.ctx is not None else "eaglelog"
-        click.echo(f"eaglelog: error: {e.format_message()} (see '{where} --help')", err=True)
+        click.echo(printable(f"eaglelog: error: {e.format_message()} (see '{where} --help')"),
+                   err=True)
         code = e.exit_code
     except click.ClickException as e:
         e.show()

@@ -5,6 +5,15 @@ The CLI maps every EaglelogError to ``eaglelog: error: <message>`` and exit code
 """
 
 
+def printable(text: str) -> str:
+    """One line on a terminal: control characters (ESC, NUL, CR, U+2028 …) that a log's text
+    may carry into a message are written as escapes, never sent raw (a log must not be able to
+    drive the terminal or forge a second message line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class EaglelogError(Exception):
     """Base class: an expected failure with a message written for the user."""
 

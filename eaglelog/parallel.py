@@ -99,13 +99,19 @@ def _has_long_line(buf) -> bool:
 
 
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,
-               chunk_size: int, columns: dict | None = None):
+               chunk_size: int, columns: dict | None = None, requested: str = "auto"):
     """The range's rows, diagnostics and counts (scan_parallel unpacks them), or None when it
     holds a line longer than MAX_LINE: sources.iter_chunks drops such a line by a rule of its
     own (and rejects a file that starts with one), so the file is the sequential scan's."""
+    from .parsers import ENGINES, SERVER_LABEL, WATCH_LITERALS
     from .parsers.scan import MARKERS
 
     sc = engine_named(engine).scanner(name, base_date, columns)
+    # the families not read: each one's first line in the range is reported as the sequential
+    # scan reports it (SniffingScanner._watch_chunk); scan_parallel keeps the file's first
+    watch = {f: lit for f, lit in WATCH_LITERALS.items() if f not in engine.split("+")}
+    how = (f"--engine {requested}" if requested != "auto" else
+           f"read as {engine}, the family of its first lines")
     with open(path, "rb") as f:
         fd = f.fileno()
         pos = start
@@ -130,6 +136,13 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             if got > MAX_LINE and _has_long_line(buf):
                 return None
             pos += got
+            for fam in [f for f, lit in watch.items() if any(x in buf for x in lit)]:
+                m = ENGINES[fam].first_match(buf)
+                if m is not None:
+                    sc.diag(sc.stats.lines + buf.count(b"\n", 0, m.start()) + 1, "other_family",
+                            f"{SERVER_LABEL[fam]} lines from here on are not read ({how}): "
+                            f"pass --engine {fam} to read them")
+                    del watch[fam]
             sc.feed(buf)
         del buf
         f.seek(pos)
@@ -220,7 +233,7 @@ def _first_skipped_past(path: str, start: int, end: int, orphans: list[int], nam
 
 
 def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int,
-                  columns: dict | None = None):
+                  columns: dict | None = None, requested: str = "auto"):
     """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
     when the file holds time-only prefixes (their dates need one sequential pass) or a line
     longer than MAX_LINE (the sequential scan's rule for it)."""
@@ -242,7 +255,8 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
             results = list(pool.map(scan_range, [path] * len(spans), [a for a, _ in spans],
                                     [b for _, b in spans], [name] * len(spans),
                                     [engine] * len(spans), [base_date] * len(spans),
-                                    [chunk_size] * len(spans), [columns] * len(spans)))
+                                    [chunk_size] * len(spans), [columns] * len(spans),
+                                    [requested] * len(spans)))
     finally:
         sys.setswitchinterval(switch)
     if any(r is None or r[5] for r in results):
@@ -259,6 +273,8 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     for start, end in spans:
         raw, parts, dg, (lines, blank, consumed, first_skipped, nbytes), startups, _, _, \
             next_orphans = results.pop(0)      # let each worker's rows go once they are merged
+        seen = {m for _, d in range_diags for _, k, m, _, _ in d if k == "other_family"}
+        dg = [d for d in dg if d[1] != "other_family" or d[2] not in seen]
         if fast is None:
             fast = raw
         else:                          # the C accelerator's arrays: appended in place
@@ -285,7 +301,8 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
                                                     base_date, chunk_size)
             if first_skipped is not None:
                 stats.first_skipped = first_skipped + line_base
-        orphans = next_orphans
+        # a block read past the range may run on past the next range too
+        orphans = sorted(set(next_orphans) | {o - lines for o in orphans if o > lines})
         line_base += lines
         startup_base += startups
     diags = merge_diagnostics(name, range_diags)

@@ -972,7 +972,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
     _REF.replace(
         name="continuous_pause", clients=((0.0, 16), (420.0, 0), (480.0, 16)),
         output_median=300.0, output_sigma=0.4, duration_s=900.0, target_speedup=1.03,
-        about="continuous traffic with one 60 s idle pause in the middle; true 1.03"),
+        baseline="map",
+        about="continuous traffic with one 60 s idle pause in the middle (the batch drains and "
+              "refills: a baseline per batch size); true 1.03"),
     _REF.replace(
         name="growing", clients=ramp(1, 32, 1200.0), output_median=250.0, duration_s=1200.0,
         baseline="map",

@@ -335,3 +335,15 @@ def test_batch_starts_match_the_batch_labels(n):
     from eaglelog.stats import batch_labels, batch_starts
     labels = batch_labels(n)
     assert np.array_equal(batch_starts(n), np.flatnonzero(np.diff(labels, prepend=-1)))
+
+
+@pytest.mark.parametrize("text", ["٩٠", "９０", "1_000", "inf", "nan", "1e400", "90±inf",
+                                  "1:٩٠", "８:70"])
+def test_a_baseline_rate_is_ascii_digits_and_finite(run, text):
+    """--baseline-toks reads numbers as the parsers do (issue 13): other digits, '_', inf and
+    nan are a usage error, never a rate."""
+    r = run("-q", "breakeven", "--baseline-toks", text, FIVE)
+    assert r.exit_code == 2 and r.stdout == ""
+    why = (f"'{text}' is not BATCH:TOK_S (an integer batch size and a rate)" if ":" in text
+           else "not a rate like 90, 90±3 or 1:90,8:70")
+    assert f"Invalid value for --baseline-toks: '{text}': {why}" in r.stderr

@@ -302,3 +302,23 @@ def test_sweep_keep_going_and_batch_size_note(run):
     assert any("different batch sizes" in n for n in d["notes"])
     r = run("-q", "sweep", SWEEP[0], SAMPLES / "baseline.log")
     assert r.exit_code == 1 and "no per-stream rate" in r.stderr
+
+
+@pytest.mark.parametrize("damage,why", [
+    (lambda t: t.replace('"n": ', '"n": 1e400, "was": ', 1), "a number out of range: 1e400"),
+    (lambda t: t.replace('"n": ', '"n": NaN, "was": ', 1), "a non-finite number: NaN"),
+    (lambda t: t.replace('"batch_sizes": [', '"batch_sizes": ["x", ', 1),
+     "bad or missing batch_sizes")])
+def test_a_damaged_export_is_one_line_naming_it(run, tmp_path, damage, why):
+    """An export whose numbers are not finite, or whose batch sizes are not numbers, is not
+    used: one line naming the file (issue 13's fuzz: 'inf' in a table, an internal error)."""
+    good = tmp_path / "five.json"
+    assert run("-q", "export", FIVE, "-o", good).exit_code == 0
+    bad = tmp_path / "bad.json"
+    text = good.read_text()
+    bad.write_text(damage(text))
+    assert bad.read_text() != text
+    r = run("-q", "compare", "-f", "csv", bad, TWO)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr == (f"eaglelog: error: {bad}: not a valid eaglelog export ({why}); make one "
+                        "with `eaglelog export LOG -o FILE.json`\n")

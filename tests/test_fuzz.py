@@ -422,9 +422,6 @@ def test_remote_reduce_keeps_the_lines_before_a_failed_decompression(sshd, monke
     _same_rows(kept, here)
 
 
-@pytest.mark.xfail(strict=True, reason="api.parse_with turns a Fetched item in mode 'error' "
-                   "into an InputError and never reads Fetched.partial: the finding "
-                   "'remote --keep-going drops the records' in /work/helpers/fuzz_findings.md")
 def test_remote_keep_going_keeps_the_records_before_a_failed_decompression(sshd, monkeypatch,
                                                                            tmp_path):
     import eaglelog

@@ -131,3 +131,44 @@ def test_parallel_without_the_accelerator(tmp_path, monkeypatch):
     path.write_bytes(b"".join(p.read_bytes() for p in sorted(SAMPLES.glob("eagle3_*.log"))) * 2)
     seq, par = seq_and_par(path, monkeypatch, 2)
     assert len(par.decode) == len(seq.decode) > 200 and len(par.prof) == len(seq.prof) > 80
+
+
+BLOCK_SPANS_RANGES = (
+    "EAGLE3_PROF (100 cycles, 187 tok, no sync)\n  Draft steps:        1.62 ms/cyc\n"
+    "  Target verify:  x  22.45 ms/cyc  ( 91.5%)\n  Draft re-extend:    0.47 ms/cyc\n"
+    "  Other overhead:     0.00 ms/cyc  (  0.0%)\n  TOTAL:             24.54 ms/cyc\n"
+    "  Accept len:      1.87\n  Eff tok/s:       76.2\n")
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4, 6])
+def test_a_block_longer_than_a_range_gives_the_same_overview(tmp_path, monkeypatch, workers):
+    """A block read on past the next range and past the one after (issue 13's fuzz: the
+    overview's first skipped line depended on the worker count)."""
+    path = tmp_path / "long_block.log"
+    path.write_text(BLOCK_SPANS_RANGES)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    seq = eaglelog.parse(path, cache=False)
+    monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 0)
+    par = eaglelog.parse(path, cache=False)
+    same(seq, par)
+    a, b = seq.sources[0], par.sources[0]
+    assert (a.skipped, a.first_skipped, a.lines) == (b.skipped, b.first_skipped, b.lines)
+    assert len(par.prof) == 1 and par.prof["total_ms"].iloc[0] == 24.54
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_another_family_s_lines_are_reported_by_a_parallel_scan(tmp_path, monkeypatch, workers):
+    """vLLM lines in the middle of an SGLang log: the parallel scan reports their first line
+    as the sequential one does (once, with the --engine that reads them)."""
+    from conftest import SAMPLES
+    sg = (SAMPLES / "eagle3_5step.log").read_bytes()
+    vl = (SAMPLES / "vllm_v1.log").read_bytes().split(b"\n")[3] + b"\n"
+    path = tmp_path / "mixed_families.log"
+    head = sg * (2 * (1 << 20) // len(sg) + 1)      # past the first MiB the family is sniffed in
+    path.write_bytes(head + vl + sg + vl + sg)
+    seq, par = seq_and_par(path, monkeypatch, workers, cache=False)
+    other = [d for d in par.diagnostics if d.kind == "other_family"]
+    assert [(d.line_no, d.message) for d in other] == [
+        (head.count(b"\n") + 1, "vLLM lines from here on are not read (read as sglang, the family "
+                              "of its first lines): pass --engine vllm to read them")]

@@ -247,7 +247,10 @@ def test_sweep_draws_effective_throughput_against_the_key_and_the_baseline():
     base = [ln for ln in ax.lines if ln.get_label() == "baseline 90 tok/s"]
     assert len(base) == 1 and base[0].get_ydata()[0] == pytest.approx(90)
     assert sorted(t.get_text() for t in ax.texts) == ["best", "tied"]
-    assert ax.get_xlabel().startswith("speculative_num_steps")
+    assert ax.get_xlabel() == "speculative_num_steps  (with speculative_num_draft_tokens)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        f"{k} · {r.keys['speculative_num_draft_tokens']}" for k, r in
+        zip([1, 2, 3, 5, 7], by_steps)]
 
 
 def test_compare_draws_each_metric_ratio_with_one_marked():
@@ -357,3 +360,278 @@ def test_help_ends_with_examples(run, command):
     assert examples.count(f"eaglelog {command} ") >= 4 and "-o " in examples
     assert options and "--output" in options       # the examples close the description
     assert "'eaglelog[plot]'" in head
+
+
+# ----------------------------------------------------------------------------- issue 16: pictures
+
+def data_lines(ax):
+    """The lines of a panel that draw data (not the restart and reference marks)."""
+    return [ln for ln in ax.lines if not ln.get_label().startswith("_child") and
+            ln.get_label() not in ("server restart", "sync-mode block")]
+
+
+def test_each_run_keeps_its_own_colour_in_every_panel_including_the_profiler():
+    from matplotlib.colors import to_hex
+
+    log = eaglelog.parse([FIVE, TWO])
+    fig = plot.timeline_figure(log)
+    want = {"eagle3_5step.log · TP0": plot.SERIES_COLOURS[0].lower(),
+            "eagle3_2step.log · TP0": plot.SERIES_COLOURS[1].lower()}
+    assert len(fig.axes) == 4
+    for ax in fig.axes:                           # accept, throughput, running, profiler
+        got = {ln.get_label(): to_hex(ln.get_color()) for ln in data_lines(ax)}
+        assert got == want, ax.get_ylabel()
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == list(want)
+    assert plot.caption(fig) == (
+        "Accept length, decode throughput and running requests per decode window and the "
+        "profiler's cycle time (EAGLE3_PROF TOTAL, from 0 ms) over time, one colour per input "
+        "(2 lines).")
+
+
+def test_runs_beyond_the_palette_get_a_line_style(tmp_path):
+    from matplotlib.colors import to_hex
+
+    head = "".join(TWO.read_text().splitlines(keepends=True)[:160])
+    paths = []
+    for i in range(10):
+        p = tmp_path / f"run{i:02d}.log"
+        p.write_text(head)
+        paths.append(p)
+    fig = plot.timeline_figure(eaglelog.parse(paths))
+    for ax in fig.axes:
+        pairs = [(to_hex(ln.get_color()), ln.get_linestyle()) for ln in data_lines(ax)]
+        assert len(pairs) == 10 and len(set(pairs)) == 10         # every run its own pair
+        assert pairs[:8] == [(c.lower(), "-") for c in plot.SERIES_COLOURS]
+        assert pairs[8:] == [(plot.SERIES_COLOURS[0].lower(), "--"),
+                             (plot.SERIES_COLOURS[1].lower(), "--")]
+    assert [plot.line_style(i) for i in (0, 8, 16, 24, 32)] == [
+        {"color": plot.SERIES_COLOURS[0], "linestyle": s} for s in ("-", "--", ":", "-.", "-")]
+    assert "one colour and line style per input (10 lines)" in plot.caption(fig)
+
+
+def test_a_restart_breaks_every_line_including_the_profilers(restarted):
+    log = eaglelog.parse(restarted)
+    fig = plot.timeline_figure(log)
+    restart = [ln for ln in fig.axes[0].lines if ln.get_label() == "server restart"][0]
+    at = restart.get_xdata()[0]
+    assert at == pytest.approx(10)                             # minutes
+    for ax in fig.axes:
+        lines = data_lines(ax)
+        assert len(lines) == 1                  # one line per rank, the same colour after
+        x = np.asarray(lines[0].get_xdata(), float)
+        y = np.asarray(lines[0].get_ydata(), float)
+        before = np.flatnonzero((x < at) & np.isfinite(y))
+        after = np.flatnonzero(x >= at)
+        assert len(before) and len(after)
+        # a NaN point between the last point before the restart and the first after it
+        assert np.isnan(y[before[-1] + 1:after[0]]).any(), ax.get_ylabel()
+        # and no two neighbouring drawn points straddle it
+        ok = np.isfinite(y)
+        straddle = ok[:-1] & ok[1:] & (x[:-1] < at) & (x[1:] >= at)
+        assert not straddle.any(), ax.get_ylabel()
+    # the profiler's line: 42 blocks before, 48 after, each run's TOTALs drawn
+    prof = data_lines(fig.axes[-1])[0]
+    y = np.asarray(prof.get_ydata(), float)
+    assert np.isfinite(y).sum() == 42 + 48 == len(log.prof)
+    assert np.allclose(y[np.isfinite(y)], log.prof.sort_values("line_no").total_ms)
+    cap = plot.caption(fig)
+    assert "idle gaps shaded and a server restart dashed (the lines break there)" in cap
+
+
+def test_the_profiler_axis_starts_at_zero():
+    log = eaglelog.parse(FIVE)
+    fig = plot.timeline_figure(log)
+    by = {a.get_ylabel(): a for a in fig.axes}
+    prof = by["profile cycle\nTOTAL (ms)"]
+    lo, hi = prof.get_ylim()
+    top = log.prof["total_ms"].max()
+    assert lo == 0 and hi == pytest.approx(top * 1.08)
+    assert log.prof["total_ms"].min() / top > 0.95    # 27 ms ± 2 %: drawn as ± 2 %, not a cliff
+    assert by["decode throughput\n(tok/s)"].get_ylim()[0] == 0
+    assert by["running requests"].get_ylim()[0] == 0
+
+
+def test_the_caption_describes_only_what_is_drawn(tmp_path):
+    fig = plot.timeline_figure(eaglelog.parse(SAMPLES / "baseline.log"))
+    cap = plot.caption(fig)
+    assert [a.get_ylabel() for a in fig.axes] == ["decode throughput\n(tok/s)",
+                                                  "running requests"]
+    assert cap.startswith("Decode throughput and running requests per decode window over time")
+    for absent in ("accept length", "profiler", "idle", "restart", "colour", "sync"):
+        assert absent not in cap.lower(), absent
+    # blocks without timestamps nor decode lines: the profiler only, by line
+    only = tmp_path / "prof_only.log"
+    only.write_text("# SYNTHETIC: the EAGLE3_PROF blocks of eagle3_5step.log only\n" + "".join(
+        ln for ln in FIVE.read_text().splitlines(keepends=True) if not ln.startswith("[")))
+    fig = plot.timeline_figure(eaglelog.parse(only))
+    assert plot.caption(fig) == ("The profiler's cycle time (EAGLE3_PROF TOTAL, from 0 ms) by "
+                                 "line in the log (no timestamps).")
+    assert plot.caption(object()) == ""
+
+
+def phase_texts(fig):
+    return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def test_phases_label_every_share_a_thin_phase_beside_its_bar():
+    log = eaglelog.parse([FIVE, TWO])
+    sums = units(log, summarize)
+    fig = plot.phases_figure(sums)
+    texts = phase_texts(fig)
+    for s in sums:
+        for p in s.phases:
+            if p.ms_per_cycle.estimate <= 0:
+                continue
+            share, ms = f"{p.pct:.1f}%", f"{p.ms_per_cycle.estimate:.2f} ms"
+            assert f"{share} · {ms}" in texts or f"{share}\n{ms}" in texts, p.phase
+    draft = next(p for p in sums[0].phases if p.phase == "Draft steps")
+    verify = next(p for p in sums[0].phases if p.phase == "Target verify")
+    assert f"{draft.ms_per_cycle.estimate:.2f}" == "0.95" and verify.pct > 90
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if t.get_text() == f"{draft.pct:.1f}% · 0.95 ms")
+    # beside the bar (a leader from the bar's edge), not inside a 1-pixel segment
+    assert label.xy[0] == pytest.approx(plot.BAR / 2) and label.get_position()[0] > plot.BAR / 2
+    assert f"{verify.pct:.1f}%\n{verify.ms_per_cycle.estimate:.2f} ms" in texts   # inside
+    # no label overlaps another once drawn
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    boxes = [Text.get_window_extent(t) for t in ax.texts]      # the text, not its leader
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not a.overlaps(b), (a, b)
+    assert plot.caption(fig).startswith("Cycle breakdown per run: each phase's mean ms per "
+                                        "cycle stacked, labelled with its share")
+
+
+@pytest.fixture(scope="module")
+def sync_log(tmp_path_factory):
+    """eagle3_5step.log with every EAGLE3_PROF block in sync mode (synthetic, as its source)."""
+    p = tmp_path_factory.mktemp("sync") / "sync5.log"
+    p.write_text(FIVE.read_text().replace(" tok, no sync)", " tok, sync)"))
+    return p
+
+
+def test_sync_mode_blocks_give_the_phase_shares_not_the_cycle(run, sync_log, tmp_path):
+    s = summarize(eaglelog.parse(sync_log))
+    assert s.cycle_ms is None and s.phases_from == "42 sync-mode blocks"
+    fig = plot.phases_figure([s])
+    (ax,) = fig.axes
+    assert ax.get_ylabel() == "share of the cycle (%)"
+    heights = [b.get_height() for b in ax.patches]
+    assert heights == pytest.approx([p.pct for p in s.phases])
+    assert sum(heights) == pytest.approx(100, abs=0.5)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["sync5.log\n(42 sync-mode blocks)"]
+    assert "sync-mode blocks: phase shares" in ax.get_title()
+    assert "no cycle time" in ax.get_title()
+    texts = phase_texts(fig)
+    assert all(f"{p.pct:.1f}%" in texts for p in s.phases if p.pct > 0)
+    assert not any(t.endswith(" ms") for t in texts)          # no cycle time anywhere
+    assert plot.caption(fig) == ("Cycle breakdown per run: from sync-mode blocks only: each "
+                                 "phase's share of the cycle (%), no cycle time.")
+    out = tmp_path / "sync.svg"
+    r = run("plot", "--kind", "phases", "-o", out, sync_log)
+    assert r.exit_code == 0, r.stderr
+    assert "share of the cycle (%)" in out.read_text()
+    assert "no EAGLE3_PROF blocks" not in r.stderr
+
+
+def test_sync_and_no_sync_runs_are_drawn_apart(sync_log):
+    log = eaglelog.parse(FIVE)
+    timed, shares = summarize(log), summarize(eaglelog.parse(sync_log))
+    fig = plot.phases_figure([timed, shares])
+    a, b = fig.axes
+    assert a.get_ylabel() == "ms per cycle" and b.get_ylabel() == "share of the cycle (%)"
+    assert [p.get_height() for p in a.patches] == pytest.approx(
+        [p.ms_per_cycle.estimate for p in timed.phases])
+    assert [p.get_height() for p in b.patches] == pytest.approx([p.pct for p in shares.phases])
+    # one colour per phase in both, one legend
+    assert [p.get_facecolor() for p in a.patches] == [p.get_facecolor() for p in b.patches]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "Draft steps", "Target verify", "Draft re-extend", "Other overhead",
+        "TOTAL with 95% interval"]
+
+
+def long_config_sweep(tmp_path, n=3):
+    """Sweep logs whose server_args differ in every string value (~40 keys, long paths), as
+    fuzz finding R7 (synthetic: the sweep samples with their values rewritten)."""
+    paths = []
+    for i, k in enumerate((1, 2, 3)[:n]):
+        text = (SAMPLES / "sweep" / f"steps{k}.log").read_text()
+        head, _, rest = text.partition("server_args=ServerArgs(")
+        args, _, tail = rest.partition("\n")
+        args = re.sub(r"=(None|'[^']*'|False|True)",
+                      lambda m: f"='/very/long/deployment/path/run-{i}/{m.group(1).strip(chr(39))}"
+                                f"-with-a-suffix-that-goes-on'", args)
+        p = tmp_path / f"long{i}.log"
+        p.write_text(head + "server_args=ServerArgs(" + args + "\n" + tail)
+        paths.append(p)
+    return paths
+
+
+def test_a_sweep_over_forty_keys_shows_three_and_counts_the_rest(tmp_path):
+    import warnings
+
+    res = sweep(eaglelog.parse(long_config_sweep(tmp_path)), baseline=Baseline(tok_s=90))
+    assert len(res.keys) > 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # any warning that escapes fails the test
+        fig = plot.sweep_figure(res)
+        plot.save_figure(fig, tmp_path / "s.png")
+        plot.figure_svg(fig)
+    assert not getattr(fig, "eaglelog_warnings", ())      # the layout did not collapse
+    ax = fig.axes[0]
+    assert ax.get_position().height > 0.3 and ax.get_position().width > 0.5
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    k1, k2, k3 = res.keys[:3]
+    assert ax.get_xlabel() == f"{k1} · {k2} · {k3} +{len(res.keys) - 3} more"
+    assert len(ticks) == 3
+    for t, row in zip(ticks, res.rows):
+        lines = t.split("\n")
+        assert all(len(line) <= plot.TICK_WIDTH for line in lines)
+        assert "".join(lines).startswith(str(row.keys[k1])[:plot.VALUE_WIDTH - 1])
+        assert t.count("…") == 3                     # three values, each shortened
+    # a numeric key on the x axis: the others in the label, three keys in all
+    res = sweep(eaglelog.parse(long_config_sweep(tmp_path)), baseline=Baseline(tok_s=90),
+                keys=["speculative_num_steps", "model_path", "tokenizer_path", "dtype"])
+    ax = plot.sweep_figure(res).axes[0]
+    assert ax.get_xlabel() == "speculative_num_steps  (with model_path · tokenizer_path +1 more)"
+    assert [t.get_text().split("\n")[0] for t in ax.get_xticklabels()] == ["1", "2", "3"]
+    assert plot._value("x" * 30) == "x" * 23 + "…" and len(plot._value("x" * 30)) == 24
+    assert plot._keys_text([f"k{i}" for i in range(40)]) == "k0 · k1 · k2 +37 more"
+
+
+def test_no_matplotlib_warning_reaches_stderr_of_plot_and_report(run, tmp_path):
+    logs = long_config_sweep(tmp_path)
+    r = run("plot", "--kind", "sweep", "--baseline-toks", "90", "-o", tmp_path / "p.png", *logs)
+    assert r.exit_code == 0, r.stderr
+    assert "Warning" not in r.stderr and "constrained_layout" not in r.stderr
+    r = run("report", "--baseline-toks", "90", "-o", tmp_path / "r.html", *logs)
+    assert r.exit_code == 0, r.stderr
+    assert "Warning" not in r.stderr and "constrained_layout" not in r.stderr
+
+
+def test_a_layout_warning_is_kept_on_the_figure_never_printed(tmp_path):
+    import warnings
+
+    fig = plot._new_figure(1.0, 1.0)
+    ax = fig.subplots()
+    ax.set_xlabel("\n".join(["a very long label"] * 40))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot.save_figure(fig, tmp_path / "x.png")
+    assert caught == []
+    assert any("constrained_layout not applied" in w for w in fig.eaglelog_warnings)
+
+
+def test_plot_says_what_it_wrote(run, tmp_path):
+    from eaglelog.report import fmt_bytes
+
+    out = tmp_path / "timeline.png"
+    r = run("plot", "-o", out, FIVE)
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == f"eaglelog: wrote {out} ({fmt_bytes(out.stat().st_size)})\n"
+    assert "KB)" in r.stderr
+    for args in (["-q", "plot"], ["plot", "-q"]):
+        r = run(*args, "-o", out, FIVE)
+        assert r.exit_code == 0 and r.stderr == ""

@@ -136,3 +136,41 @@ def test_vllm_numbers_are_not_labelled_sglang_next_to_benchmark_output(run, tmp_
     r = run("-q", "summary", "--date", "2026-03-02", p)
     assert r.exit_code == 0
     assert "vLLM accept len: decode lines" in r.stdout and "SGLang" not in r.stdout
+
+
+BAD_BATCH = (
+    "[2026-03-02 14:03:07.219 TP0] Decode batch, #running-req: {r}, #token: 767, token usage: "
+    "0.00, accept len: 2.65, accept rate: 0.44, cuda graph: True, gen throughput (token/s): "
+    "81.57, #queue-req: 0\n"
+    "EAGLE3_PROF (100 cycles, 170 tok, no sync)\n  TOTAL:             27.50 ms/cyc\n"
+    "  Accept len:      1.70\n  Eff tok/s:       61.8\n"
+    "[2026-03-02 14:03:09.419 TP0] Decode batch, #running-req: {r2}, #token: 993, token usage: "
+    "0.01, accept len: 2.55, accept rate: 0.42, cuda graph: True, gen throughput (token/s): "
+    "92.77, #queue-req: 0\n")
+
+
+@pytest.mark.parametrize("r,r2", [("0.00", "1"), ("-1e400", "1e400")])
+def test_an_unreadable_batch_size_is_no_accept_length_not_nan(run, write, r, r2):
+    """A bad #running-req (reported) leaves its window and the next one without request-steps:
+    they give no accept length, and no command prints nan (issue 13's fuzz: 'nan× SGLang's',
+    '#running-req is nan–nan')."""
+    path = write("bad_batch.log", BAD_BATCH.format(r=r, r2=r2))
+    for cmd in ("summary", "reconcile"):
+        res = run("-q", cmd, path)
+        assert res.exit_code == 0, res.stderr
+        assert "nan" not in res.stdout.replace(str(path), "").lower(), (cmd, res.stdout)
+        strict_json(run("-q", cmd, "-f", "json", path).stdout)
+    text = run("-q", "reconcile", path).stdout
+    assert "none is readable in this log" in text
+    if r2 == "1e400":      # no readable batch size in any aligned window
+        assert "no readable #running-req in the aligned windows" in text
+
+
+def test_control_characters_in_a_message_reach_stderr_as_escapes(run, tmp_path):
+    """A file name (or any log text) that carries ESC or a newline into an error message is
+    written as escapes: one line, and nothing that drives the terminal."""
+    name = tmp_path / "a\x1b]0;owned\x07b\nc.log"
+    r = run("-q", "summary", name)
+    assert r.exit_code == 1
+    assert r.stderr.count("\n") == 1 and "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert r.stderr.startswith("eaglelog: error: ") and "a\\x1b]0;owned\\x07b\\nc.log" in r.stderr

@@ -119,11 +119,11 @@ class Run:
                     continue
                 metrics[name] = Metric(name, v["label"], v["unit"], v["better"], e, "v1 export")
             return cls(d.get("source") or label, d.get("engine", "sglang"),
-                       d.get("config") or {}, metrics, d.get("batch_sizes") or [],
-                       d.get("modes") or [], [], "v1 export")
+                       d.get("config") or {}, metrics, _sizes_of(d.get("batch_sizes")),
+                       _modes_of(d.get("modes")), [], "v1 export")
         return cls(d.get("source") or label, d.get("engine", "sglang"), d.get("config") or {},
                    {k: Metric.from_dict(k, v, confidence) for k, v in d["metrics"].items()},
-                   d.get("batch_sizes") or [], d.get("modes") or [],
+                   _sizes_of(d.get("batch_sizes")), _modes_of(d.get("modes")),
                    [(float(b), float(w)) for b, w in d.get("mix") or []],
                    d.get("cycle_kind", ""))
 
@@ -262,6 +262,37 @@ def speedup_of_export(run: Run, base: BaseSide, confidence: float) -> Estimate |
                              "export: per-stream rate × baseline step")
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    raise _NonFinite(f"a non-finite number: {name}")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise _NonFinite(f"a number out of range: {text[:40]}")
+    return v
+
+
+def _sizes_of(values) -> list[int]:
+    """An export's batch sizes: whole numbers ≥ 0 (ValueError otherwise)."""
+    out = []
+    for x in values or []:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x):
+            raise ValueError("batch_sizes")
+        out.append(int(x))
+    return out
+
+
+def _modes_of(values) -> list[str]:
+    if not all(isinstance(x, str) for x in values or []):
+        raise ValueError("modes")
+    return list(values or [])
+
+
 def load_export(path: str, confidence: float = 0.95) -> Run | None:
     """An eaglelog export (``eaglelog export``), or None when the file is not one."""
     try:
@@ -270,7 +301,10 @@ def load_export(path: str, confidence: float = 0.95) -> Run | None:
             if not head.startswith(b"{"):
                 return None
             f.seek(0)
-            d = json.load(f)
+            d = json.load(f, parse_constant=_no_constant, parse_float=_finite_float)
+    except _NonFinite as e:
+        raise EaglelogError(f"{path}: not a valid eaglelog export ({e}); make one with "
+                            "`eaglelog export LOG -o FILE.json`") from None
     except (OSError, ValueError):
         return None
     if not isinstance(d, dict) or EXPORT_KEY not in d:

@@ -48,8 +48,9 @@ STALL_SIGMAS = 8       # a residual over this many robust σ …
 STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
 WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE off the rest
 N_X = 4                # prefill regressors: tokens and batches, this window and the one before
-SYS_FLOOR = 0.0025     # relative standard uncertainty of a derived cycle from the batch size
-                       # inside a window, which no line prints (docs/statistics.md)
+SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from the batch size
+                       # inside a window, which no line prints: requests admitted and finishing
+                       # inside every window moved the simulated cycle by 0.4 % (docs/statistics.md)
 
 # why a window is not used for the cycle (codes of Windows.why)
 USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP = range(7)
@@ -361,7 +362,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     kept only when significant), a number of leading windows, or 0."""
     notes: list[str] = []
     base_use = win.why == USED
-    acc = np.isfinite(win.a) if win.spec else np.zeros(win.n, dtype=bool)
+    # a window counts for the accept length when it prints one and its request-steps are known
+    # (a bad #running-req makes this window's and the next one's mean batch unknown)
+    acc = (np.isfinite(win.a) & (win.w > 0)) if win.spec else np.zeros(win.n, dtype=bool)
     why = win.why.copy()
     use = base_use.copy()
     spec, kind = _choose(win, use)
@@ -450,7 +453,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
         # requests finishing and admitted inside a window move its mean batch in ways neither
-        # line shows (simulated: up to ±0.5 %): a floor, in quadrature (docs/statistics.md)
+        # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature
         sys_rel = math.hypot(sys_rel, SYS_FLOOR)
     out = {}
     for nm, e in zip(OUTPUTS, ests):

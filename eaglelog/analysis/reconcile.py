@@ -9,6 +9,8 @@ token a baseline step yields per request, at the same batch size.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,8 +122,11 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
         findings.append(Finding("bonus token", "n/a", f"profiler + 1 = {plus1:.3f}; too few "
                                 "decode windows for an interval to test it against"))
     # 2. batch size
-    rr = aligned["running_req"].astype(float)
-    if rr.max() <= 1:
+    rr = aligned["running_req"].astype(float).dropna()
+    if not len(rr):
+        findings.append(Finding("batch size", "n/a", "no readable #running-req in the aligned "
+                                "windows"))
+    elif rr.max() <= 1:
         findings.append(Finding("batch size", "no", "#running-req is 1 in every aligned window: "
                                 "SGLang pools one request, the same one the profiler sees"))
     else:
@@ -237,10 +242,12 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
         prof = prof_cycle(log, source, confidence, [])
         if prof is not None:
             cyc, how_cyc = prof, "TOTAL"
-    recommended = (f"use SGLang's per-batch accept len ({run_acc.estimate:.3f}, the whole run's, "
-                   "as breakeven does) in the break-even formula: it counts every token a cycle "
-                   "commits per request (bonus included), which is what one baseline step (one "
-                   "token per request) is compared with")
+    value = (f"{run_acc.estimate:.3f}, the whole run's, as breakeven does"
+             if math.isfinite(run_acc.estimate) else
+             "none is readable in this log: too few decode windows with a batch size")
+    recommended = (f"use SGLang's per-batch accept len ({value}) in the break-even formula: it "
+                   "counts every token a cycle commits per request (bonus included), which is "
+                   "what one baseline step (one token per request) is compared with")
     eff_p = stats.weighted_mean(p["eff_tok_s"].to_numpy(), p["cycles"].to_numpy(float),
                                 confidence, "printed by the profiler")
     eff_r = stats.combine(1000 * run_acc.estimate / cyc.estimate, [(run_acc, 1), (cyc, -1)],

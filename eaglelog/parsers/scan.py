@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 
+from ..errors import printable
 from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
@@ -70,13 +71,7 @@ class Diagnostic:
         # in a message are written as escapes, never sent raw (issue 13: a log must not be
         # able to drive the terminal or forge a second message line)
         where = f"{self.source}:{self.line_no}" if self.line_no else self.source
-        return _printable(f"{where}: {self.message}")
-
-
-def _printable(text: str) -> str:
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        return printable(f"{where}: {self.message}")
 
 
 @dataclass

@@ -154,7 +154,8 @@ def summary_block(s) -> str:
                    f"{ci(s.accept_sglang)}   {server} accept len: {s.accept_sglang.source}")
     if s.accept_profiler is not None:
         ratio = ""
-        if s.accept_sglang is not None and s.accept_sglang.estimate:
+        if s.accept_sglang is not None and math.isfinite(s.accept_sglang.estimate) and \
+                s.accept_sglang.estimate > 0 and math.isfinite(s.accept_profiler.estimate):
             ratio = (f"; {s.accept_profiler.estimate / s.accept_sglang.estimate:.2f}× "
                      f"{server}'s — see `eaglelog reconcile`")
         out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "

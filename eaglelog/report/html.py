@@ -1,23 +1,38 @@
-"""A self-contained HTML report: the summary, the break-even verdict, the tables and the plots in
-one file that needs nothing else to be read or printed.
+"""A self-contained HTML report, answer first: a one-paragraph conclusion (the verdict, the best
+config, the bottleneck), then the tables, then the pictures, in one file that needs nothing else
+to be read or printed.
 
 Everything is inline: the CSS, and each figure of ``eaglelog.report.plot`` as an <svg> element
-(no scripts, no fonts, no images fetched from anywhere).  The text blocks are those of the
-commands (``summary``, ``breakeven``); the tables hold the same result objects' numbers.  The
-same inputs give the same bytes (no date in the file).
+(no scripts, no fonts, no images fetched from anywhere).  Every number is formatted by the text
+renderers' functions (``report.blocks``: ``num``, ``ci``, the verdict sentence, the blocks
+themselves), so the page says 0.931× where ``eaglelog breakeven`` says 0.931×.  With several
+runs each run's detail (its ``summary`` / ``breakeven`` / ``reconcile`` blocks) folds away in a
+<details> element.  Nothing is wider than the content column at 1280 px or at print width:
+tables wrap their text cells, the text blocks wrap their long lines with a hanging indent
+(tests/test_report_html.py measures it in a real Chromium).  Without matplotlib the report
+still holds every table and says that the pictures need the extra.  The same inputs give the
+same bytes (no date in the file).
 """
 from __future__ import annotations
 
 import dataclasses
 import html
+import math
+import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import EaglelogError
-from .blocks import _pv, _val, breakeven_block, ci, num, summary_block, verdict_sentence
+from .blocks import (_pv, _val, breakeven_block, ci, num, reconcile_block, summary_block,
+                     verdict_sentence)
 
 if TYPE_CHECKING:
-    from ..analysis.breakeven import Baseline
+    from ..analysis.breakeven import Baseline, BreakevenResult
+    from ..analysis.reconcile import ReconcileResult
+    from ..analysis.summary import SummaryResult
+    from ..analysis.sweep import SweepResult
     from ..api import ParsedLog
+
+PLOT_EXTRA = "pip install 'eaglelog[plot]'"
 
 CSS = """
 :root { --ink: #1a1a1a; --muted: #555; --rule: #d0d0d0; --above: #009E73; --below: #D55E00;
@@ -25,25 +40,40 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 1040px; padding: 24px 28px 48px; color: var(--ink);
        font: 15px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
-       background: #fff; }
+       background: #fff; overflow-wrap: anywhere; }
 h1 { font-size: 1.6em; margin: 0 0 4px; }
 h2 { font-size: 1.25em; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
-h3 { font-size: 1.05em; margin: 20px 0 6px; word-break: break-all; }
+h3 { font-size: 1.05em; margin: 20px 0 6px; }
 p.meta, p.note, figcaption { color: var(--muted); font-size: 0.9em; }
-pre { background: var(--bg-alt); border: 1px solid var(--rule); padding: 10px 12px;
-      overflow-x: auto; font: 12.5px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace;
-      white-space: pre; }
-table { border-collapse: collapse; margin: 6px 0 14px; font-size: 0.88em; }
-th, td { border: 1px solid var(--rule); padding: 3px 8px; text-align: left; vertical-align: top; }
+p.conclusion { font-size: 1.05em; margin: 8px 0 0; padding: 10px 14px; background: var(--bg-alt);
+               border-left: 4px solid var(--rule); }
+p.conclusion.above { border-left-color: var(--above); }
+p.conclusion.below { border-left-color: var(--below); }
+p.conclusion.unsure { border-left-color: var(--unsure); }
+pre.block { background: var(--bg-alt); border: 1px solid var(--rule); padding: 8px 12px;
+            margin: 6px 0 12px; font: 12px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace;
+            white-space: pre-wrap; overflow-wrap: anywhere; }
+pre.block > span { display: block; padding-left: var(--hang, 2ch); text-indent: calc(-1 * var(--hang, 2ch)); }
+pre.block > span.gap { height: 1.4em; }
+table { border-collapse: collapse; margin: 6px 0 14px; font-size: 0.86em; max-width: 100%; }
+th, td { border: 1px solid var(--rule); padding: 3px 6px; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
 th { background: var(--bg-alt); }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-figure { margin: 10px 0 20px; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; overflow-wrap: normal; }
+td.num .ci { display: block; color: var(--muted); font-size: 0.88em; }
+tr.best td { font-weight: bold; }
+figure { margin: 10px 0 24px; }
 figure svg { display: block; max-width: 100%; height: auto; }
-.verdict { display: inline-block; padding: 1px 8px; border-radius: 3px; color: #fff;
-           font-weight: bold; }
+.verdict { display: inline-block; padding: 0 6px; border-radius: 3px; color: #fff;
+           font-weight: bold; white-space: nowrap; }
 .verdict.above { background: var(--above); }
-.verdict.below { background: var(--below); }
-.verdict.inconclusive, .verdict.insufficient { background: var(--unsure); color: #000; }
+.verdict.below, .verdict.invalid { background: var(--below); }
+.verdict.inconclusive, .verdict.insufficient, .verdict.partial, .verdict.mixed {
+  background: var(--unsure); color: #000; }
+details { margin: 8px 0; border: 1px solid var(--rule); padding: 4px 10px; }
+details > summary { cursor: pointer; font-weight: bold; padding: 2px 0; }
+details[open] > summary { margin-bottom: 6px; }
 nav ul { margin: 6px 0; padding-left: 20px; columns: 2; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.85em;
          border-top: 1px solid var(--rule); padding-top: 8px; }
@@ -51,85 +81,488 @@ footer { margin-top: 40px; color: var(--muted); font-size: 0.85em;
   body { max-width: none; padding: 0; font-size: 10pt; }
   nav { display: none; }
   h2 { break-after: avoid; }
-  figure, table, pre { break-inside: avoid; }
-  pre { white-space: pre-wrap; font-size: 8pt; }
-  section { break-before: auto; }
+  figure, tr, pre.block > span { break-inside: avoid; }
+  pre.block { font-size: 7.5pt; }
+  table { font-size: 8pt; }
+  details { border: none; padding: 0; }
+  details::details-content { content-visibility: visible; display: block; }
+  details > summary { list-style: none; }
   .verdict { border: 1px solid #000; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 """
+
+
+class Raw(str):
+    """Markup already escaped: put in a table cell as it is."""
 
 
 def _e(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence], numeric: Sequence[int] = ()) -> str:
-    out = ["<table>", "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) +
-           "</tr></thead>", "<tbody>"]
-    for r in rows:
-        cells = []
-        for i, v in enumerate(r):
-            cls = ' class="num"' if i in numeric else ""
-            cells.append(f"<td{cls}>{_e('' if v is None else v)}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
+def _breakable(text: str) -> str:
+    """Escaped text with break opportunities after '/', '_' and '.' (paths, server_args keys):
+    a narrow column wraps 'speculative_num_draft_tokens' between its words."""
+    return re.sub(r"([/_.])(?=\w)", r"\1<wbr>", _e(text))
+
+
+def _cell(v) -> str:
+    if v is None:
+        return ""
+    return v if isinstance(v, Raw) else _e(v)
+
+
+def _table(headers: Sequence, rows: Sequence[Sequence], numeric: Sequence[int] = (),
+           row_class: Sequence[str] | None = None) -> str:
+    num_cls = ' class="num"'
+    heads = "".join(f"<th{num_cls if i in numeric else ''}>{_cell(h)}</th>"
+                    for i, h in enumerate(headers))
+    out = ["<table>", f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
+    for k, r in enumerate(rows):
+        cells = "".join(f"<td{num_cls if i in numeric else ''}>{_cell(v)}</td>"
+                        for i, v in enumerate(r))
+        cls = row_class[k] if row_class and row_class[k] else ""
+        out.append(f'<tr class="{cls}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
 
 
-def _verdict(v: str) -> str:
-    cls = v.split()[0] if v else ""
-    return f'<span class="verdict {_e(cls)}">{_e(v)}</span>'
+def _with_ci(estimate: str, interval: str) -> Raw:
+    """An estimate with its interval under it (the interval as the text output writes it)."""
+    return Raw(f'{_e(estimate)}<span class="ci">{_e(interval)}</span>')
 
 
-def _figure(make: Callable, caption: str, salt: str, notes: list[str]) -> str:
-    """An inline SVG figure, or a note saying why it is missing."""
-    from .plot import figure_svg
-
-    try:
-        fig = make()
-    except EaglelogError as e:
-        notes.append(f"{caption}: not drawn: {e}")
-        return f'<p class="note">{_e(caption)}: not drawn: {_e(e)}</p>'
-    return (f"<figure>\n{figure_svg(fig, salt=salt)}<figcaption>{_e(caption)}</figcaption>\n"
-            "</figure>")
+def _verdict(v: str | None) -> Raw:
+    if not v:
+        return Raw("")
+    cls = v.split()[0]
+    return Raw(f'<span class="verdict {_e(cls)}">{_e(v)}</span>')
 
 
-def _estimate_rows(obj, keys, units) -> list[list]:
+def _hang(line: str) -> int:
+    """Where a wrapped line of a text block continues: under its value column (after the
+    label and its run of spaces), or two characters in."""
+    lead = len(line) - len(line.lstrip(" "))
+    m = re.match(r"( *\S(?:.*?\S)?  +)\S", line)
+    if m and len(m.group(1)) <= 40:
+        return len(m.group(1))
+    return lead + 2
+
+
+def _block(text: str) -> str:
+    """A text block of the CLI (summary_block, breakeven_block, reconcile_block) as it prints:
+    one span per line, a long line wrapping under its value column instead of overflowing."""
+    out = []
+    for line in text.rstrip("\n").split("\n"):
+        if not line.strip():
+            out.append('<span class="gap"></span>')
+        else:
+            out.append(f'<span style="--hang:{_hang(line)}ch">{_e(line)}</span>')
+    return '<pre class="block">' + "".join(out) + "</pre>"
+
+
+def block_text(fragment: str) -> list[str]:
+    """The text of every text block in an HTML fragment, as the CLI prints it (the inverse of
+    the rendering above; the tests compare it with the commands' output)."""
+    out = []
+    for pre in re.findall(r'<pre class="block">(.*?)</pre>', fragment, flags=re.S):
+        lines = re.findall(r"<span[^>]*>(.*?)</span>", pre, flags=re.S)
+        out.append("\n".join(html.unescape(x) for x in lines))
+    return out
+
+
+class _Pictures:
+    """The figures of the report, drawn at the end; or, without matplotlib, the reason."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.parts: list[str] = []
+        self.count = 0
+
+    def add(self, make: Callable, caption: str, salt: str, notes: list[str]) -> None:
+        if not self.enabled:
+            return
+        from .plot import caption as drawn_caption, figure_svg
+
+        try:
+            fig = make()
+        except EaglelogError as e:
+            notes.append(f"{caption}: not drawn: {e}")
+            self.parts.append(f'<p class="note">{_e(caption)}: not drawn: {_e(e)}</p>')
+            return
+        text = drawn_caption(fig) or caption
+        self.count += 1
+        self.parts.append(f'<figure id="fig-{salt}">\n{figure_svg(fig, salt=salt)}'
+                          f"<figcaption>{_e(text)}</figcaption>\n</figure>")
+
+    def body(self) -> str:
+        if not self.enabled:
+            return ('<p class="note">The pictures need matplotlib, which is not installed: '
+                    f"{_e(PLOT_EXTRA)} adds them. Every number is in the tables above.</p>")
+        return "\n".join(self.parts) or '<p class="note">nothing to draw</p>'
+
+
+def _estimate_rows(obj, keys, units, digits=None) -> list[list]:
     rows = []
     for k in keys:
         e = getattr(obj, k)
-        rows.append([k, num(e.estimate), units.get(k, ""), ci(e), e.n if e.n is not None else "",
-                     e.source or ""])
+        d = (digits or {}).get(k, 4)
+        rows.append([k, num(e.estimate, d), units.get(k, ""), ci(e, d),
+                     e.n if e.n is not None else "", e.source or ""])
     return rows
 
 
+def _disagree(r: "ReconcileResult") -> bool:
+    """The profiler's and SGLang's accept lengths differ: the ratio's interval excludes 1."""
+    q = r.ratio
+    return bool(q.sufficient and (q.ci_high < 1 or q.ci_low > 1))
+
+
+def _explained_by(r: "ReconcileResult") -> str:
+    found = [f.factor for f in r.findings if f.verdict in ("explains", "possible")]
+    return ", ".join(found) if found else "not explained by the log"
+
+
+def _config_words(s: "SummaryResult") -> str:
+    c = s.config or {}
+    parts = [f"{k.replace('_', ' ')} {c[k]}" for k in ("steps", "topk", "draft_tokens")
+             if c.get(k) is not None]
+    return " · ".join(parts)
+
+
+def _bottleneck(s: "SummaryResult") -> str | None:
+    """'Target verify, 26.26 ms of the 27.49 ms cycle (95.5%)' (summary_block's formats)."""
+    p = next((p for p in s.phases if p.phase == s.bottleneck), None)
+    if p is None:
+        return None
+    if s.cycle_ms is not None and math.isfinite(p.ms_per_cycle.estimate):
+        return (f"{p.phase}, {p.ms_per_cycle.estimate:.2f} ms of the "
+                f"{s.cycle_ms.estimate:.2f} ms cycle ({p.pct:.1f}%)")
+    return f"{p.phase}, {p.pct:.1f}% of the cycle ({s.phases_from})"
+
+
+def _conclusion(summaries, results: dict, sr: "SweepResult | None", recs: dict,
+                baseline, several: bool) -> tuple[str, str]:
+    """The answer in one paragraph (HTML) and the class of its frame (above/below/unsure)."""
+    by_label = {s.source: s for s in summaries}
+    best = None
+    if sr is not None and sr.rows:
+        best = next((r.run for r in sr.rows if r.mark == "best"), sr.rows[0].run)
+    elif results:
+        finite = [r for r in results.values() if math.isfinite(r.speedup.estimate)]
+        best = max(finite, key=lambda r: r.speedup.estimate).source if finite else None
+    if best is None:
+        rated = [s for s in summaries if s.eff_tok_s is not None and
+                 math.isfinite(s.eff_tok_s.estimate)]
+        best = (max(rated, key=lambda s: s.eff_tok_s.estimate).source if rated
+                else summaries[0].source)
+    s = by_label.get(best, summaries[0])
+    r = results.get(best)
+    out = []
+    frame = "unsure"
+    if several:
+        row = next((x for x in (sr.rows if sr else ()) if x.run == best), None)
+        what = (" · ".join(f"{k} {row.keys.get(k)}" for k in sr.keys) if row is not None and
+                sr.keys else _config_words(s))
+        sent = f"<b>Best config</b> of the {len(summaries)} runs: {_e(what or best)}"
+        sent += f" ({_e(best)})" if what else ""
+        if row is not None:
+            sent += (f", {_e(num(row.eff_tok_s.estimate))} tok/s per stream "
+                     f"{_e(ci(row.eff_tok_s))}")
+            tied = [x.run for x in sr.rows if x.mark == "tied"]
+            if tied:
+                sent += f"; tied with {_e(', '.join(tied))} (intervals overlap)"
+        out.append(sent + ".")
+    else:
+        what = _config_words(s)
+        out.append(f"<b>{_e(best)}</b>" + (f" ({_e(what)})" if what else "") + ".")
+    if r is not None:
+        frame = {"above": "above", "below": "below"}.get(r.verdict, "unsure")
+        out.append(f"<b>Verdict</b>{' of the best' if several else ''}: {_verdict(r.verdict)} "
+                   f"{_e(verdict_sentence(r))}; accept length {_e(num(r.accept_len.estimate))} "
+                   f"measured against {_e(num(r.breakeven_accept_len.estimate))} needed to "
+                   "break even.")
+        if several:
+            counts: dict[str, int] = {}
+            for x in results.values():
+                counts[x.verdict] = counts.get(x.verdict, 0) + 1
+            order = ("above", "inconclusive", "below", "partial", "mixed", "invalid baseline",
+                     "insufficient data")
+            words = [f"{counts[v]} {v}" for v in order if counts.get(v)]
+            out.append(f"Against {_e(r.baseline)}: {_e(', '.join(words))} (of {len(results)} "
+                       "runs).")
+    elif baseline is None:
+        eff = s.eff_tok_s
+        rate = (f" It gets {_e(num(eff.estimate))} tok/s per stream {_e(ci(eff))}."
+                if eff is not None and math.isfinite(eff.estimate) and not several else "")
+        out.append("<b>No verdict</b>: no baseline given (run with --baseline-toks TOK_S or "
+                   f"--baseline-log BASE.log).{rate}")
+    else:
+        out.append("<b>No verdict</b>: the break-even could not be computed (see the notes).")
+    bn = _bottleneck(s)
+    if bn:
+        same = several and all(x.bottleneck == s.bottleneck for x in summaries)
+        out.append(f"<b>Bottleneck</b>: {_e(bn)}" +
+                   (f"; {_e(s.bottleneck)} is the bottleneck of every run" if same else "") + ".")
+    else:
+        out.append("<b>Bottleneck</b>: not known (no EAGLE3_PROF blocks: no cycle breakdown).")
+    off = [x for x in recs.values() if _disagree(x)]
+    if off:
+        lo = min(x.ratio.estimate for x in off)
+        hi = max(x.ratio.estimate for x in off)
+        span = (f"{num(lo, 3)}×" if len(off) == 1 else f"{num(lo, 3)}× – {num(hi, 3)}×")
+        out.append(f"The profiler's accept length disagrees with SGLang's in {len(off)} of "
+                   f"{len(recs)} run{'s' if len(recs) != 1 else ''} ({_e(span)} SGLang's); the "
+                   'verdict uses SGLang\'s (see <a href="#reconcile">Reconcile</a>).')
+    return " ".join(out), frame
+
+
 def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
-                confidence: float = 0.95, title: str | None = None) -> str:
-    """The whole report as one HTML document (a str)."""
+                confidence: float = 0.95, title: str | None = None, warmup="auto",
+                pictures: bool | None = None) -> str:
+    """The whole report as one HTML document (a str).
+
+    ``pictures``: draw the figures (needs matplotlib); None: when matplotlib is installed.
+    Without them the page holds every table and says which extra adds the pictures.
+
+    >>> import eaglelog
+    >>> from eaglelog.baseline import Baseline
+    >>> page = report_html(eaglelog.parse("server.log"), baseline=Baseline(toks=90))  # doctest: +SKIP
+    """
     from .. import __version__
     from ..analysis.breakeven import ESTIMATES, breakeven
     from ..analysis.compare import compare, runs_from_log
+    from ..analysis.reconcile import reconcile
     from ..analysis.summary import summarize
     from ..analysis.sweep import sweep
-    from . import plot
     from . import fmt_bytes
 
-    plot._mpl()
+    if pictures is None:
+        pictures = plot_available()
     units = log.units()
     if not units:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to report on")
+    several = len(units) >= 2
     names = [i.name for i in log.sources]
     title = title or "eaglelog report: " + ", ".join(names)
     notes: list[str] = []
-    summaries = [dataclasses.replace(summarize(sub, baseline=baseline, confidence=confidence),
-                                     source=label) for label, sub in units]
+    figs = _Pictures(pictures)
+    summaries = [dataclasses.replace(summarize(sub, baseline=baseline, confidence=confidence,
+                                               warmup=warmup), source=label)
+                 for label, sub in units]
+    results: dict[str, "BreakevenResult"] = {}
+    if baseline is not None:
+        for label, sub in units:
+            try:
+                results[label] = dataclasses.replace(
+                    breakeven(sub, baseline, confidence=confidence,
+                              by_batch=baseline.log is not None, warmup=warmup), source=label)
+            except EaglelogError as e:
+                notes.append(f"break-even of {label}: {e}")
+    recs: dict[str, "ReconcileResult"] = {}
+    no_rec: list[str] = []
+    for label, sub in units:
+        if sub.prof.empty:
+            continue
+        try:
+            recs[label] = dataclasses.replace(reconcile(sub, confidence=confidence,
+                                                        warmup=warmup), source=label)
+        except EaglelogError as e:
+            msg = str(e)
+            no_rec.append(f"{label}: {msg.split(': ', 1)[-1] if msg.startswith(label) else msg}")
+    sr = None
+    sweep_error = None
+    if several:
+        try:
+            sr = sweep(log, baseline=baseline, confidence=confidence, keep_going=True,
+                       warmup=warmup)
+        except EaglelogError as e:
+            sweep_error = str(e)
     sections: list[tuple[str, str, str]] = []     # (id, heading, body)
+
+    # --- the answer
+    text, frame = _conclusion(summaries, results, sr, recs, baseline, several)
+    sections.append(("conclusion", "Conclusion", f'<p class="conclusion {frame}">{text}</p>'))
+
+    # --- several runs: the sweep table is the answer's table
+    if several:
+        body = []
+        if sr is not None:
+            headers: list = [Raw(_breakable(k)) for k in sr.keys]
+            headers += ["cycle ms", "verify ms", "accept len", "eff tok/s"]
+            if sr.baseline:
+                headers += ["break-even", "speedup", "vs baseline"]
+            headers += ["", "run"]
+            rows, marks = [], []
+            for r in sr.rows:
+                line: list = [str(r.keys.get(k)) for k in sr.keys]
+                line += [f"{r.cycle_ms.estimate:.2f}",
+                         f"{r.verify_ms.estimate:.2f}" if r.verify_ms else "",
+                         num(r.accept_len.estimate),
+                         _with_ci(num(r.eff_tok_s.estimate), ci(r.eff_tok_s))]
+                if sr.baseline:
+                    line += [num(r.breakeven_accept_len.estimate),
+                             _with_ci(f"{num(r.speedup.estimate, 3)}×", ci(r.speedup, 3)),
+                             _verdict(r.verdict)]
+                line += [r.mark, Raw(_breakable(r.run))]
+                rows.append(line)
+                marks.append("best" if r.mark == "best" else "")
+            k = len(sr.keys)
+            numeric = tuple(range(k, k + 4)) + ((k + 4, k + 5) if sr.baseline else ())
+            body.append(_table(headers, rows, numeric=numeric, row_class=marks))
+            body.append(f'<p class="note">sorted by effective tok/s = 1000 × accept len / cycle '
+                        f"ms ({confidence:.0%} intervals under each value); best: the highest; "
+                        f"tied: not distinguishable from the best at {confidence:.0%} (Welch's t "
+                        "on the log ratio, Holm-adjusted across the rows)</p>")
+            for n in sr.notes:
+                body.append(f'<p class="note">note: {_e(n)}</p>')
+            figs.add(lambda: _plot().sweep_figure(sr),
+                     "Effective tok/s of each run with its interval"
+                     + (", the baseline as a dashed line" if sr.baseline else ""),
+                     "eaglelog-sweep", notes)
+        else:
+            body.append(f'<p class="note">no sweep: {_e(sweep_error)}</p>')
+        sections.append(("sweep", "Sweep", "\n".join(body)))
+
+    # --- break-even
+    if baseline is not None:
+        parts = []
+        units_of = {"cycle_ms": "ms", "baseline_step_ms": "ms", "breakeven_accept_len":
+                    "tokens/verify", "accept_len": "tokens/verify", "speedup": "×"}
+        if several and results:
+            rows = []
+            for r in results.values():
+                eff = r.eff_tok_s
+                rows.append([Raw(_breakable(r.source)), _verdict(r.verdict),
+                             _with_ci(f"{num(r.speedup.estimate, 3)}×", ci(r.speedup, 3)),
+                             _with_ci(num(r.accept_len.estimate), ci(r.accept_len)),
+                             _with_ci(num(r.breakeven_accept_len.estimate),
+                                      ci(r.breakeven_accept_len)),
+                             _with_ci(num(r.cycle_ms.estimate), ci(r.cycle_ms)),
+                             _with_ci(num(eff.estimate), ci(eff)) if eff is not None else ""])
+            parts.append(_table(["run", "verdict", "speedup", "accept len", "break-even",
+                                 "cycle ms", "per-stream tok/s"], rows, numeric=(2, 3, 4, 5, 6)))
+            parts.append(f'<p class="note">{confidence:.0%} intervals under each value; each '
+                         "run's verdict sentence and estimates are in its detail below "
+                         '(<a href="#runs">Each run</a>)</p>')
+        for r in (results.values() if not several else ()):
+            parts.append(f"<p>{_verdict(r.verdict)} {_e(verdict_sentence(r))}</p>")
+            parts.append(_table(["quantity", "estimate", "unit", f"{confidence:.0%} interval",
+                                 "windows", "from"],
+                                _estimate_rows(r, ESTIMATES, units_of, {"speedup": 3}),
+                                numeric=(1, 4)))
+            if r.by_batch:
+                parts.append(_by_batch(r, confidence))
+        if results:
+            figs.add(lambda: _plot().breakeven_figure(list(results.values())),
+                     "Measured accept length against the break-even band"
+                     + (" per batch size" if any(r.by_batch for r in results.values())
+                        else ""), "eaglelog-breakeven", notes)
+        sections.append(("breakeven", f"Break-even (baseline {baseline.label})",
+                         "\n".join(parts) or '<p class="note">no break-even result</p>'))
+    else:
+        sections.append(("breakeven", "Break-even",
+                         '<p class="note">no baseline given: run with --baseline-toks TOK_S or '
+                         "--baseline-log BASE.log for the break-even verdict</p>"))
+
+    # --- cycle breakdown
+    rows = []
+    for s in summaries:
+        label = Raw(_breakable(s.source))
+        for p in s.phases:
+            e = p.ms_per_cycle
+            timed = s.cycle_ms is not None and math.isfinite(e.estimate)
+            rows.append([label, p.phase, f"{e.estimate:.2f}" if timed else "",
+                         f"{p.pct:.1f}%",
+                         (f"[{e.ci_low:.2f} … {e.ci_high:.2f}]" if e.sufficient else
+                          "insufficient data") if timed else "",
+                         "bottleneck" if p.phase == s.bottleneck else ""])
+        if s.cycle_ms is not None:
+            rows.append([label, "TOTAL", f"{s.cycle_ms.estimate:.2f}", "100.0%",
+                         ci(s.cycle_ms), f"{s.blocks} blocks, {s.cycles:,} cycles"])
+        elif s.phases:
+            rows.append([label, "TOTAL", "", "100.0%", "",
+                         f"{s.phases_from}: shares only, no cycle time"])
+    if rows:
+        body = _table(["run", "phase", "ms per cycle", "share", f"{confidence:.0%} interval",
+                       ""], rows, numeric=(2, 3))
+        figs.add(lambda: _plot().phases_figure(summaries),
+                 "Cycle breakdown per run (EAGLE3_PROF, no-sync blocks, cycle-weighted); the "
+                 "whisker is the interval of TOTAL", "eaglelog-phases", notes)
+    else:
+        body = '<p class="note">no EAGLE3_PROF blocks: no cycle breakdown</p>'
+    sections.append(("phases", "Cycle breakdown", body))
+
+    # --- reconcile: where the profiler and SGLang disagree
+    sections.append(("reconcile", "Reconcile: the profiler's and SGLang's accept length",
+                     _reconcile_section(recs, no_rec, confidence, several)))
+
+    # --- several runs: compare
+    if several:
+        body = []
+        try:
+            engine = log.sources[0].engine or "sglang"
+            cr = compare(runs_from_log(log, engine, baseline, confidence, warmup),
+                         confidence=confidence, baseline=baseline)
+            body.append(f'<p class="meta">reference: {_e(cr.reference)} ({confidence:.0%} '
+                        "intervals; Welch's t-test on the log ratio; secondary metrics "
+                        "Holm-adjusted)</p>")
+            for run in cr.runs:
+                table = _table(
+                    ["metric", "reference", "changed", "ratio", "p", "p (Holm)", "verdict"],
+                    [[(f"{m.label} ({m.metric})" if m.metric != m.label else m.label) +
+                      (" ← primary" if m.role == "primary" else ""),
+                      _val(m.reference_mean, m.unit), _val(m.mean, m.unit),
+                      _with_ci(num(m.ratio.estimate), ci(m.ratio, 4)) if m.ratio.sufficient
+                      else "n/a", _pv(m.p_value),
+                      _pv(m.p_adjusted) if m.role == "secondary" else "", m.verdict]
+                     for m in cr.metrics if m.run == run], numeric=(1, 2, 3, 4, 5))
+                diff = cr.config_diff.get(run) or {}
+                cfg = ('<p class="note">config: ' + (_e("; ".join(
+                    f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())) if diff else
+                    "no difference in server_args") + "</p>")
+                head = f"{_e(run)} vs reference: {_e(cr.headline.get(run, ''))}"
+                if len(cr.runs) > 1:
+                    body.append(f"<details><summary>{head}</summary>\n{table}\n{cfg}\n"
+                                "</details>")
+                else:
+                    body.append(f"<h3>{head}</h3>\n{table}\n{cfg}")
+            for w in cr.warnings:
+                body.append(f'<p class="note">warning: {_e(w)}</p>')
+            figs.add(lambda: _plot().compare_figure(cr),
+                     "Ratio changed / reference of every common metric, with its interval; 1.0 "
+                     "is no change", "eaglelog-compare", notes)
+        except EaglelogError as e:
+            body.append(f'<p class="note">no comparison: {_e(e)}</p>')
+        sections.append(("compare", "Compare (the first run is the reference)", "\n".join(body)))
+
+    # --- each run's detail: the text blocks of the commands, folded when there are several
+    parts = []
+    for s in summaries:
+        r = results.get(s.source)
+        inner = [_block(summary_block(s))]
+        if r is not None:
+            inner.append(_block(breakeven_block(r)))
+        if s.source in recs:
+            inner.append(_block(reconcile_block(recs[s.source])))
+        if several:
+            head = _e(s.source)
+            if r is not None:
+                head += f" {_verdict(r.verdict)} {_e(num(r.speedup.estimate, 3))}×"
+            parts.append(f"<details><summary>{head}</summary>\n" + "\n".join(inner) +
+                         "\n</details>")
+        else:
+            parts.append("\n".join(inner))
+    sections.append(("runs", "Each run" if several else "Summary",
+                     ('<p class="note">what <code>eaglelog summary</code>, <code>breakeven'
+                      "</code> and <code>reconcile</code> print for each run (click a run to "
+                      "open it)</p>\n" if several else "") + "\n".join(parts)))
 
     # --- inputs
     rows = []
     for i in log.sources:
         counts = " · ".join(f"{k} {v:,}" for k, v in i.counts.items() if v)
-        rows.append([i.name, i.engine or "", f"{i.lines:,}", fmt_bytes(i.size),
+        rows.append([Raw(_breakable(i.name)), i.engine or "", f"{i.lines:,}", fmt_bytes(i.size),
                      f"{i.skipped:,}" + (f" (first at line {i.first_skipped})"
                                           if i.skipped else ""), counts or (i.error or "")])
     body = _table(["input", "engine", "lines", "size", "lines without a record", "records"],
@@ -142,144 +575,12 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
         body += (f"<br>\n… and {rest:,} more" if rest > 0 else "") + "</p>"
     sections.append(("inputs", "Inputs", body))
 
-    # --- summary blocks
-    body = "\n".join(f"<h3>{_e(s.source)}</h3>\n<pre>{_e(summary_block(s).rstrip())}</pre>"
-                     for s in summaries)
-    sections.append(("summary", "Summary", body))
-
-    # --- break-even
-    if baseline is not None:
-        results = []
-        for label, sub in units:
-            try:
-                results.append(dataclasses.replace(
-                    breakeven(sub, baseline, confidence=confidence,
-                              by_batch=baseline.log is not None), source=label))
-            except EaglelogError as e:
-                notes.append(f"break-even of {label}: {e}")
-        parts = []
-        units_of = {"cycle_ms": "ms", "baseline_step_ms": "ms", "breakeven_accept_len":
-                    "tokens/verify", "accept_len": "tokens/verify", "speedup": "×"}
-        for r in results:
-            parts.append(f"<h3>{_e(r.source)}</h3>\n<p>{_verdict(r.verdict)} "
-                         f"{_e(verdict_sentence(r))}</p>")
-            parts.append(_table(["quantity", "estimate", "unit", f"{confidence:.0%} interval",
-                                 "windows", "from"],
-                                _estimate_rows(r, ESTIMATES, units_of), numeric=(1, 4)))
-            if r.by_batch:
-                parts.append(_table(
-                    ["running_req", "windows", "cycle ms", "step ms", "break-even",
-                     "accept len", "speedup", f"speedup {confidence:.0%} interval", "verdict"],
-                    [[b.batch, b.windows, num(b.cycle_ms.estimate),
-                      num(b.baseline_step_ms.estimate), num(b.breakeven_accept_len.estimate),
-                      num(b.accept_len.estimate), num(b.speedup.estimate, 3), ci(b.speedup, 3),
-                      b.verdict] for b in r.by_batch], numeric=(1, 2, 3, 4, 5, 6)))
-            parts.append(f"<pre>{_e(breakeven_block(r).rstrip())}</pre>")
-        if results:
-            parts.append(_figure(lambda: plot.breakeven_figure(results),
-                                 "Measured accept length against the break-even band"
-                                 + (" per batch size" if any(r.by_batch for r in results)
-                                    else ""), "eaglelog-breakeven", notes))
-        sections.append(("breakeven", f"Break-even (baseline {baseline.label})",
-                         "\n".join(parts) or '<p class="note">no break-even result</p>'))
-    else:
-        sections.append(("breakeven", "Break-even",
-                         '<p class="note">no baseline given: run with --baseline-toks TOK_S or '
-                         "--baseline-log BASE.log for the break-even verdict</p>"))
-
-    # --- cycle breakdown
-    rows = []
-    for s in summaries:
-        for p in s.phases:
-            e = p.ms_per_cycle
-            rows.append([s.source, p.phase, f"{e.estimate:.2f}", f"{p.pct:.1f}%", ci(e),
-                         "bottleneck" if p.phase == s.bottleneck else ""])
-        if s.cycle_ms is not None:
-            rows.append([s.source, "TOTAL", f"{s.cycle_ms.estimate:.2f}", "100.0%",
-                         ci(s.cycle_ms), f"{s.blocks} blocks, {s.cycles:,} cycles"])
-    if rows:
-        body = _table(["run", "phase", "ms per cycle", "share", f"{confidence:.0%} interval",
-                       ""], rows, numeric=(2, 3))
-        body += "\n" + _figure(lambda: plot.phases_figure(summaries),
-                               "Cycle breakdown per run (EAGLE3_PROF, no-sync blocks, "
-                               "cycle-weighted); the whisker is the interval of TOTAL",
-                               "eaglelog-phases", notes)
-    else:
-        body = '<p class="note">no EAGLE3_PROF blocks: no cycle breakdown</p>'
-    sections.append(("phases", "Cycle breakdown", body))
-
-    # --- timeline
-    sections.append(("timeline", "Timeline", _figure(
-        lambda: plot.timeline_figure(log),
-        "Accept length, decode throughput and running requests per decode window, and the "
-        "profiler's cycle time, over time; idle gaps shaded, restarts dashed",
-        "eaglelog-timeline", notes)))
-
-    # --- several runs: compare and sweep
-    if len(units) >= 2:
-        body = []
-        try:
-            engine = log.sources[0].engine or "sglang"
-            cr = compare(runs_from_log(log, engine, baseline, confidence), confidence=confidence,
-                         baseline=baseline)
-            body.append(f'<p class="meta">reference: {_e(cr.reference)} ({confidence:.0%} '
-                        "intervals; Welch's t-test on the log ratio; secondary metrics "
-                        "Holm-adjusted)</p>")
-            for run in cr.runs:
-                body.append(f"<h3>{_e(run)} vs reference: {_e(cr.headline.get(run, ''))}</h3>")
-                body.append(_table(
-                    ["metric", "reference", "changed", "ratio",
-                     f"{confidence:.0%} interval", "p", "p (Holm)", "verdict"],
-                    [[(f"{m.label} ({m.metric})" if m.metric != m.label else m.label) +
-                      (" ← primary" if m.role == "primary" else ""),
-                      _val(m.reference_mean, m.unit), _val(m.mean, m.unit),
-                      num(m.ratio.estimate), ci(m.ratio, 4), _pv(m.p_value),
-                      _pv(m.p_adjusted) if m.role == "secondary" else "", m.verdict]
-                     for m in cr.metrics if m.run == run], numeric=(1, 2, 3, 5, 6)))
-                diff = cr.config_diff.get(run) or {}
-                body.append('<p class="note">config: ' + (_e("; ".join(
-                    f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())) if diff else
-                    "no difference in server_args") + "</p>")
-            for w in cr.warnings:
-                body.append(f'<p class="note">warning: {_e(w)}</p>')
-            body.append(_figure(lambda: plot.compare_figure(cr),
-                                "Ratio changed / reference of every common metric, with its "
-                                "interval; 1.0 is no change", "eaglelog-compare", notes))
-        except EaglelogError as e:
-            body.append(f'<p class="note">no comparison: {_e(e)}</p>')
-        sections.append(("compare", "Compare (the first run is the reference)", "\n".join(body)))
-        body = []
-        try:
-            sr = sweep(log, baseline=baseline, confidence=confidence, keep_going=True)
-            headers = list(sr.keys) + ["cycle ms", "verify ms", "accept len", "eff tok/s",
-                                       f"{confidence:.0%} interval"]
-            if sr.baseline:
-                headers += ["break-even", "speedup", "vs baseline"]
-            headers += ["", "run"]
-            rows = []
-            for r in sr.rows:
-                line = [str(r.keys.get(k)) for k in sr.keys]
-                line += [f"{r.cycle_ms.estimate:.2f}",
-                         f"{r.verify_ms.estimate:.2f}" if r.verify_ms else "",
-                         num(r.accept_len.estimate), num(r.eff_tok_s.estimate), ci(r.eff_tok_s)]
-                if sr.baseline:
-                    line += [num(r.breakeven_accept_len.estimate), num(r.speedup.estimate, 3),
-                             r.verdict]
-                line += [r.mark, r.run]
-                rows.append(line)
-            k = len(sr.keys)
-            body.append(_table(headers, rows, numeric=tuple(range(k, k + 4))))
-            body.append('<p class="note">sorted by effective tok/s = 1000 × accept len / cycle '
-                        "ms; best: the highest; tied: its interval overlaps the best one's</p>")
-            for n in sr.notes:
-                body.append(f'<p class="note">note: {_e(n)}</p>')
-            body.append(_figure(lambda: plot.sweep_figure(sr),
-                                "Effective tok/s of each run with its interval"
-                                + (", the baseline as a dashed line" if sr.baseline else ""),
-                                "eaglelog-sweep", notes))
-        except EaglelogError as e:
-            body.append(f'<p class="note">no sweep: {_e(e)}</p>')
-        sections.append(("sweep", "Sweep", "\n".join(body)))
+    # --- the pictures, last
+    figs.add(lambda: _plot().timeline_figure(log),
+             "Accept length, decode throughput and running requests per decode window, and the "
+             "profiler's cycle time, over time; idle gaps shaded, restarts dashed",
+             "eaglelog-timeline", notes)
+    sections.append(("pictures", "Pictures", figs.body()))
 
     # --- the document
     meta = (f"eaglelog {__version__} · {len(units)} run{'s' if len(units) != 1 else ''} from "
@@ -288,11 +589,13 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_e(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
-           f"<header><h1>{_e(title)}</h1>", f'<p class="meta">{_e(meta)}</p></header>',
-           "<nav><ul>" + "".join(f'<li><a href="#{sid}">{_e(h)}</a></li>'
-                                 for sid, h, _ in sections) + "</ul></nav>"]
-    for sid, heading, body in sections:
+           f"<header><h1>{_e(title)}</h1>", f'<p class="meta">{_e(meta)}</p></header>']
+    nav = "<nav><ul>" + "".join(f'<li><a href="#{sid}">{_e(h)}</a></li>'
+                                for sid, h, _ in sections[1:]) + "</ul></nav>"
+    for k, (sid, heading, body) in enumerate(sections):
         out.append(f'<section id="{sid}">\n<h2>{_e(heading)}</h2>\n{body}\n</section>')
+        if k == 0:
+            out.append(nav)
     if notes:
         out.append('<section id="notes">\n<h2>Notes</h2>\n' +
                    "\n".join(f'<p class="note">{_e(n)}</p>' for n in notes) + "\n</section>")
@@ -302,3 +605,64 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                "from the network.</footer>")
     out += ["</body>", "</html>"]
     return "\n".join(out) + "\n"
+
+
+def _by_batch(r: "BreakevenResult", confidence: float) -> str:
+    """The per-batch-size break-even (the columns of blocks.by_batch_table)."""
+    return _table(
+        ["running_req", "windows", "cycle ms", "step ms", "break-even", "accept len",
+         "speedup", "verdict"],
+        [[b.batch, b.windows, num(b.cycle_ms.estimate), num(b.baseline_step_ms.estimate),
+          num(b.breakeven_accept_len.estimate), num(b.accept_len.estimate),
+          _with_ci(num(b.speedup.estimate, 3), ci(b.speedup, 3)), _verdict(b.verdict)]
+         for b in r.by_batch], numeric=(1, 2, 3, 4, 5, 6))
+
+
+def _reconcile_section(recs: dict, no_rec: list[str], confidence: float, several: bool) -> str:
+    if not recs:
+        why = "; ".join(no_rec) if no_rec else "no input holds EAGLE3_PROF blocks"
+        return f'<p class="note">nothing to reconcile: {_e(why)}</p>'
+    rows = []
+    for r in recs.values():
+        rows.append([Raw(_breakable(r.source)),
+                     _with_ci(num(r.profiler_accept_len.estimate), ci(r.profiler_accept_len)),
+                     _with_ci(num(r.sglang_accept_len.estimate), ci(r.sglang_accept_len)),
+                     _with_ci(f"{num(r.ratio.estimate, 3)}×", ci(r.ratio, 3)),
+                     "yes" if _disagree(r) else "no", _explained_by(r)])
+    out = [_table(["run", "profiler", "SGLang", "ratio", "disagree", "explained by"], rows,
+                  numeric=(1, 2, 3)),
+           f'<p class="note">accept length in tokens per verify step ({confidence:.0%} '
+           "intervals under each value); they disagree when the interval of the ratio excludes "
+           "1</p>"]
+    off = [r for r in recs.values() if _disagree(r)]
+    if not off:
+        out.append('<p class="note">The profiler and SGLang agree in every run: nothing to '
+                   "explain.</p>")
+    for r in off:
+        table = _table(["factor", "verdict", "what the log says"],
+                       [[f.factor, f.verdict, f.text] for f in r.findings])
+        rec = f'<p><b>Recommended</b>: {_e(r.recommended)}</p>'
+        if several and len(off) > 1:
+            out.append(f"<details><summary>{_e(r.source)}: ratio {_e(num(r.ratio.estimate, 3))}× "
+                       f"— {_e(_explained_by(r))}</summary>\n{table}\n{rec}\n</details>")
+        else:
+            out.append(f"<h3>{_e(r.source)}: what the log says</h3>\n{table}\n{rec}")
+    for n in no_rec:
+        out.append(f'<p class="note">not reconciled: {_e(n)}</p>')
+    return "\n".join(out)
+
+
+def _plot():
+    from . import plot
+    return plot
+
+
+def plot_available() -> bool:
+    """Whether matplotlib (the 'plot' extra) can be imported: the report draws its pictures."""
+    from ..errors import MissingDependency
+
+    try:
+        _plot()._mpl()
+    except MissingDependency:
+        return False
+    return True

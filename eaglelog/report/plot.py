@@ -100,15 +100,44 @@ def _new_figure(width: float, height: float) -> "Figure":
     return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
+class _Quiet:
+    """Python warnings raised while a figure is built or saved (matplotlib's layout engine
+    giving up, numpy on an all-NaN slice) are kept on the figure, ``fig.eaglelog_warnings``,
+    and never printed: a library that never prints, a CLI whose stderr carries eaglelog's own
+    lines only.  The figures are laid out so that the layout engine does not give up (tick
+    labels shortened and wrapped); this is the net under that."""
+
+    def __init__(self, fig: "Figure | None" = None):
+        self.fig = fig
+
+    def __enter__(self):
+        import warnings
+
+        self._cm = warnings.catch_warnings(record=True)
+        self.caught = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self._cm.__exit__(*exc)
+        if self.fig is not None and self.caught:
+            kept = list(getattr(self.fig, "eaglelog_warnings", ()))
+            kept += [str(w.message) for w in self.caught]
+            self.fig.eaglelog_warnings = tuple(dict.fromkeys(kept))
+        return False
+
+
 def _styled(fn):
-    """Build the figure under the eaglelog style (fonts, palette, grid)."""
+    """Build the figure under the eaglelog style (fonts, palette, grid), its warnings kept."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         mpl = _mpl()
-        with mpl.rc_context(_style()):
+        with _Quiet() as q, mpl.rc_context(_style()):
             fig = fn(*args, **kwargs)
+        if q.caught:
+            fig.eaglelog_warnings = tuple(dict.fromkeys(str(w.message) for w in q.caught))
         return fig
     return wrapper
 
@@ -140,7 +169,7 @@ def save_figure(fig: "Figure", target, fmt: str | None = None, *, salt: str = "e
     fmt = fmt or format_of(os.fspath(target))
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose from {', '.join(FORMATS)}")
-    with mpl.rc_context({**_style(), "svg.hashsalt": salt}):
+    with _Quiet(fig), mpl.rc_context({**_style(), "svg.hashsalt": salt}):
         fig.savefig(target, format=fmt, dpi=DPI, metadata=_metadata(fmt), facecolor="white")
 
 
@@ -150,7 +179,7 @@ def figure_svg(fig: "Figure", *, salt: str = "eaglelog") -> str:
     several figures in one page apart."""
     mpl = _mpl()
     buf = io.StringIO()
-    with mpl.rc_context({**_style(), "svg.hashsalt": salt}):
+    with _Quiet(fig), mpl.rc_context({**_style(), "svg.hashsalt": salt}):
         fig.savefig(buf, format="svg", metadata=_metadata("svg", bare=True), facecolor="white")
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -243,12 +272,65 @@ def _idle(w: pd.DataFrame) -> pd.Series:
     return out
 
 
+# the i-th line of a figure: the palette's eight colours, then the eight again dashed, dotted …
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def line_style(i: int) -> dict:
+    """Colour and line style of the i-th run of a figure: every run its own pair."""
+    n = len(SERIES_COLOURS)
+    return {"color": SERIES_COLOURS[i % n], "linestyle": LINE_STYLES[(i // n) % len(LINE_STYLES)]}
+
+
+def _with_breaks(x, y, brk) -> tuple[np.ndarray, np.ndarray]:
+    """``x, y`` with a NaN point before every point ``i`` where ``brk[i]``: matplotlib leaves a
+    gap there, so one Line2D per run breaks at idle gaps and restarts.  The NaN point takes the
+    x of the point before it: a step line does not run on into the gap."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    brk = np.asarray(brk, dtype=bool).copy()
+    if len(brk):
+        brk[0] = False
+    idx = np.flatnonzero(brk)
+    if not len(idx):
+        return x, y
+    return np.insert(x, idx, x[idx - 1]), np.insert(y, idx, np.nan)
+
+
+def _startup_changes(startup: pd.Series) -> np.ndarray:
+    """True where a row's start-up differs from the row before it (a restart between them)."""
+    s = startup.astype("float64").fillna(-1.0).to_numpy()
+    return np.r_[False, np.diff(s) != 0] if len(s) else np.zeros(0, dtype=bool)
+
+
+def _spans(x: np.ndarray, cuts: Sequence[tuple[float, float]]) -> np.ndarray:
+    """True at point i when an interval (x0, x1) of ``cuts`` lies between points i-1 and i."""
+    brk = np.zeros(len(x), dtype=bool)
+    for x0, x1 in cuts:
+        brk[1:] |= (x[:-1] < x1) & (x[1:] > x0)
+    return brk
+
+
+def caption(fig: "Figure") -> str:
+    """What a figure of this module draws, in a sentence (for a caption under it): only what is
+    drawn, as the figure function recorded it; '' for a figure made elsewhere."""
+    return getattr(fig, "eaglelog_caption", "")
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 @_styled
 def timeline_figure(log: "ParsedLog") -> "Figure":
-    """Accept length, decode throughput and running requests over time, one line per scheduler
-    rank (the decode windows of analysis.windows: TP ranks that print the same series count
-    once); the EAGLE3_PROF TOTAL over time; idle windows (analysis.windows' 'idle': a gap over
-    3× the series' median) shaded; each server restart (a new server_args line) marked."""
+    """Accept length, decode throughput and running requests over time, one line per run and
+    scheduler rank (the decode windows of analysis.windows: TP ranks that print the same series
+    count once); the EAGLE3_PROF TOTAL over time (its axis from 0: no magnified jitter); idle
+    windows (analysis.windows' 'idle': a gap over 3× the series' median) shaded; each server
+    restart (a new server_args line) marked.  Every line of an input keeps its colour and line
+    style (line_style) in every panel and breaks (a NaN point) at idle gaps and restarts;
+    ``caption(fig)`` says what was drawn."""
     from ..analysis.breakeven import one_source
     from ..errors import EaglelogError
 
@@ -296,82 +378,101 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
     for (key, label), ax in zip(panels, axes):
         ax.set_ylabel(label)
     several = len(per_source) > 1
-    colour_i = 0
-    idle_drawn = restart_drawn = False
+    styles: dict[tuple[str, str], dict] = {}     # (input, rank) -> colour and line style
+
+    def style(key: tuple[str, str]) -> dict:
+        if key not in styles:
+            styles[key] = line_style(len(styles))
+        return styles[key]
+
+    idle_drawn = restart_drawn = sync_drawn = False
+    tops: dict[str, float] = {}                  # each panel's highest value drawn
+    restarts = 0
     for src, w, clock, p, sa in per_source:
         tag = f"{os.path.basename(src)} · " if several else ""
-        if len(w):
-            x_all = xs(clock, w)
-            w = w.assign(_x=x_all)
-            for series, g in w.groupby("series", sort=False):
-                c = SERIES_COLOURS[colour_i % len(SERIES_COLOURS)]
-                colour_i += 1
-                ranks = log.decode.loc[(log.decode["source"] == src) &
-                                       log.decode["line_no"].isin(g["line_no"]), "ranks"]
-                rank = str(ranks.dropna().iloc[0]) if ranks.notna().any() else "scheduler"
-                first = True
-                for _, seg in g.groupby("startup", sort=True, dropna=False):
-                    # a line breaks at an idle gap and at a restart
-                    brk = _idle(w).loc[seg.index].to_numpy()
-                    seg_id = np.cumsum(brk)
-                    for k in np.unique(seg_id):
-                        part = seg[seg_id == k]
-                        for key in ("accept_len", "gen_throughput", "running_req"):
-                            if key not in ax_of or part[key].isna().all():
-                                continue
-                            y = part[key].to_numpy(dtype=float, na_value=np.nan)
-                            kw = dict(color=c, lw=1.3, label=f"{tag}{rank}" if first else None)
-                            if key == "running_req":
-                                ax_of[key].step(part["_x"], y, where="post", **kw)
-                            else:
-                                ax_of[key].plot(part["_x"], y, marker="o", ms=2.5, **kw)
-                        first = False
-            # idle gaps: from the previous line of the series to this one
-            prev = w.groupby("series", sort=False)["_x"].shift(1)
-            gaps = _idle(w)
-            for x0, x1 in zip(prev[gaps], w.loc[gaps, "_x"]):
-                if np.isfinite(x0) and np.isfinite(x1):
-                    for ax in axes:
-                        ax.axvspan(x0, x1, color=GREY, alpha=0.25, lw=0,
-                                   label="idle gap" if not idle_drawn and ax is axes[0] else None)
-                    idle_drawn = True
-        if len(p) and "prof" in ax_of:
-            px = xs(clock, p)
-            for rank, g in p.assign(_x=px).groupby(p["ranks"].astype("string").fillna("profiler"),
-                                                    sort=True):
-                c = SERIES_COLOURS[colour_i % len(SERIES_COLOURS)]
-                colour_i += 1
-                sync = g["mode"].astype("string").eq("sync").fillna(False).to_numpy()
-                ax_of["prof"].plot(g["_x"], g["total_ms"].to_numpy(dtype=float), color=c,
-                                   lw=1.3, marker="s", ms=3, label=f"{tag}{rank}")
-                if sync.any():
-                    ax_of["prof"].plot(g["_x"][sync], g["total_ms"].to_numpy(float)[sync], ls="",
-                                       marker="s", ms=6, mfc="none", mec=OKABE_ITO["black"],
-                                       label="sync-mode block")
-        # restarts: every server_args line after the first data of the input
+        # restarts: every server_args line after the first start-up of the input
         ups = sa[sa["startup"] > sa["startup"].min()] if len(sa) > 1 else sa.iloc[0:0]
-        if len(ups):
-            ux = xs(clock, ups)
-            for x, k in zip(ux, ups["startup"]):
-                if not np.isfinite(x):
-                    continue
+        ux = xs(clock, ups) if len(ups) else np.empty(0)
+        gaps: list[tuple[float, float]] = []     # idle gaps (x0, x1) of this input
+        if len(w):
+            w = w.assign(_x=xs(clock, w))
+            idle = _idle(w)
+            prev = w.groupby("series", sort=False)["_x"].shift(1)
+            gaps = [(x0, x1) for x0, x1 in zip(prev[idle], w.loc[idle, "_x"])
+                    if np.isfinite(x0) and np.isfinite(x1)]
+            dec = log.decode[(log.decode["source"] == src).to_numpy(dtype=bool)]
+            rank_of = dict(zip(dec["line_no"].astype("int64"), dec["ranks"]))
+            for series, g in w.groupby("series", sort=False):
+                ranks = [rank_of.get(int(n)) for n in g["line_no"]]
+                rank = next((str(r) for r in ranks if isinstance(r, str) and r), "scheduler")
+                kw = {**style((src, rank)), "lw": 1.3, "label": f"{tag}{rank}"}
+                # a line breaks at an idle gap and at a restart
+                brk = idle.loc[g.index].to_numpy(dtype=bool) | _startup_changes(g["startup"])
+                brk |= _spans(g["_x"].to_numpy(dtype=float), [(x, x) for x in ux])
+                for key in ("accept_len", "gen_throughput", "running_req"):
+                    if key not in ax_of or g[key].isna().all():
+                        continue
+                    x, y = _with_breaks(g["_x"], g[key].to_numpy(dtype=float, na_value=np.nan),
+                                        brk)
+                    if np.isfinite(y).any():
+                        tops[key] = max(tops.get(key, 0.0), float(np.nanmax(y)))
+                    if key == "running_req":
+                        ax_of[key].step(x, y, where="post", **kw)
+                    else:
+                        ax_of[key].plot(x, y, marker="o", ms=2.5, **kw)
+            # idle gaps: from the previous line of the series to this one
+            for x0, x1 in gaps:
                 for ax in axes:
-                    ax.axvline(x, color=OKABE_ITO["black"], ls="--", lw=1.2,
-                               label="server restart" if not restart_drawn and ax is axes[0]
-                               else None)
-                    restart_drawn = True
-                axes[0].annotate(f"restart (start-up {int(k)})", (x, 1.0),
-                                 xycoords=("data", "axes fraction"), xytext=(3, -2),
-                                 textcoords="offset points", va="top", fontsize=8,
-                                 bbox={"boxstyle": "square,pad=0.15", "fc": "white",
-                                       "ec": "none", "alpha": 0.85})
+                    ax.axvspan(x0, x1, color=GREY, alpha=0.25, lw=0,
+                               label="idle gap" if not idle_drawn and ax is axes[0] else None)
+                idle_drawn = True
+        if len(p) and "prof" in ax_of:
+            p = p.assign(_x=xs(clock, p))
+            # the profiler's line takes the colour of the same rank's decode line; blocks that
+            # name no rank belong to the input's only decode line when it has one
+            ranks = p["ranks"].astype("string")
+            mine = [k[1] for k in styles if k[0] == src]
+            only = mine[0] if len(mine) == 1 and ranks.dropna().eq(mine[0]).all() else None
+            for rank, g in p.groupby(ranks.fillna(only or "profiler"), sort=True):
+                key = (src, str(rank))
+                gx = g["_x"].to_numpy(dtype=float)
+                brk = _startup_changes(g["startup"]) | _spans(gx, gaps) | \
+                    _spans(gx, [(x, x) for x in ux])
+                x, y = _with_breaks(gx, g["total_ms"].to_numpy(dtype=float), brk)
+                if np.isfinite(y).any():
+                    tops["prof"] = max(tops.get("prof", 0.0), float(np.nanmax(y)))
+                ax_of["prof"].plot(x, y, lw=1.3, marker="s", ms=3, label=f"{tag}{key[1]}",
+                                   **style(key))
+                sync = g["mode"].astype("string").eq("sync").fillna(False).to_numpy()
+                if sync.any():
+                    ax_of["prof"].plot(gx[sync], g["total_ms"].to_numpy(float)[sync], ls="",
+                                       marker="s", ms=6, mfc="none", mec=OKABE_ITO["black"],
+                                       label=None if sync_drawn else "sync-mode block")
+                    sync_drawn = True
+        for x, k in zip(ux, ups["startup"]):
+            if not np.isfinite(x):
+                continue
+            restarts += 1
+            for ax in axes:
+                ax.axvline(x, color=OKABE_ITO["black"], ls="--", lw=1.2,
+                           label="server restart" if not restart_drawn and ax is axes[0]
+                           else None)
+                restart_drawn = True
+            axes[0].annotate(f"restart (start-up {int(k)})", (x, 1.0),
+                             xycoords=("data", "axes fraction"), xytext=(3, -2),
+                             textcoords="offset points", va="top", fontsize=8,
+                             bbox={"boxstyle": "square,pad=0.15", "fc": "white",
+                                   "ec": "none", "alpha": 0.85})
     for ax in axes:
         handles, labels = ax.get_legend_handles_labels()
         if handles:
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
                       borderaxespad=0.0)
+    # rates and times from 0: a 2 % wobble is not drawn as a cliff
+    for key in ("gen_throughput", "running_req", "prof"):
+        if key in ax_of:
+            ax_of[key].set_ylim(0, tops.get(key, 1.0) * 1.08 or 1.0)
     if "running_req" in ax_of:
-        ax_of["running_req"].set_ylim(bottom=0)
         from matplotlib.ticker import MaxNLocator
         ax_of["running_req"].yaxis.set_major_locator(MaxNLocator(integer=True))
     if timed:
@@ -380,49 +481,170 @@ def timeline_figure(log: "ParsedLog") -> "Figure":
     else:
         axes[-1].set_xlabel("line in the log (no timestamps)")
     fig.suptitle(f"timeline: {_logs_title(names)}")
+    # the caption: what is drawn, nothing else
+    what = [label for key, label in (("accept_len", "accept length"),
+                                     ("gen_throughput", "decode throughput"),
+                                     ("running_req", "running requests")) if key in ax_of]
+    parts = [f"{_and(what)} per decode window"] if what else []
+    if "prof" in ax_of:
+        parts.append("the profiler's cycle time (EAGLE3_PROF TOTAL, from 0 ms)")
+    text = _and(parts) + (" over time" if timed else " by line in the log (no timestamps)")
+    lines = len(styles)
+    if lines > 1:
+        per = "input" if lines == len({k[0] for k in styles}) else \
+            "input and rank" if several else "rank"
+        text += (f", one colour{' and line style' if lines > len(SERIES_COLOURS) else ''} per "
+                 f"{per} ({lines} lines)")
+    marks = []
+    if idle_drawn:
+        marks.append("idle gaps shaded")
+    if restarts:
+        marks.append(f"{'a server restart' if restarts == 1 else f'{restarts} server restarts'}"
+                     " dashed")
+    if marks:
+        text += "; " + " and ".join(marks) + " (the lines break there)"
+    if sync_drawn:
+        text += "; sync-mode blocks ringed"
+    fig.eaglelog_caption = text[0].upper() + text[1:] + "."
     return fig
 
 
 # ----------------------------------------------------------------------------- phases
 
+BAR = 0.42           # the width of a bar of the phases plot (x units: one run per unit)
+
+
+def _ink(colour: str) -> str:
+    """Black or white text, whichever reads on ``colour`` (its relative luminance)."""
+    from matplotlib.colors import to_rgb
+
+    r, g, b = to_rgb(colour)
+    return OKABE_ITO["black"] if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
+
+
+def _share_labels(ax, x: float, segs: list[tuple[float, float, str, str, str]], span: float,
+                  inside_frac: float) -> None:
+    """Each segment's label (bottom, height, inside text, beside text, colour) of the bar at
+    ``x``:
+    inside the segment when it is tall enough (``inside_frac`` of the axis ``span``), else
+    beside the bar with a leader, the labels beside pushed apart so that none overlaps."""
+    beside = []
+    for bottom, h, inside, text, colour in segs:
+        if h >= inside_frac * span:
+            ax.text(x, bottom + h / 2, inside, ha="center", va="center", fontsize=8,
+                    color=_ink(colour), fontweight="bold")
+        else:
+            beside.append((bottom + h / 2, text))
+    gap = 0.055 * span                       # one line of 8-point text on a 3.5 in axis
+    placed: list[float] = []
+    for y, _ in beside:
+        placed.append(max(y, placed[-1] + gap) if placed else y)
+    for (y, text), yt in zip(beside, placed):
+        ax.annotate(text, (x + BAR / 2, y), xytext=(x + BAR / 2 + 0.06, yt), ha="left",
+                    va="center", fontsize=8,
+                    arrowprops={"arrowstyle": "-", "lw": 0.6, "color": OKABE_ITO["black"],
+                                "shrinkA": 0, "shrinkB": 0})
+
+
+def _sync_blocks(s) -> str:
+    """'12 sync-mode blocks' of a summary's phases_from ('' when it does not say)."""
+    return s.phases_from if s.phases_from and "sync-mode" in s.phases_from else ""
+
+
 @_styled
 def phases_figure(summaries: Sequence["SummaryResult"]) -> "Figure":
     """The cycle breakdown of each run (analysis.summary): stacked bars of each phase's mean
-    ms per cycle, with the TOTAL (cycle time) and its interval as a whisker."""
+    ms per cycle, with the TOTAL (cycle time) and its interval as a whisker, each segment
+    labelled with its share of the cycle (and its ms), a thin one beside the bar.  Runs with
+    sync-mode blocks only (no cycle time: the synchronize after each phase slows the cycle;
+    analysis.summary gives their phase shares) are drawn apart, as shares of the cycle (%)."""
     from ..errors import EaglelogError
 
-    runs = [s for s in summaries if s.cycle_ms is not None and s.phases]
-    if not runs:
-        raise EaglelogError("no EAGLE3_PROF blocks (no-sync, complete): the phases plot needs "
-                            "the profiler patch's cycle breakdown")
-    labels = list(dict.fromkeys(p.phase for s in runs for p in s.phases))
-    fig = _new_figure(max(6.0, 1.6 + 1.5 * len(runs)), 5.0)
-    ax = fig.subplots()
-    x = np.arange(len(runs))
-    bottom = np.zeros(len(runs))
-    for i, label in enumerate(labels):
-        h = np.array([next((p.ms_per_cycle.estimate for p in s.phases if p.phase == label), 0.0)
-                      for s in runs])
-        ax.bar(x, h, 0.6, bottom=bottom, color=SERIES_COLOURS[i % len(SERIES_COLOURS)],
-               label=label, edgecolor="white", linewidth=0.5)
-        bottom += h
-    tot = np.array([s.cycle_ms.estimate for s in runs])
-    err = np.array([_err(s.cycle_ms) for s in runs]).T
-    ax.errorbar(x, tot, yerr=err, fmt="_", ms=18, color=OKABE_ITO["black"], capsize=6, lw=1.4,
-                label=f"TOTAL with {runs[0].confidence:.0%} interval")
-    for xi, s in zip(x, runs):
-        e = s.cycle_ms
-        ax.annotate(f"{e.estimate:.2f} ms", (xi, e.ci_high if e.sufficient else e.estimate),
-                    xytext=(0, 5), textcoords="offset points", ha="center", va="bottom",
-                    fontsize=9)
-    ax.set_xticks(x, [_run_label(s.source) for s in runs])
-    ax.set_ylabel("ms per cycle")
-    ax.set_ylim(0, max(tot.max(), max((s.cycle_ms.ci_high or 0) for s in runs)) * 1.15)
-    ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 if len(runs) < 4 else -0.18),
-              ncols=min(3, len(labels) + 1), frameon=False)
-    ax.set_title(f"cycle breakdown per run (EAGLE3_PROF, cycle-weighted): "
-                 f"{_logs_title([s.source for s in runs], 70)}", wrap=True)
+    timed = [s for s in summaries if s.cycle_ms is not None and s.phases]
+    shares = [s for s in summaries if s.cycle_ms is None and s.phases]
+    if not timed and not shares:
+        raise EaglelogError("no EAGLE3_PROF blocks (complete, no-sync or sync mode): the phases "
+                            "plot needs the profiler patch's cycle breakdown")
+    labels = list(dict.fromkeys(p.phase for s in timed + shares for p in s.phases))
+    colour = {label: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, label in enumerate(labels)}
+    n = len(timed) + len(shares)
+    fig = _new_figure(max(6.5, 2.2 + 2.4 * n), 5.4)
+    groups = [g for g in (timed, shares) if g]
+    axes = fig.subplots(1, len(groups), squeeze=False,
+                        width_ratios=[len(g) + 0.6 for g in groups])[0]
+    conf = f"{(timed or shares)[0].confidence:.0%}"
+    drawn = set()
+    for ax, runs in zip(axes, groups):
+        ms = runs is timed
+        x = np.arange(len(runs), dtype=float)
+        bottom = np.zeros(len(runs))
+        segs: list[list] = [[] for _ in runs]
+        for label in labels:
+            got = [next((p for p in s.phases if p.phase == label), None) for s in runs]
+            h = np.array([0.0 if p is None else (p.ms_per_cycle.estimate if ms else p.pct)
+                          for p in got], dtype=float)
+            h = np.where(np.isfinite(h), h, 0.0)
+            ax.bar(x, h, BAR, bottom=bottom, color=colour[label], edgecolor="white",
+                   linewidth=0.5, label=None if label in drawn else label)
+            drawn.add(label)
+            for j, p in enumerate(got):
+                if p is not None and h[j] > 0:
+                    share = f"{p.pct:.1f}%" if math.isfinite(p.pct) else "?"
+                    if ms:
+                        e = p.ms_per_cycle.estimate
+                        segs[j].append((bottom[j], h[j], f"{share}\n{e:.2f} ms",
+                                        f"{share} · {e:.2f} ms", colour[label]))
+                    else:
+                        segs[j].append((bottom[j], h[j], share, share, colour[label]))
+            bottom += h
+        if ms:
+            tot = np.array([s.cycle_ms.estimate for s in runs])
+            err = np.array([_err(s.cycle_ms) for s in runs]).T
+            ax.errorbar(x, tot, yerr=err, fmt="_", ms=BAR * 60, color=OKABE_ITO["black"],
+                        capsize=6, lw=1.4, label=f"TOTAL with {conf} interval")
+            for xi, s in zip(x, runs):
+                e = s.cycle_ms
+                ax.annotate(f"{e.estimate:.2f} ms", (xi, e.ci_high if e.sufficient else
+                                                     e.estimate),
+                            xytext=(0, 5), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=9)
+            top = max(float(np.nanmax(np.r_[tot, bottom])),
+                      max((s.cycle_ms.ci_high or 0) for s in runs)) * 1.15
+            ax.set_ylabel("ms per cycle")
+            ax.set_xticks(x, [_run_label(s.source) for s in runs])
+            if len(groups) > 1:
+                ax.set_title("ms per cycle and share", fontsize=10)
+        else:
+            top = max(105.0, float(np.nanmax(bottom)) * 1.08)
+            ax.set_ylabel("share of the cycle (%)")
+            ax.set_xticks(x, [f"{_run_label(s.source)}\n({_sync_blocks(s) or 'sync mode'})"
+                              for s in runs])
+            ax.set_title("sync-mode blocks: phase shares\n(no cycle time: a synchronize "
+                         "after\neach phase slows the cycle)", fontsize=10)
+        ax.set_ylim(0, top)
+        for j, xi in enumerate(x):
+            _share_labels(ax, xi, segs[j], top, 0.085 if ms else 0.05)
+        ax.set_xlim(-0.6, len(runs) - 0.4 + 0.45)    # room for the labels beside the last bar
+        ax.grid(axis="x", visible=False)
+    handles, names = [], []
+    for ax in axes:
+        h, nm = ax.get_legend_handles_labels()
+        handles += h
+        names += nm
+    fig.legend(handles, names, loc="outside lower center", ncols=min(4, len(names)),
+               frameon=False)
+    what = "EAGLE3_PROF" if not any(s.phases_from == "vLLM stage times" for s in timed) else \
+        "EAGLE3_PROF / vLLM stage times"
+    fig.suptitle(f"cycle breakdown per run ({what}, cycle-weighted): "
+                 f"{_logs_title([s.source for s in timed + shares], 70)}", wrap=True)
+    parts = []
+    if timed:
+        parts.append(f"each phase's mean ms per cycle stacked, labelled with its share of the "
+                     f"cycle; the whisker is the {conf} interval of TOTAL")
+    if shares:
+        parts.append(f"{'the runs with' if timed else 'from'} sync-mode blocks only: each "
+                     "phase's share of the cycle (%), no cycle time")
+    fig.eaglelog_caption = "Cycle breakdown per run: " + "; ".join(parts) + "."
     return fig
 
 
@@ -521,7 +743,13 @@ def sweep_figure(result: "SweepResult") -> "Figure":
         x = np.array([float(r.keys[key]) for r in rows])
     else:
         x = np.arange(len(rows), dtype=float)
-    fig = _new_figure(max(6.5, 2.0 + 0.9 * len(rows)), 4.8)
+    keys = list(result.keys)
+    ticks = [_tick(r, keys) if keys else _run_label(r.run) for r in rows]
+    if keys and len(set(ticks)) < len(ticks):      # the keys shown do not tell the runs apart
+        ticks = [f"{t}\n{_run_label(r.run)}" for t, r in zip(ticks, rows)]
+    widest = max((len(line) for t in ticks for line in t.split("\n")), default=1)
+    width = max(6.5, 2.0 + max(0.9, 0.07 * widest + 0.2) * len(rows))
+    fig = _new_figure(width, 4.8)
     ax = fig.subplots()
     eff = np.array([r.eff_tok_s.estimate for r in rows])
     yerr = np.array([_err(r.eff_tok_s) for r in rows]).T
@@ -543,14 +771,14 @@ def sweep_figure(result: "SweepResult") -> "Figure":
             ax.axhline(np.nanmax(b), color=BAND, ls="--", lw=1.5, label=label)
         else:   # a baseline log matched on each run's batch sizes
             ax.plot(x, b, color=BAND, ls="--", lw=1.5, label=label + " (matched per run)")
-    if numeric:
-        ax.set_xticks(x, [_tick(r, result.keys) for r in rows])
-        ax.set_xlabel(key + (f"  (with {', '.join(result.keys[1:])})"
-                             if len(result.keys) > 1 else ""))
+    ax.set_xticks(x, ticks)
+    if numeric and len(keys) > 1:
+        xlabel = f"{_key(key)}  (with {_keys_text(keys[1:], MAX_KEYS - 1)})"
     else:
-        ax.set_xticks(x, [_tick(r, result.keys) if result.keys else _run_label(r.run)
-                          for r in rows])
-        ax.set_xlabel(key if key else "run")
+        xlabel = _keys_text(keys, MAX_KEYS) if keys else "run"
+    import textwrap
+
+    ax.set_xlabel(textwrap.fill(xlabel, max(40, int(width * 13))))
     ax.set_ylabel("effective tok/s (1000 × accept len / cycle ms)")
     hi = max(float(np.nanmax(eff + yerr[1])), float(np.nanmax(base)) if np.isfinite(base).any()
              else 0.0)
@@ -561,8 +789,37 @@ def sweep_figure(result: "SweepResult") -> "Figure":
     return fig
 
 
+MAX_KEYS = 3          # config keys named on a sweep's axis; the rest counted ('+37 more')
+VALUE_WIDTH = 24      # characters of a config value in a tick label (longer ones end in '…')
+TICK_WIDTH = 14       # a tick label wraps at this many characters a line
+
+
+def _key(name: str, width: int = 32) -> str:
+    return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def _keys_text(keys: Sequence[str], most: int = MAX_KEYS) -> str:
+    """'k1 · k2 · k3 +37 more': at most ``most`` key names and a count of the rest."""
+    keys = list(keys)
+    text = " · ".join(_key(k) for k in keys[:most])
+    return text + (f" +{len(keys) - most} more" if len(keys) > most else "")
+
+
+def _value(v) -> str:
+    s = str(v)
+    return s if len(s) <= VALUE_WIDTH else s[:VALUE_WIDTH - 1] + "…"
+
+
 def _tick(row, keys) -> str:
-    return " · ".join(str(row.keys.get(k)) for k in keys)
+    """A run's tick label: the values of its first MAX_KEYS config keys, each at most
+    VALUE_WIDTH characters, on one line when short, else one value a line, wrapped."""
+    import textwrap
+
+    values = [_value(row.keys.get(k)) for k in list(keys)[:MAX_KEYS]]
+    one = " · ".join(values)
+    if len(one) <= TICK_WIDTH:
+        return one
+    return "\n".join(textwrap.fill(v, TICK_WIDTH, break_on_hyphens=False) or v for v in values)
 
 
 # ----------------------------------------------------------------------------- compare
