@@ -156,6 +156,9 @@ def _breakeven(job):
     path, base = job
     t = time.perf_counter()
     code, obj, err = cli_json(["breakeven", *base, path])
+    if obj is not None:                       # {"command", "runs": [the one run], …}
+        obj = obj["runs"][0] if obj["runs"] else None
+        err = err or (None if obj is not None else "no run")
     return obj, err, time.perf_counter() - t
 
 
@@ -303,11 +306,19 @@ def calibrate_compare(reps: int = 30, jobs: int = 1, workdir: str | None = None,
             eq_marks.append("error")
             continue
         m = {r["run"]: r["mark"] for r in o["rows"]}
+        if "no interval" in m.values():
+            eq_marks.append("no interval")       # a row without an interval: not a tie test
+            continue
         eq_marks.append(m.get(b) if m.get(a) == "best" else m.get(a))   # the non-best row
     slow_marks = sweep_marks(sw_slow, slow.paths)
-    out["sweep"] = {"equal_tied": float(np.mean([x in ("tied", "best") for x in eq_marks])),
-                    "slower9_tied": float(np.mean([x == "tied" for x in slow_marks])),
-                    "slower9_best": float(np.mean([x == "best" for x in slow_marks]))}
+    full = [x for x in eq_marks if x != "no interval"]
+    sfull = [x for x in slow_marks if x != "no interval"]
+    out["sweep"] = {"equal_tied": float(np.mean([x in ("tied", "best") for x in full])),
+                    "equal_no_interval": float(np.mean([x == "no interval" for x in eq_marks])),
+                    "slower9_tied": float(np.mean([x == "tied" for x in sfull])),
+                    "slower9_best": float(np.mean([x == "best" for x in sfull])),
+                    "slower9_no_interval": float(np.mean([x == "no interval"
+                                                          for x in slow_marks]))}
     if pw:
         out["power_speedup_worse"] = pw
     return out
@@ -375,9 +386,11 @@ def compare_table(c: dict) -> str:
              f"significant {_pct(c['const_phase']['draft_phase_significant'])}%, any "
              f"{_pct(c['const_phase']['any_significant'])}%, trips "
              f"{_pct(c['const_phase']['fail_on_regression'])}%",
-             f"  sweep: truly equal run tied {_pct(c['sweep']['equal_tied'])}%; truly 9 % slower "
-             f"run tied {_pct(c['sweep']['slower9_tied'])}% "
-             f"(best {_pct(c['sweep']['slower9_best'])}%)"]
+             f"  sweep (pairs whose rows both have an interval): truly equal run tied "
+             f"{_pct(c['sweep']['equal_tied'])}%; truly 9 % slower run tied "
+             f"{_pct(c['sweep']['slower9_tied'])}% (best {_pct(c['sweep']['slower9_best'])}%); "
+             f"a row without an interval in {_pct(c['sweep']['equal_no_interval'])}% / "
+             f"{_pct(c['sweep']['slower9_no_interval'])}% of the pairs"]
     if "power_speedup_worse" in c:
         lines.append("  power (speedup significantly worse): " + ", ".join(
             f"{k} % slower {_pct(v)}%" for k, v in c["power_speedup_worse"].items()))

@@ -500,50 +500,29 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
 GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
 
 
-def per_unit(log: "ParsedLog", analyse) -> list:
-    """Run an analysis on each input, or on each server start-up of an input holding several
-    (a restarted server is a new run: its config and numbers must not be pooled)."""
-    import dataclasses
+def show_run_errors(log: "ParsedLog", result) -> None:
+    """The runs an analysis could not answer (library.each_run): one line each on stderr, and
+    exit 1 at the end (finish)."""
     from .parsers.scan import Diagnostic
 
-    units = log.units()
-    if not units:
-        raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
-    if len(units) == 1:
-        label, sub = units[0]
-        return [dataclasses.replace(analyse(sub), source=label)]
-    # several runs: one that cannot be analysed is one line on stderr (and exit 1 at the end,
-    # through finish()); the others are still answered
-    out, first = [], None
-    for label, sub in units:
-        try:
-            out.append(dataclasses.replace(analyse(sub), source=label))
-        except EaglelogError as e:
-            first = first or e
-            msg = str(e)
-            msg = msg[len(label) + 2:] if msg.startswith(label + ": ") else msg
-            d = Diagnostic(label, None, "input_error", msg, "error")
-            log.diagnostics.append(d)
-            click.echo(f"eaglelog: error: {d}", err=True)
-    if not out:
-        raise first
-    return out
+    for msg in result.errors:
+        d = Diagnostic(msg.split(": ", 1)[0], None, "input_error", msg.split(": ", 1)[-1],
+                       "error")
+        log.diagnostics.append(d)
+        click.echo(f"eaglelog: error: {d}", err=True)
 
 
-def results_output(results, fmt, output, block, flat):
-    """One human block per result, or one JSON object (a list for several logs), or a flat
-    table (csv/markdown/table of raw values)."""
+def results_output(result, fmt, output, block):
+    """One human block per run, or the result's JSON (one shape: {"command", "confidence",
+    "runs": [...], "errors"}), one JSON line per run, or its flat table (csv/markdown)."""
     if fmt == "json":
-        obj = results[0].to_dict() if len(results) == 1 else [r.to_dict() for r in results]
-        emit(render_object(obj, "json"), output)
+        emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
-        emit("".join(render_object(r.to_dict(), "jsonl") for r in results), output)
+        emit("".join(render_object(r.to_dict(), "jsonl") for r in result.runs), output)
     elif fmt == "table" and block is not None:
-        emit("\n".join(block(r) for r in results), output)
+        emit("\n".join(block(r) for r in result.runs), output)
     else:
-        import pandas as pd
-        emit(render_frame(pd.DataFrame([row for r in results for row in flat(r)]), fmt, output),
-             output)
+        emit(render_frame(result.to_frame(), fmt, output), output)
 
 
 @main.command("breakeven")
@@ -595,16 +574,16 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
-    from .analysis.breakeven import breakeven
+    from . import library
     from .report.blocks import breakeven_block
 
-    results = per_unit(log, lambda sub: breakeven(sub, baseline, confidence=confidence,
-                                                  by_batch=by == "batch",
-                                                  cycle_from=cycle_from,
-                                                  warmup=warmup_of(ctx)))
-    results_output(results, fmt, output, breakeven_block, breakeven_rows)
+    result = library.breakeven(log, baseline=baseline, confidence=confidence,
+                               by_batch=by == "batch", cycle_from=cycle_from,
+                               skip_warmup=warmup_of(ctx))
+    show_run_errors(log, result)
+    results_output(result, fmt, output, breakeven_block)
     if check:
-        failing = [r for r in results if r.verdict in GATE_FAILS or
+        failing = [r for r in result.runs if r.verdict in GATE_FAILS or
                    (r.verdict == "insufficient data" and not allow_insufficient)]
         if failing:
             if not ctx.obj["quiet"]:
@@ -646,45 +625,47 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     if follow:
         def results_of(log):
-            from .analysis.summary import summarize
-            return per_unit(log, lambda sub: summarize(sub, baseline=baseline,
-                                                       confidence=confidence,
-                                                       warmup=warmup_of(ctx)))
+            from . import library
+            return library.summarize(log, baseline=baseline, confidence=confidence,
+                                     skip_warmup=warmup_of(ctx))
 
         def view(log):
             from .report.blocks import summary_block
-            return "\n".join(summary_block(r) for r in results_of(log))
+            return "\n".join(summary_block(r) for r in results_of(log).runs)
 
         def final(log):
             from .report.blocks import summary_block
-            results_output(results_of(log), fmt, output, summary_block, summary_rows)
+            results_output(results_of(log), fmt, output, summary_block)
         run_follow(ctx, logs, base_date, view, final, output)
         return
     exports = [(spec, load_export_or_none(spec)) for spec in logs]
     if any(run is not None for _, run in exports):
         from .analysis.summary import summarize_export
         from .report.blocks import export_summary_block
-        results = [summarize_export(run, baseline=baseline, confidence=confidence)
-                   for _, run in exports if run is not None]
+        from .library import Runs
+        result = Runs("summary", tuple(summarize_export(run, baseline=baseline,
+                                                        confidence=confidence)
+                                       for _, run in exports if run is not None),
+                      confidence, rows_of=lambda r: r.rows())
         logs = tuple(spec for spec, run in exports if run is None)
         if not logs:
-            results_output(results, fmt, output, export_summary_block, lambda r: r.rows())
+            results_output(result, fmt, output, export_summary_block)
             return
         raise click.UsageError("summary reads either logs or eaglelog exports, not both in one "
                                "call")
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"))
-    from .analysis.summary import summarize
+    from . import library
     from .report.blocks import summary_block
 
     if len(log.bench) and log.decode.empty and log.prof.empty:
         bench_summary_output(ctx, log, fmt, output)     # benchmark outputs only
         finish(ctx, log)
         return
-    results = per_unit(log, lambda sub: summarize(sub, baseline=baseline,
-                                                  confidence=confidence,
-                                                  warmup=warmup_of(ctx)))
-    results_output(results, fmt, output, summary_block, summary_rows)
+    result = library.summarize(log, baseline=baseline, confidence=confidence,
+                               skip_warmup=warmup_of(ctx))
+    show_run_errors(log, result)
+    results_output(result, fmt, output, summary_block)
     finish(ctx, log)
 
 
@@ -706,23 +687,6 @@ def bench_summary_output(ctx, log, fmt, output) -> None:
     if not ctx.obj["quiet"]:
         for n in result.notes:
             click.echo(printable(f"eaglelog: warning: {n}"), err=True)
-
-
-def summary_rows(s):
-    row = {"source": s.source, **{f"config_{k}": v for k, v in s.config.items()}}
-    for name, e in (("cycle_ms", s.cycle_ms), ("accept_len_sglang", s.accept_sglang),
-                    ("accept_len_profiler", s.accept_profiler),
-                    ("cycle_derived_ms", s.cycle_derived), ("per_stream_tok_s", s.eff_tok_s)):
-        row.update({name: e.estimate if e else None, f"{name}_ci_low": e.ci_low if e else None,
-                    f"{name}_ci_high": e.ci_high if e else None})
-    row["aggregate_tok_s"] = s.throughput_all
-    for p in s.phases:
-        row[f"phase_{p.phase}_ms"] = p.ms_per_cycle.estimate
-    row["bottleneck"] = s.bottleneck
-    if s.breakeven:
-        row.update({"breakeven_accept_len": s.breakeven.breakeven_accept_len.estimate,
-                    "speedup": s.breakeven.speedup.estimate, "verdict": s.breakeven.verdict})
-    return [row]
 
 
 @main.command("reconcile")
@@ -747,20 +711,12 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     """
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.reconcile", "eaglelog.report.blocks"))
-    from .analysis.reconcile import reconcile
+    from . import library
     from .report.blocks import reconcile_block
 
-    results = per_unit(log, lambda sub: reconcile(sub, confidence=confidence,
-                                                  warmup=warmup_of(ctx)))
-
-    def flat(r):
-        return [{"source": r.source, "profiler_accept_len": r.profiler_accept_len.estimate,
-                 "sglang_accept_len": r.sglang_accept_len.estimate,
-                 "ratio": r.ratio.estimate, "ratio_ci_low": r.ratio.ci_low,
-                 "ratio_ci_high": r.ratio.ci_high,
-                 "explained_by": ", ".join(f.factor for f in r.findings
-                                           if f.verdict == "explains") or None}]
-    results_output(results, fmt, output, reconcile_block, flat)
+    result = library.reconcile(log, confidence=confidence, skip_warmup=warmup_of(ctx))
+    show_run_errors(log, result)
+    results_output(result, fmt, output, reconcile_block)
     finish(ctx, log)
 
 
@@ -1051,9 +1007,7 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
     elif fmt == "table":
         emit(compare_block(result), output)
     else:
-        import pandas as pd
-        emit(render_frame(pd.DataFrame([m.to_dict() for m in result.metrics]), fmt, output),
-             output)
+        emit(render_frame(result.to_frame(), fmt, output), output)
     for w in result.warnings:
         if not ctx.obj["quiet"]:
             click.echo(printable(f"eaglelog: warning: {w}"), err=True)
@@ -1099,8 +1053,9 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
 
     Columns: the config keys that vary, cycle ms, verify ms, accept length and effective tok/s
     (1000 × accept len / cycle) with intervals; with a baseline, break-even accept length,
-    speedup and whether the config beats the baseline. The best row is marked; rows whose
-    interval overlaps the best one's are marked 'tied'.
+    speedup and whether the config beats the baseline. The best row is marked; rows that a
+    one-sided test cannot tell apart from it (Holm-adjusted across the rows: Hsu's comparisons
+    with the best) are marked 'tied'.
 
     \b
     Examples:
@@ -1123,18 +1078,7 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
     elif fmt == "table":
         emit(sweep_block(result), output)
     else:
-        import pandas as pd
-        flat = []
-        for r in result.rows:
-            row = {"run": r.run, **r.keys}
-            for k in ("cycle_ms", "verify_ms", "accept_len", "eff_tok_s",
-                      "breakeven_accept_len", "speedup"):
-                e = getattr(r, k)
-                row.update({k: e.estimate if e else None, f"{k}_ci_low": e.ci_low if e else None,
-                            f"{k}_ci_high": e.ci_high if e else None})
-            row.update({"verdict": r.verdict, "mark": r.mark})
-            flat.append(row)
-        emit(render_frame(pd.DataFrame(flat), fmt, output), output)
+        emit(render_frame(result.to_frame(), fmt, output), output)
     finish(ctx, log)
 
 
@@ -1221,22 +1165,6 @@ def export_cmd(ctx, logs, engine, keep_going, base_date, output):
     finish(ctx, log)
 
 
-def breakeven_rows(r):
-    """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
-    from .analysis.breakeven import ESTIMATES as keys
-
-    def flat(batch, obj, verdict):
-        row = {"source": r.source, "running_req": batch}
-        for k in keys:
-            e = getattr(obj, k)
-            row.update({k: e.estimate, f"{k}_ci_low": e.ci_low, f"{k}_ci_high": e.ci_high})
-        row.update({"confidence": r.confidence, "verdict": verdict})
-        return row
-    rows = [flat("all", r, r.verdict)]
-    rows += [flat(b.batch, b, b.verdict) for b in (r.by_batch or ())]
-    return rows
-
-
 # the kinds of eaglelog.report.plot.KINDS (a test keeps them in step; importing the module here
 # would import pandas before any command runs)
 PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
@@ -1315,13 +1243,13 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
         if kind == "timeline":
             fig = plot.timeline_figure(log)
         elif kind == "phases":
-            from .analysis.summary import summarize
-            fig = plot.phases_figure(per_unit(log, lambda sub: summarize(
-                sub, confidence=confidence)))
+            from . import library
+            fig = plot.phases_figure(list(library.summarize(log, confidence=confidence).runs))
         elif kind == "breakeven":
-            from .analysis.breakeven import breakeven
-            fig = plot.breakeven_figure(per_unit(log, lambda sub: breakeven(
-                sub, baseline, confidence=confidence, by_batch=baseline.log is not None)))
+            from . import library
+            fig = plot.breakeven_figure(list(library.breakeven(
+                log, baseline=baseline, confidence=confidence,
+                by_batch=baseline.log is not None).runs))
         elif kind == "requests":       # issue 18: grouped by category, labels or finish
             from .analysis.requests import auto_by, requests
             fig = plot.requests_figure(requests(log, by=auto_by(log), baseline=baseline,
@@ -1354,11 +1282,15 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
 @click.pass_context
 def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
                confidence, title, output):
-    """One self-contained HTML page: summary, break-even verdict, tables and plots.
+    """One self-contained HTML page, answer first: conclusion, tables, then the pictures.
 
-    Inline CSS and SVG only (no scripts, nothing fetched from the network): it reads offline
-    and prints. With several runs it also compares them (the first is the reference) and ranks
-    them as a sweep. Needs matplotlib (pip install 'eaglelog[plot]').
+    The page opens with the answer in one paragraph (verdict, best config, bottleneck), then
+    the tables (sweep, break-even, cycle breakdown, reconcile, compare, each run's detail,
+    inputs), then the plots; numbers as the text commands print them. Inline CSS and SVG only
+    (no scripts, nothing fetched from the network): it reads offline and prints. With several
+    runs it compares them (the first is the reference), ranks them as a sweep and folds each
+    run's detail away. The plots need matplotlib (pip install 'eaglelog[plot]'); without it
+    the page holds the tables only, and says so.
 
     \b
     Examples:
@@ -1367,14 +1299,22 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
       eaglelog report --baseline-log base.log -o batch.html spec.log
       eaglelog report --baseline-toks 90 -o sweep.html steps-*.log
     """
-    from .report import plot
-    from .report.html import report_html
+    from .report import fmt_bytes
+    from .report.html import PLOT_EXTRA, plot_available, report_html
 
     picture_output(output, (".html", ".htm"), "reports")
-    plot._mpl()
+    pictures = plot_available()
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
-    emit(report_html(log, baseline=baseline, confidence=confidence, title=title), output)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.report.html", "eaglelog.analysis.reconcile",
+                             "eaglelog.analysis.sweep"))
+    emit(report_html(log, baseline=baseline, confidence=confidence, title=title,
+                     warmup=warmup_of(ctx), pictures=pictures), output)
+    if not ctx.obj["quiet"]:
+        if not pictures:
+            click.echo(f"eaglelog: note: {output} has the tables but no pictures: they need "
+                       f"matplotlib ({PLOT_EXTRA})", err=True)
+        click.echo(f"eaglelog: wrote {output} ({fmt_bytes(os.path.getsize(output))})", err=True)
     finish(ctx, log)
 
 

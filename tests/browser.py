@@ -2,8 +2,11 @@
 
 ``load(path)`` opens a local file in a fresh browser profile and returns what happened: every
 network request the page made, every console message and exception, and a PNG screenshot (and a
-PDF of the print layout).  The browser is Debian's ``chromium`` (``.ci/run`` installs it); when
-it is missing the tests fail, unless EAGLELOG_SKIP_BROWSER=1 says to skip them.
+PDF of the print layout).  ``Session`` keeps one browser for several pages, and its ``layout``
+lays the page out at a given width (screen or print media) and measures, in the browser, every
+element that is wider than its box or reaches past the content column.  The browser is
+Debian's ``chromium`` (``.ci/run`` installs it); when it is missing the tests fail, unless
+EAGLELOG_SKIP_BROWSER=1 says to skip them.
 """
 from __future__ import annotations
 
@@ -251,19 +254,21 @@ class Session:
 
 # the layout probe (run in the page): the content column is the <body>'s content box; an HTML
 # element counts, and the outermost <svg> of a figure (not the shapes inside it, which clip)
-LAYOUT_JS = """(() => {
+LAYOUT_JS = r"""(() => {
   if (%s) document.querySelectorAll('details').forEach(d => d.open = true);
   const html = 'http://www.w3.org/1999/xhtml';
   const doc = document.documentElement, body = document.body;
   const bs = getComputedStyle(body), br = body.getBoundingClientRect();
   const left = br.left + parseFloat(bs.paddingLeft), right = br.right - parseFloat(bs.paddingRight);
   const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
-      (typeof e.className === 'string' && e.className ? '.' + e.className.trim().replace(/\s+/g, '.') : '');
+      (typeof e.className === 'string' && e.className
+       ? '.' + e.className.trim().replace(/\s+/g, '.') : '');
   const overflow = [], sizes = {};
-  let n = 0;
+  let n = 0, hidden = 0;
   for (const e of body.querySelectorAll('*')) {
     if (e.namespaceURI !== html && e.tagName.toLowerCase() !== 'svg') continue;
     if (e.closest('svg') && e.closest('svg') !== e) continue;
+    if (!e.checkVisibility()) { hidden += 1; continue; }   // folded away, display: none
     const r = e.getBoundingClientRect();
     if (r.width === 0 && r.height === 0) continue;
     n += 1;
@@ -279,7 +284,8 @@ LAYOUT_JS = """(() => {
   }
   return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth,
           bodyScrollWidth: body.scrollWidth, bodyClientWidth: body.clientWidth,
-          column: [Math.round(left), Math.round(right)], elements: n, widest: sizes,
+          column: [Math.round(left), Math.round(right)], elements: n, hidden: hidden,
+          widest: sizes,
           details: document.querySelectorAll('details').length, overflow: overflow};
 })()"""
 

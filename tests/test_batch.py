@@ -75,8 +75,9 @@ def test_summaries_of_many_inputs_are_those_of_each(run, tmp_path):
     many = run("-q", "summary", "--no-cache", "--baseline-toks", "90", "-f", "json", *paths)
     assert many.exit_code == 0
     import json
-    got = json.loads(many.stdout)
+    got = json.loads(many.stdout)["runs"]
+    assert len(got) == 12
     for p, g in zip(paths[:2], got[:2]):
-        alone = json.loads(run("-q", "summary", "--no-cache", "--baseline-toks", "90", "-f",
-                               "json", p).stdout)
+        (alone,) = json.loads(run("-q", "summary", "--no-cache", "--baseline-toks", "90", "-f",
+                                  "json", p).stdout)["runs"]
         assert g == alone

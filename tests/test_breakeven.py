@@ -33,9 +33,11 @@ def test_worked_example_2_46(write):
     assert r.cycle_ms.estimate == pytest.approx(1000 * 2.30 / 84.31)
     assert r.cycle_kind == "clean"            # no prefill line: nothing to remove
     # every window prints the same numbers: the interval is the stated systematic floor of a
-    # derived cycle (the batch inside a window is not printed), ±1.96 × 0.25 %
+    # derived cycle (the batch inside a window is not printed), ±1.96 × 0.35 %
+    from eaglelog.analysis import rate
+    assert rate.SYS_FLOOR == 0.0035
     assert r.cycle_ms.ci_high / r.cycle_ms.estimate - 1 == pytest.approx(
-        math.exp(1.959964 * 0.0025) - 1, rel=0.05)
+        math.exp(1.959964 * 0.0035) - 1, rel=0.05)
     assert r.baseline_step_ms.estimate == pytest.approx(1000 / 90)
     assert round(r.breakeven_accept_len.estimate, 2) == 2.46
     assert r.accept_len.estimate == pytest.approx(2.30)
@@ -224,7 +226,11 @@ def test_interval_agrees_with_a_block_bootstrap():
 def test_cli_json_shape(run):
     res = run("breakeven", "--baseline-toks", "90", "-f", "json", FIVE)
     assert res.exit_code == 0
-    d = json.loads(res.stdout)
+    whole = json.loads(res.stdout)
+    # one shape whatever the input holds: the runs, the command, the confidence, the errors
+    assert set(whole) == {"command", "confidence", "runs", "errors"}
+    assert (whole["command"], whole["confidence"], whole["errors"]) == ("breakeven", 0.95, [])
+    (d,) = whole["runs"]
     for k in ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup"):
         assert set(d[k]) >= {"estimate", "ci_low", "ci_high", "n"}
     assert d["cycle_ms"]["source"].startswith("decode lines (105 windows of 106")
@@ -253,8 +259,8 @@ def test_cli_check_gate(run):
 
 def test_cli_confidence_and_errors(run):
     a = json.loads(run("breakeven", "--baseline-toks", "90", "--confidence", "0.8", "-f", "json",
-                       FIVE).stdout)
-    b = json.loads(run("breakeven", "--baseline-toks", "90", "-f", "json", FIVE).stdout)
+                       FIVE).stdout)["runs"][0]
+    b = json.loads(run("breakeven", "--baseline-toks", "90", "-f", "json", FIVE).stdout)["runs"][0]
     assert a["confidence"] == 0.8
     assert a["accept_len"]["ci_high"] - a["accept_len"]["ci_low"] < \
         b["accept_len"]["ci_high"] - b["accept_len"]["ci_low"]

@@ -164,11 +164,12 @@ def test_a_log_with_two_server_startups_is_two_runs(run, tmp_path):
     out = run("-q", "parse", two).stdout
     assert "start-ups   2 server start-ups (lines 3, 615)" in out
     assert "they differ in steps 5 → 2; draft tokens 6 → 3" in out
-    d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json", two).stdout)
+    d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
+                       two).stdout)["runs"]
     assert [x["source"] for x in d] == [f"{two} [start-up 1 at line 3]",
                                         f"{two} [start-up 2 at line 615]"]
-    single = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
-                            FIVE).stdout)
+    (single,) = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
+                               FIVE).stdout)["runs"]
     assert d[0]["cycle_ms"] == single["cycle_ms"] and d[0]["accept_len"] == single["accept_len"]
     log = eaglelog.parse(two)
     assert log.decode.groupby("startup").size().to_dict() == {1: 106, 2: 120}
@@ -199,7 +200,8 @@ def test_console_entry_exit_codes(tmp_path):
     assert gate.returncode == 3 and "below" in gate.stdout.lower()
     out = tmp_path / "s.json"
     written = sh("-q", "summary", "-f", "json", "-o", out, FIVE)
-    assert written.returncode == 0 and json.loads(out.read_text())["source"] == str(FIVE)
+    assert written.returncode == 0 and json.loads(out.read_text())["runs"][0]["source"] == \
+        str(FIVE)
 
 
 @pytest.mark.parametrize("rate", ["0", "-1", "abc", "inf", "1e400", "nan", "90+-nan", "90±inf"])
@@ -222,4 +224,8 @@ def test_one_run_that_cannot_be_analysed_does_not_hide_the_others(run, write):
                         "lines with accept len: nothing to take a cycle time from (is this a "
                         "speculative run?)\n")
     got = json.loads(r.stdout)
-    assert got["source"] == str(FIVE) and got["verdict"] in ("above", "below", "inconclusive")
+    assert got["errors"] == [f"{bad}: no EAGLE3_PROF blocks and no 'Decode batch' lines with "
+                             "accept len: nothing to take a cycle time from (is this a "
+                             "speculative run?)"]
+    (one,) = got["runs"]
+    assert one["source"] == str(FIVE) and one["verdict"] in ("above", "below", "inconclusive")

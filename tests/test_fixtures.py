@@ -11,8 +11,10 @@ from conftest import FIXTURES
 
 # tests/fixtures/engines/ holds simulated runs checked against their truth.json by
 # tests/test_engine_rules.py (no hand-written rows); every other fixture has its .expected.json
-ENGINE_CASES = sorted((FIXTURES / "engines").glob("*.log"))
-CASES = sorted(p for p in FIXTURES.glob("*/*.log") if p.parent.name != "engines")
+# tests/fixtures/acceptance/ likewise: tests/test_acceptance.py works their values by hand
+OWN_TESTS = ("engines", "acceptance")
+ENGINE_CASES = sorted(p for d in OWN_TESTS for p in (FIXTURES / d).glob("*.log"))
+CASES = sorted(p for p in FIXTURES.glob("*/*.log") if p.parent.name not in OWN_TESTS)
 RECORD_LOSS = {"malformed", "truncated"}
 
 
@@ -53,7 +55,7 @@ def test_fixture(case):
 @pytest.mark.parametrize("case", CASES + ENGINE_CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_marker_line_is_a_record_or_reported(case):
     """Nothing is lost: each line grep finds becomes a row or is reported with its number."""
-    exp = load(case) if case.parent.name != "engines" else {"base_date": "2026-03-02"}
+    exp = load(case) if case.parent.name not in OWN_TESTS else {"base_date": "2026-03-02"}
     log = eaglelog.parse(case, base_date=exp.get("base_date"))
     reported = {d.line_no for d in log.diagnostics if d.kind in RECORD_LOSS}
     for table, marker in (("decode", "Decode batch"), ("prefill", "Prefil"),

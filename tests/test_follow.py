@@ -67,7 +67,8 @@ def test_follow_a_growing_and_rotated_local_log(tmp_path):
     assert code == 0, err
     final = json.loads(out)          # stdout holds the final JSON only; the views went to stderr
     assert final[0]["tables"] == {"prof": 90, "prof_phases": 360, "decode": 226,
-                                  "prefill": 80, "server_args": 2, "requests": 80}
+                                  "prefill": 80, "server_args": 2, "requests": 80,
+                                  "spec_params": 0}
     assert "Traceback" not in err
 
 

@@ -57,10 +57,10 @@ def test_breakeven_and_summary_from_prometheus_agree_with_the_log(env, ref_log, 
     base = str(90 * P.SPEED)
     got, r = run_json(["breakeven", "--baseline-toks", base, "--no-cache", prom_spec(env,
                                                                                    "reference")])
-    runs = {x["source"]: x for x in (got if isinstance(got, list) else got.get("runs", [got]))}
+    runs = {x["source"]: x for x in got["runs"]}
     m = runs[source_of(env, env["ports"][engine])]
     want, _ = run_json(["breakeven", "--baseline-toks", "90", "--no-cache", ref_log])
-    w = want if "speedup" in want else want["runs"][0]
+    (w,) = want["runs"]
     # SGLang's accept length from its counters and the #running-req gauge, vLLM's from its
     # exact counters; the log's from its printed windows: within the resolution measured in
     # docs/formats-metrics.md §6 (0.4 % and 1 % at 5 s windows), well inside the intervals
@@ -74,9 +74,10 @@ def test_breakeven_and_summary_from_prometheus_agree_with_the_log(env, ref_log, 
     # summary reads the same tables: its accept length is breakeven's
     s, _ = run_json(["summary", "--baseline-toks", base, "--no-cache",
                      prom_spec(env, "reference")])
-    srun = {x["source"]: x for x in (s if isinstance(s, list) else s.get("runs", [s]))}
+    srun = {x["source"]: x for x in s["runs"]}
     sm = srun[source_of(env, env["ports"][engine])]
     ws, _ = run_json(["summary", "--baseline-toks", "90", "--no-cache", ref_log])
+    (ws,) = ws["runs"]
     assert sm["breakeven"]["speedup"]["estimate"] == pytest.approx(m["speedup"]["estimate"],
                                                                    rel=1e-9)
     assert sm["breakeven"]["speedup"]["estimate"] == pytest.approx(

@@ -201,7 +201,7 @@ def test_many_hosts_keep_going(remote_env, run):
 def test_breakeven_on_a_remote_log(remote_env, run):
     path = remote_env.put("be.log", FIVE.read_bytes())
     d = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
-                       f"testhost:{path}").stdout)
+                       f"testhost:{path}").stdout)["runs"][0]
     assert round(d["breakeven_accept_len"]["estimate"], 2) == 2.46
 
 

@@ -45,7 +45,7 @@ def test_summary_cli_human_and_json(run):
            "cycles" in out
     assert "Target verify       26.04 ms   95.5%" in out and "← bottleneck" in out
     assert "break-even      give --baseline-toks TOK_S or --baseline-log BASE.log" in out
-    d = json.loads(run("summary", "--baseline-toks", "90", "-f", "json", FIVE).stdout)
+    d = json.loads(run("summary", "--baseline-toks", "90", "-f", "json", FIVE).stdout)["runs"][0]
     assert d["bottleneck"] == "Target verify" and d["breakeven"]["verdict"] == "below"
     assert d["accept_len"]["sglang"]["n"] == 106 and d["phases"][1]["phase"] == "Target verify"
     base = run("-q", "summary", SAMPLES / "baseline.log").stdout
@@ -98,7 +98,7 @@ def test_reconcile_finds_the_bonus_token(write):
 def test_reconcile_errors(run):
     r = run("reconcile", SAMPLES / "baseline.log")
     assert r.exit_code == 1 and "no complete EAGLE3_PROF blocks: nothing to reconcile" in r.stderr
-    d = json.loads(run("reconcile", "-f", "json", FIVE).stdout)
+    d = json.loads(run("reconcile", "-f", "json", FIVE).stdout)["runs"][0]
     assert d["ratio"]["estimate"] == pytest.approx(0.4988, abs=1e-4)
     assert [x["factor"] for x in d["findings"]][:2] == ["bonus token", "batch size"]
 

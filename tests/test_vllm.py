@@ -163,12 +163,13 @@ def test_summary_and_breakeven_on_the_v1_sample(run):
     clean = [i for i in range(48) if i not in skip]
     cycle = sum(80_000 / DRAFTS[i] for i in clean) / len(clean)
     assert (len(clean), cycle) == (37, pytest.approx(39.99641, abs=1e-5))
-    s = json.loads(run("-q", "summary", "-f", "json", SAMPLE).stdout)
+    s = json.loads(run("-q", "summary", "-f", "json", SAMPLE).stdout)["runs"][0]
     assert s["accept_len"]["sglang"]["estimate"] == pytest.approx(accept, rel=1e-12)
     assert s["throughput"]["windows"] == 48 and s["throughput"]["windows_used"] == 46
     # break-even against 90 tok/s: a plain step takes 1000 / 90 = 11.111 ms
     step = 1000 / 90
-    b = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json", SAMPLE).stdout)
+    b = json.loads(run("-q", "breakeven", "--baseline-toks", "90", "-f", "json",
+                       SAMPLE).stdout)["runs"][0]
     got = b["cycle_ms"]["estimate"]
     assert got == pytest.approx(cycle, rel=1e-4) and b["cycle_kind"] == "corrected"
     assert b["baseline_step_ms"]["estimate"] == pytest.approx(step)
@@ -206,7 +207,8 @@ def test_v0_stage_times_give_the_cycle_breakdown(run, write):
     """12 stage lines, each a window of equal weight: draft = 4 × (3.5 or 3.6) ms → mean 14.2;
     scoring 22..25 cycling → mean (22+23+24+25)/4 = 23.5; verification 0.9; sum 38.6 ms."""
     path = write("v0.log", v0_log())
-    d = json.loads(run("-q", "summary", "-f", "json", "--date", "2025-10-02", path).stdout)
+    d = json.loads(run("-q", "summary", "-f", "json", "--date", "2025-10-02",
+                       path).stdout)["runs"][0]
     got = {p["phase"]: p["ms_per_cycle"]["estimate"] for p in d["phases"]}
     assert got == pytest.approx({"Draft (proposal)": 14.2, "Scoring (target)": 23.5,
                                  "Verification": 0.9})
@@ -315,7 +317,8 @@ def test_a_change_of_k_starts_a_new_segment(run):
     assert spec.loc[8, "accept_len"] == 790 / 200 and spec.loc[8, "accept_rate"] == pytest.approx(
         (790 / 200 - 1) / 5)
     _finite_tables(log)
-    s = json.loads(run("-q", "summary", "-f", "json", "--date", "2024-09-30", case).stdout)
+    s = json.loads(run("-q", "summary", "-f", "json", "--date", "2024-09-30",
+                       case).stdout)["runs"]
     # two configurations are never pooled: one run per k, each window weighted by its drafts
     # (Σ emitted / Σ drafts within the run)
     assert [r["source"] for r in s] == [f"{case} [steps 3 until line 5]",

@@ -377,6 +377,11 @@ class CompareResult:
     primary: str | None = None
     headline: dict = field(default_factory=dict)     # run -> better | worse | no … | …
 
+    def to_frame(self):
+        """One row per compared metric and run (the columns of ``eaglelog compare -f csv``)."""
+        import pandas as pd
+        return pd.DataFrame([m.to_dict() for m in self.metrics])
+
     def to_dict(self) -> dict:
         return {"reference": self.reference, "runs": list(self.runs),
                 "confidence": self.confidence, "test": self.test,

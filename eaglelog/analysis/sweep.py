@@ -2,9 +2,11 @@
 
 effective tok/s = 1000 × accept_len / cycle_ms, the decode rate one request stream gets (the rate
 model's per-stream rate, the same numbers breakeven prints; docs/statistics.md).  The best row is
-the one with the highest estimate; a row is ``tied`` when it cannot be told apart from the best
-by the log-ratio test compare uses (Welch's t on log(row / best)), Holm-adjusted across the rows
-compared with the best: "not distinguishable from the best at 95 %".
+the one with the highest estimate; a row is ``tied`` when it cannot be told apart from the best:
+Hsu's multiple comparisons with the best, as one-sided Welch tests on log(best / row) (the claim
+"this row is slower than the best" is one-sided), Holm-adjusted across the rows.  With
+probability ≥ 95 % the truly best row is then marked best or tied.  A row without an interval
+(too little data) is marked ``no interval``: it can be neither tied nor told apart.
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from ..errors import EaglelogError
 from ..stats import Estimate
 from .breakeven import Baseline, breakeven
 from .compare import NOT_CONFIG, holm, log_ratio_test, run_of
+
+TIED_MEANS = ("tied: not distinguishable from the best at {conf} (one-sided Welch's t on the "
+              "log ratio, Holm-adjusted across the rows: Hsu's comparisons with the best)")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,22 @@ class SweepResult:
         return {"keys": list(self.keys), "confidence": self.confidence,
                 "baseline": self.baseline, "rows": [r.to_dict() for r in self.rows],
                 "notes": list(self.notes)}
+
+    def to_frame(self):
+        """One row per run: its config keys, each estimate with its interval, verdict, mark
+        (the columns of ``eaglelog sweep -f csv``)."""
+        import pandas as pd
+        flat = []
+        for r in self.rows:
+            row = {"run": r.run, **r.keys}
+            for k in ("cycle_ms", "verify_ms", "accept_len", "eff_tok_s",
+                      "breakeven_accept_len", "speedup"):
+                e = getattr(r, k)
+                row.update({k: e.estimate if e else None, f"{k}_ci_low": e.ci_low if e else None,
+                            f"{k}_ci_high": e.ci_high if e else None})
+            row.update({"verdict": r.verdict, "mark": r.mark})
+            flat.append(row)
+        return pd.DataFrame(flat)
 
 
 def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline | None = None,
@@ -109,13 +130,16 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
     # rows with an interval first, by effective throughput; 'best' only among them
     rows.sort(key=lambda r: (not r.eff_tok_s.sufficient, -r.eff_tok_s.estimate))
     best = rows[0] if rows[0].eff_tok_s.sufficient else None
-    marks = [""] * len(rows)
+    marks = ["" if r.eff_tok_s.sufficient else "no interval" for r in rows]
     if best is not None:
         marks[0] = "best"
         ps = []
         for r in rows[1:]:
-            _, p = log_ratio_test(best.eff_tok_s, r.eff_tok_s, confidence)
-            ps.append(p if r.eff_tok_s.sufficient and math.isfinite(p) else None)
+            ratio, p = log_ratio_test(best.eff_tok_s, r.eff_tok_s, confidence)
+            # one-sided: the row is slower than the best (the best is the highest estimate,
+            # so the ratio row / best is at most 1)
+            ok = r.eff_tok_s.sufficient and math.isfinite(p)
+            ps.append(p / 2 if ok and ratio.estimate <= 1 else (1 - p / 2) if ok else None)
         for i, p in enumerate(holm(ps), 1):
             if p is not None and p >= 1 - confidence:
                 marks[i] = "tied"

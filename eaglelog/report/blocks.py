@@ -326,8 +326,8 @@ def sweep_block(r) -> str:
     title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"
     title += f"; baseline {r.baseline})" if r.baseline else ")"
     out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
-    out.append(f"best: highest effective tok/s; tied: not distinguishable from the best at "
-               f"{r.confidence:.0%} (Welch's t on the log ratio, Holm-adjusted across the rows)")
+    from ..analysis.sweep import TIED_MEANS
+    out.append("best: highest effective tok/s; " + TIED_MEANS.format(conf=f"{r.confidence:.0%}"))
     for n in r.notes:
         out.append(f"note: {n}")
     return "\n".join(out) + "\n"

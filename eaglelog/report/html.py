@@ -42,7 +42,8 @@ body { margin: 0 auto; max-width: 1040px; padding: 24px 28px 48px; color: var(--
        font: 15px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif;
        background: #fff; overflow-wrap: anywhere; }
 h1 { font-size: 1.6em; margin: 0 0 4px; }
-h2 { font-size: 1.25em; margin: 32px 0 8px; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
+h2 { font-size: 1.25em; margin: 32px 0 8px; padding-bottom: 4px;
+     border-bottom: 2px solid var(--rule); }
 h3 { font-size: 1.05em; margin: 20px 0 6px; }
 p.meta, p.note, figcaption { color: var(--muted); font-size: 0.9em; }
 p.conclusion { font-size: 1.05em; margin: 8px 0 0; padding: 10px 14px; background: var(--bg-alt);
@@ -53,16 +54,18 @@ p.conclusion.unsure { border-left-color: var(--unsure); }
 pre.block { background: var(--bg-alt); border: 1px solid var(--rule); padding: 8px 12px;
             margin: 6px 0 12px; font: 12px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace;
             white-space: pre-wrap; overflow-wrap: anywhere; }
-pre.block > span { display: block; padding-left: var(--hang, 2ch); text-indent: calc(-1 * var(--hang, 2ch)); }
+pre.block > span { display: block; padding-left: var(--hang, 2ch);
+                   text-indent: calc(-1 * var(--hang, 2ch)); }
 pre.block > span.gap { height: 1.4em; }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 0.86em; max-width: 100%; }
 th, td { border: 1px solid var(--rule); padding: 3px 6px; text-align: left; vertical-align: top;
          overflow-wrap: anywhere; }
-th { background: var(--bg-alt); }
+th { background: var(--bg-alt); overflow-wrap: break-word; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; overflow-wrap: normal; }
 td.num .ci { display: block; color: var(--muted); font-size: 0.88em; }
 tr.best td { font-weight: bold; }
+.mark { white-space: nowrap; }
 figure { margin: 10px 0 24px; }
 figure svg { display: block; max-width: 100%; height: auto; }
 .verdict { display: inline-block; padding: 0 6px; border-radius: 3px; color: #fff;
@@ -83,7 +86,9 @@ footer { margin-top: 40px; color: var(--muted); font-size: 0.85em;
   h2 { break-after: avoid; }
   figure, tr, pre.block > span { break-inside: avoid; }
   pre.block { font-size: 7.5pt; }
-  table { font-size: 8pt; }
+  table { font-size: 7.5pt; }
+  th, td { padding: 2px 3px; }
+  td.num .ci { white-space: normal; }
   details { border: none; padding: 0; }
   details::details-content { content-visibility: visible; display: block; }
   details > summary { list-style: none; }
@@ -101,9 +106,9 @@ def _e(x) -> str:
 
 
 def _breakable(text: str) -> str:
-    """Escaped text with break opportunities after '/', '_' and '.' (paths, server_args keys):
+    """Escaped text with break opportunities after '/' and '_' (paths, server_args keys):
     a narrow column wraps 'speculative_num_draft_tokens' between its words."""
-    return re.sub(r"([/_.])(?=\w)", r"\1<wbr>", _e(text))
+    return re.sub(r"([/_])(?=\w)", r"\1<wbr>", _e(text))
 
 
 def _cell(v) -> str:
@@ -159,16 +164,6 @@ def _block(text: str) -> str:
         else:
             out.append(f'<span style="--hang:{_hang(line)}ch">{_e(line)}</span>')
     return '<pre class="block">' + "".join(out) + "</pre>"
-
-
-def block_text(fragment: str) -> list[str]:
-    """The text of every text block in an HTML fragment, as the CLI prints it (the inverse of
-    the rendering above; the tests compare it with the commands' output)."""
-    out = []
-    for pre in re.findall(r'<pre class="block">(.*?)</pre>', fragment, flags=re.S):
-        lines = re.findall(r"<span[^>]*>(.*?)</span>", pre, flags=re.S)
-        out.append("\n".join(html.unescape(x) for x in lines))
-    return out
 
 
 class _Pictures:
@@ -271,14 +266,15 @@ def _conclusion(summaries, results: dict, sr: "SweepResult | None", recs: dict,
                      f"{_e(ci(row.eff_tok_s))}")
             tied = [x.run for x in sr.rows if x.mark == "tied"]
             if tied:
-                sent += f"; tied with {_e(', '.join(tied))} (intervals overlap)"
+                sent += (f"; tied with {_e(', '.join(tied))} (not distinguishable from it at "
+                         f"{sr.confidence:.0%})")
         out.append(sent + ".")
     else:
         what = _config_words(s)
         out.append(f"<b>{_e(best)}</b>" + (f" ({_e(what)})" if what else "") + ".")
     if r is not None:
         frame = {"above": "above", "below": "below"}.get(r.verdict, "unsure")
-        out.append(f"<b>Verdict</b>{' of the best' if several else ''}: {_verdict(r.verdict)} "
+        out.append(f"<b>Verdict</b>{' of the best' if several else ''}: "
                    f"{_e(verdict_sentence(r))}; accept length {_e(num(r.accept_len.estimate))} "
                    f"measured against {_e(num(r.breakeven_accept_len.estimate))} needed to "
                    "break even.")
@@ -311,9 +307,10 @@ def _conclusion(summaries, results: dict, sr: "SweepResult | None", recs: dict,
         lo = min(x.ratio.estimate for x in off)
         hi = max(x.ratio.estimate for x in off)
         span = (f"{num(lo, 3)}×" if len(off) == 1 else f"{num(lo, 3)}× – {num(hi, 3)}×")
-        out.append(f"The profiler's accept length disagrees with SGLang's in {len(off)} of "
-                   f"{len(recs)} run{'s' if len(recs) != 1 else ''} ({_e(span)} SGLang's); the "
-                   'verdict uses SGLang\'s (see <a href="#reconcile">Reconcile</a>).')
+        where = (f"in {len(off)} of {len(recs)} runs ({_e(span)} SGLang's)" if several else
+                 f"({_e(span)} SGLang's)")
+        out.append(f"The profiler's accept length disagrees with SGLang's {where}; the "
+                   "break-even uses SGLang's (see <a href=\"#reconcile\">Reconcile</a>).")
     return " ".join(out), frame
 
 
@@ -327,7 +324,10 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
 
     >>> import eaglelog
     >>> from eaglelog.baseline import Baseline
-    >>> page = report_html(eaglelog.parse("server.log"), baseline=Baseline(toks=90))  # doctest: +SKIP
+    >>> page = report_html(eaglelog.parse("sample_logs/eagle3_5step.log"),
+    ...                    baseline=Baseline(tok_s=90.0))
+    >>> "BELOW break-even: 0.931× the baseline" in page
+    True
     """
     from .. import __version__
     from ..analysis.breakeven import ESTIMATES, breakeven
@@ -404,7 +404,7 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                     line += [num(r.breakeven_accept_len.estimate),
                              _with_ci(f"{num(r.speedup.estimate, 3)}×", ci(r.speedup, 3)),
                              _verdict(r.verdict)]
-                line += [r.mark, Raw(_breakable(r.run))]
+                line += [Raw(f'<span class="mark">{_e(r.mark)}</span>'), Raw(_breakable(r.run))]
                 rows.append(line)
                 marks.append("best" if r.mark == "best" else "")
             k = len(sr.keys)
@@ -412,8 +412,7 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
             body.append(_table(headers, rows, numeric=numeric, row_class=marks))
             body.append(f'<p class="note">sorted by effective tok/s = 1000 × accept len / cycle '
                         f"ms ({confidence:.0%} intervals under each value); best: the highest; "
-                        f"tied: not distinguishable from the best at {confidence:.0%} (Welch's t "
-                        "on the log ratio, Holm-adjusted across the rows)</p>")
+                        + _e(_tied_means(confidence)) + "</p>")
             for n in sr.notes:
                 body.append(f'<p class="note">note: {_e(n)}</p>')
             figs.add(lambda: _plot().sweep_figure(sr),
@@ -466,26 +465,11 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                          "--baseline-log BASE.log for the break-even verdict</p>"))
 
     # --- cycle breakdown
-    rows = []
-    for s in summaries:
-        label = Raw(_breakable(s.source))
-        for p in s.phases:
-            e = p.ms_per_cycle
-            timed = s.cycle_ms is not None and math.isfinite(e.estimate)
-            rows.append([label, p.phase, f"{e.estimate:.2f}" if timed else "",
-                         f"{p.pct:.1f}%",
-                         (f"[{e.ci_low:.2f} … {e.ci_high:.2f}]" if e.sufficient else
-                          "insufficient data") if timed else "",
-                         "bottleneck" if p.phase == s.bottleneck else ""])
-        if s.cycle_ms is not None:
-            rows.append([label, "TOTAL", f"{s.cycle_ms.estimate:.2f}", "100.0%",
-                         ci(s.cycle_ms), f"{s.blocks} blocks, {s.cycles:,} cycles"])
-        elif s.phases:
-            rows.append([label, "TOTAL", "", "100.0%", "",
-                         f"{s.phases_from}: shares only, no cycle time"])
-    if rows:
-        body = _table(["run", "phase", "ms per cycle", "share", f"{confidence:.0%} interval",
-                       ""], rows, numeric=(2, 3))
+    if several and any(s.phases for s in summaries):
+        body = _phases_by_run(summaries, confidence)
+    else:
+        body = _phases_long(summaries, confidence)
+    if body:
         figs.add(lambda: _plot().phases_figure(summaries),
                  "Cycle breakdown per run (EAGLE3_PROF, no-sync blocks, cycle-weighted); the "
                  "whisker is the interval of TOTAL", "eaglelog-phases", notes)
@@ -494,7 +478,7 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     sections.append(("phases", "Cycle breakdown", body))
 
     # --- reconcile: where the profiler and SGLang disagree
-    sections.append(("reconcile", "Reconcile: the profiler's and SGLang's accept length",
+    sections.append(("reconcile", "Reconcile: profiler vs SGLang accept length",
                      _reconcile_section(recs, no_rec, confidence, several)))
 
     # --- several runs: compare
@@ -607,6 +591,63 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     return "\n".join(out) + "\n"
 
 
+def _phase_ms(s, e) -> str:
+    return f"{e.estimate:.2f}" if s.cycle_ms is not None and math.isfinite(e.estimate) else ""
+
+
+def _phases_long(summaries, confidence: float) -> str:
+    """One row per (run, phase): summary_block's numbers (ms .2f, share .1f%)."""
+    rows = []
+    for s in summaries:
+        label = Raw(_breakable(s.source))
+        for p in s.phases:
+            e = p.ms_per_cycle
+            timed = bool(_phase_ms(s, e))
+            rows.append([label, p.phase, _phase_ms(s, e), f"{p.pct:.1f}%",
+                         (f"[{e.ci_low:.2f} … {e.ci_high:.2f}]" if e.sufficient else
+                          "insufficient data") if timed else "",
+                         "bottleneck" if p.phase == s.bottleneck else ""])
+        if s.cycle_ms is not None:
+            rows.append([label, "TOTAL", f"{s.cycle_ms.estimate:.2f}", "100.0%",
+                         ci(s.cycle_ms), f"{s.blocks} blocks, {s.cycles:,} cycles"])
+        elif s.phases:
+            rows.append([label, "TOTAL", "", "100.0%", "",
+                         f"{s.phases_from}: shares only, no cycle time"])
+    if not rows:
+        return ""
+    return _table(["run", "phase", "ms per cycle", "share", f"{confidence:.0%} interval", ""],
+                  rows, numeric=(2, 3))
+
+
+def _phases_by_run(summaries, confidence: float) -> str:
+    """One row per run, one column per phase (ms per cycle, its share under it), the cycle
+    with its interval and the bottleneck: several runs side by side."""
+    names: list[str] = []
+    for s in summaries:
+        names += [p.phase for p in s.phases if p.phase not in names]
+    rows = []
+    for s in summaries:
+        by = {p.phase: p for p in s.phases}
+        line: list = [Raw(_breakable(s.source)),
+                      _with_ci(f"{s.cycle_ms.estimate:.2f}", ci(s.cycle_ms))
+                      if s.cycle_ms is not None else (s.phases_from or "")]
+        for n in names:
+            p = by.get(n)
+            if p is None:
+                line.append("")
+                continue
+            ms = _phase_ms(s, p.ms_per_cycle)
+            line.append(_with_ci(ms, f"{p.pct:.1f}%") if ms else f"{p.pct:.1f}%")
+        line.append(s.bottleneck or "")
+        rows.append(line)
+    k = len(names)
+    return (_table(["run", "cycle ms"] + [f"{n} ms" for n in names] + ["bottleneck"], rows,
+                   numeric=tuple(range(1, k + 2))) +
+            f'\n<p class="note">EAGLE3_PROF no-sync blocks, cycle-weighted: ms per cycle, its '
+            f"share of the cycle under it; the cycle's {confidence:.0%} interval under it; each "
+            "run's phase intervals are in its detail below</p>")
+
+
 def _by_batch(r: "BreakevenResult", confidence: float) -> str:
     """The per-batch-size break-even (the columns of blocks.by_batch_table)."""
     return _table(
@@ -666,3 +707,8 @@ def plot_available() -> bool:
     except MissingDependency:
         return False
     return True
+
+
+def _tied_means(confidence: float) -> str:
+    from ..analysis.sweep import TIED_MEANS
+    return TIED_MEANS.format(conf=f"{confidence:.0%}")

@@ -1,8 +1,11 @@
 """Pictures of the analysis results: one function per kind, each returning a matplotlib Figure.
 
     timeline   accept length, decode throughput and running requests over time (one line per
-               scheduler rank), the profiler's cycle time; idle gaps shaded, restarts marked
-    phases     the cycle breakdown per run as stacked bars (ms), interval whiskers on TOTAL
+               input and scheduler rank, its own colour and line style in every panel), the
+               profiler's cycle time (from 0 ms); idle gaps shaded, restarts marked, every line
+               broken at both
+    phases     the cycle breakdown per run as stacked bars (ms), each phase's share labelled,
+               interval whiskers on TOTAL; sync-mode runs as phase shares (%), no cycle time
     breakeven  measured accept length with its interval against the break-even band (per batch
                size with a baseline log): where speculation stops paying
     sweep      effective tok/s against the varying config key, with intervals and the baseline
@@ -13,7 +16,9 @@ The figures draw the numbers of the result objects the text commands print (summ
 breakeven, sweep, compare, the decode windows); nothing is recomputed here.  matplotlib is an
 optional extra (``pip install 'eaglelog[plot]'``), imported on first use; figures are built with
 the object API (no pyplot state, no GUI backend) and saved deterministically: the same input
-gives the same SVG, PDF and PNG bytes.
+gives the same SVG, PDF and PNG bytes.  ``caption(fig)`` is a sentence saying what a figure
+draws (only what is drawn); matplotlib's warnings are kept on ``fig.eaglelog_warnings``, never
+printed.
 """
 from __future__ import annotations
 

@@ -1,0 +1,308 @@
+"""The public analyses: plain arguments in, result objects out (the CLI calls exactly these).
+
+    >>> import eaglelog
+    >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
+    >>> r.speedup                       # one run: its fields are the result's
+    Estimate(estimate=0.931, ci_low=0.915, ci_high=0.947, ...)
+    >>> r.verdict, r.to_dict()["runs"][0]["verdict"]
+    ('below', 'below')
+    >>> r.to_frame()                    # one row per run (and per batch size with by_batch)
+
+``logs`` is a path, a list of paths (local, ``host:path``, compressed, ``http://…/metrics``) or a
+``ParsedLog`` (``eaglelog.parse``).  A log with several server start-ups (or adaptive-speculation
+configurations) holds several runs: a :class:`Runs` result lists them (``r.runs``, ``r[0]``,
+``len(r)``); attribute access on it works when it holds exactly one.  ``.to_dict()`` is the JSON
+the CLI prints with ``-f json``; ``.to_frame()`` its flat table (``-f csv``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from .errors import EaglelogError
+
+__all__ = ["Runs", "summarize", "summary", "breakeven", "reconcile", "compare", "sweep",
+           "load", "make_baseline"]
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def load(logs, *, engine: str = "auto", base_date=None, keep_going: bool = False,
+         since=None, until=None, startup: int | None = None, cache: bool = True):
+    """A ``ParsedLog`` of ``logs`` (a path, a list of them, or a ParsedLog, returned as it is
+    unless a selection is asked for), with only what ``since``/``until``/``startup`` select."""
+    from .api import ParsedLog, parse
+    from .schema import ANALYSIS_COLUMNS
+
+    if isinstance(logs, ParsedLog):
+        log = logs
+    else:
+        paths = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
+            [os.fspath(p) for p in logs]
+        if not paths:
+            raise EaglelogError("no input given")
+        log = parse(paths, engine=engine, keep_going=keep_going, base_date=base_date,
+                    cache=cache, columns=ANALYSIS_COLUMNS)
+    if since is not None or until is not None or startup is not None:
+        log = log.select(since=since, until=until, startup=startup)
+    return log
+
+
+def make_baseline(baseline_toks=None, baseline_log=None, *, engine: str = "auto",
+                  base_date=None, required: bool = True):
+    """The baseline of ``baseline_toks`` (90, '90±3', '1:90,8:70' or {1: 90, 8: 70}) or
+    ``baseline_log`` (a path or a ParsedLog of a run without speculation); None when neither
+    is given and ``required`` is false.  ValueError says what is wrong with a rate."""
+    from .baseline import Baseline
+
+    if baseline_toks is not None and baseline_log is not None:
+        raise ValueError("give baseline_toks or baseline_log, not both")
+    if isinstance(baseline_toks, Baseline):
+        return baseline_toks
+    if baseline_toks is not None:
+        if isinstance(baseline_toks, dict):
+            baseline_toks = ",".join(f"{b}:{v}" for b, v in baseline_toks.items())
+        return Baseline.from_text(str(baseline_toks))
+    if baseline_log is not None:
+        return Baseline(log=load(baseline_log, engine=engine, base_date=base_date))
+    if required:
+        raise ValueError("give the baseline: baseline_toks=90 (tokens/s of one request stream "
+                         "without speculation) or baseline_log='base.log'")
+    return None
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Runs(Sequence):
+    """The results of one analysis over every run of the inputs (one per input and start-up),
+    and the runs that could not be analysed (``errors``: one message each)."""
+
+    command: str
+    runs: tuple
+    confidence: float
+    errors: tuple[str, ...] = ()
+    rows_of: Callable[[Any], list[dict]] | None = field(default=None, repr=False,
+                                                        compare=False)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, i):
+        return self.runs[i]
+
+    def __getattr__(self, name: str):
+        # the one run's fields (r.speedup, r.verdict) when there is exactly one
+        if name.startswith("__") or name in ("runs", "command", "confidence", "errors",
+                                             "rows_of"):
+            raise AttributeError(name)
+        runs = object.__getattribute__(self, "runs")
+        if len(runs) == 1:
+            return getattr(runs[0], name)
+        raise AttributeError(f"{name!r}: this result holds {len(runs)} runs "
+                             f"({', '.join(r.source for r in runs)}); use .runs[i].{name}")
+
+    def to_dict(self) -> dict:
+        """The JSON of ``eaglelog COMMAND -f json``: one shape whatever the input holds."""
+        return {"command": self.command, "confidence": self.confidence,
+                "runs": [r.to_dict() for r in self.runs], "errors": list(self.errors)}
+
+    def to_frame(self):
+        """One row per run (and per batch-size bucket where the analysis has them): the
+        columns of ``-f csv``."""
+        import pandas as pd
+        rows = [row for r in self.runs for row in (self.rows_of(r) if self.rows_of else
+                                                   [r.to_dict()])]
+        return pd.DataFrame(rows)
+
+
+def each_run(log, analyse: Callable, command: str, confidence: float,
+             on_error: Callable[[str], None] | None = None) -> Runs:
+    """``analyse`` on every run of the log (a restarted server is a new run: its config and
+    numbers are never pooled).  With several runs, one that cannot be analysed is an entry of
+    ``errors`` (and ``on_error(message)``); the others are still answered."""
+    units = log.units()
+    if not units:
+        raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
+    if len(units) == 1:
+        label, sub = units[0]
+        return Runs(command, (dataclasses.replace(analyse(sub), source=label),), confidence,
+                    rows_of=ROWS.get(command))
+    out, errors, first = [], [], None
+    for label, sub in units:
+        try:
+            out.append(dataclasses.replace(analyse(sub), source=label))
+        except EaglelogError as e:
+            first = first or e
+            msg = str(e)
+            msg = msg if msg.startswith(label + ": ") else f"{label}: {msg}"
+            errors.append(msg)
+            if on_error is not None:
+                on_error(msg)
+    if not out:
+        raise first
+    return Runs(command, tuple(out), confidence, tuple(errors), ROWS.get(command))
+
+
+# ----------------------------------------------------------------------------- flat rows
+
+def breakeven_rows(r) -> list[dict]:
+    """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
+    from .analysis.breakeven import ESTIMATES as keys
+
+    def flat(batch, obj, verdict):
+        row = {"source": r.source, "running_req": batch}
+        for k in keys:
+            e = getattr(obj, k)
+            row.update({k: e.estimate, f"{k}_ci_low": e.ci_low, f"{k}_ci_high": e.ci_high})
+        row.update({"confidence": r.confidence, "verdict": verdict})
+        return row
+    rows = [flat("all", r, r.verdict)]
+    rows += [flat(b.batch, b, b.verdict) for b in (r.by_batch or ())]
+    return rows
+
+
+def summary_rows(s) -> list[dict]:
+    row = {"source": s.source, **{f"config_{k}": v for k, v in s.config.items()}}
+    for name, e in (("cycle_ms", s.cycle_ms), ("accept_len_sglang", s.accept_sglang),
+                    ("accept_len_profiler", s.accept_profiler),
+                    ("cycle_derived_ms", s.cycle_derived), ("per_stream_tok_s", s.eff_tok_s)):
+        row.update({name: e.estimate if e else None, f"{name}_ci_low": e.ci_low if e else None,
+                    f"{name}_ci_high": e.ci_high if e else None})
+    row["aggregate_tok_s"] = s.throughput_all
+    for p in s.phases:
+        row[f"phase_{p.phase}_ms"] = p.ms_per_cycle.estimate
+    row["bottleneck"] = s.bottleneck
+    if s.breakeven:
+        row.update({"breakeven_accept_len": s.breakeven.breakeven_accept_len.estimate,
+                    "speedup": s.breakeven.speedup.estimate, "verdict": s.breakeven.verdict})
+    return [row]
+
+
+def reconcile_rows(r) -> list[dict]:
+    return [{"source": r.source, "profiler_accept_len": r.profiler_accept_len.estimate,
+             "sglang_accept_len": r.sglang_accept_len.estimate,
+             "ratio": r.ratio.estimate, "ratio_ci_low": r.ratio.ci_low,
+             "ratio_ci_high": r.ratio.ci_high,
+             "explained_by": ", ".join(f.factor for f in r.findings
+                                       if f.verdict == "explains") or None}]
+
+
+ROWS = {"breakeven": breakeven_rows, "summary": summary_rows, "reconcile": reconcile_rows}
+
+
+# ----------------------------------------------------------------------------- the analyses
+
+def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
+              confidence: float = 0.95,
+              by_batch: bool = False, cycle_from: str = "auto", skip_warmup="auto",
+              since=None, until=None, startup: int | None = None, engine: str = "auto",
+              base_date=None, on_error=None) -> Runs:
+    """Is speculation paying off?  Break-even accept length and projected speedup of every run,
+    against ``baseline_toks`` (tokens/s of one request stream without speculation: 90,
+    '90±3', '1:90,8:70' or {1: 90, 8: 70}) or ``baseline_log`` (a run without speculation).
+
+        >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
+        >>> r.verdict, r.speedup.estimate, r.speedup.ci_low, r.speedup.ci_high
+        ('below', 0.931, 0.915, 0.947)
+
+    ``by_batch``: also per #running-req bucket (``r.by_batch``).  ``cycle_from``: 'auto',
+    'prof' or 'decode'.  ``skip_warmup``: 'auto', or the number of leading decode windows to
+    leave out.  The model: docs/statistics.md."""
+    from .analysis.breakeven import breakeven as _breakeven
+
+    base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
+                                     base_date=base_date)
+    log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
+               startup=startup)
+    return each_run(log, lambda sub: _breakeven(sub, base, confidence=confidence,
+                                                by_batch=by_batch, cycle_from=cycle_from,
+                                                warmup=skip_warmup),
+                    "breakeven", confidence, on_error)
+
+
+def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
+              confidence: float = 0.95,
+              skip_warmup="auto", since=None, until=None, startup: int | None = None,
+              engine: str = "auto", base_date=None, on_error=None) -> Runs:
+    """One summary per run: config, cycle breakdown, accept lengths, the per-stream rate and
+    the aggregate throughput, and with a baseline the break-even verdict.
+
+        >>> s = eaglelog.summarize("server.log", baseline_toks=90)
+        >>> s.bottleneck, s.cycle_ms.estimate, s.breakeven.verdict
+        ('Target verify', 27.28, 'below')
+    """
+    from .analysis.summary import summarize as _summarize
+
+    base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
+                                     base_date=base_date, required=False)
+    log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
+               startup=startup)
+    return each_run(log, lambda sub: _summarize(sub, baseline=base, confidence=confidence,
+                                                warmup=skip_warmup),
+                    "summary", confidence, on_error)
+
+
+summary = summarize
+
+
+def reconcile(logs, *, confidence: float = 0.95, skip_warmup="auto", since=None, until=None,
+              startup: int | None = None, engine: str = "auto", base_date=None,
+              on_error=None) -> Runs:
+    """Why the profiler's accept length differs from SGLang's: both with intervals, their
+    ratio, the explanations the log can test, and the value break-even uses.
+
+        >>> r = eaglelog.reconcile("server.log")
+        >>> r.ratio.estimate, [f.factor for f in r.findings if f.verdict == "explains"]
+        (0.499, [])
+    """
+    from .analysis.reconcile import reconcile as _reconcile
+
+    log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
+               startup=startup)
+    return each_run(log, lambda sub: _reconcile(sub, confidence=confidence,
+                                                warmup=skip_warmup),
+                    "reconcile", confidence, on_error)
+
+
+def compare(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
+            confidence: float = 0.95,
+            test: str = "welch", skip_warmup="auto", since=None, until=None,
+            startup: int | None = None, engine: str = "auto", base_date=None):
+    """Every run against the first (the reference): the primary metric (the speedup with a
+    baseline, else the per-stream rate) in words — better / worse / no detectable difference —
+    and the secondary metrics with Holm-adjusted p-values.
+
+        >>> c = eaglelog.compare(["before.log", "after.log"])
+        >>> [(m.metric, m.verdict) for m in c.metrics if m.role == "primary"]
+        [('eff_tok_s', 'worse (per-stream rate 1.09x lower)')]
+    """
+    from .analysis.compare import compare as _compare, runs_from_log
+
+    base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
+                                     base_date=base_date, required=False)
+    log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
+               startup=startup)
+    return _compare(runs_from_log(log, engine, base, confidence, warmup=skip_warmup),
+                    test=test, confidence=confidence, baseline=base)
+
+
+def sweep(logs, *, keys: Iterable[str] | None = None, baseline_toks=None, baseline_log=None,
+          baseline=None, confidence: float = 0.95, skip_warmup="auto", keep_going: bool = False,
+          engine: str = "auto", base_date=None):
+    """Which config wins: one row per run sorted by the per-stream rate; ``tied`` rows cannot be
+    told apart from the best.
+
+        >>> s = eaglelog.sweep(sorted(glob.glob("steps*.log")), baseline_toks=90)
+        >>> [(r.keys["speculative_num_steps"], r.mark) for r in s.rows][:2]
+        [(5, 'best'), (7, 'tied')]
+    """
+    from .analysis.sweep import sweep as _sweep
+
+    base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
+                                     base_date=base_date, required=False)
+    log = load(logs, engine=engine, base_date=base_date, keep_going=keep_going)
+    return _sweep(log, keys=list(keys) if keys else None, baseline=base, confidence=confidence,
+                  keep_going=keep_going, warmup=skip_warmup)
