@@ -220,12 +220,13 @@ def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
     zz, ww = z[ok[:5 * k]], w[ok[:5 * k]]
     starts = np.arange(0, 5 * k, 5)
     m = np.add.reduceat(zz * ww, starts) / np.add.reduceat(ww, starts)
-    best, cut = math.inf, 0
-    for d in range(0, k // 2):
-        rest = m[d:]
-        v = float(np.sum((rest - rest.mean()) ** 2)) / len(rest) ** 2
-        if v < best:
-            best, cut = v, d
+    # Σ_{i≥d} (m_i − m̄_d)² / (k − d)² for every d < k/2, from suffix sums: O(k)
+    s1 = np.cumsum(m[::-1])[::-1]
+    s2 = np.cumsum((m * m)[::-1])[::-1]
+    d = np.arange(k // 2)
+    cnt = (k - d).astype(float)
+    v = np.maximum(s2[d] - s1[d] ** 2 / cnt, 0.0) / cnt ** 2
+    cut = int(np.argmin(v)) if len(v) else 0
     if cut == 0:
         return 0
     head, tail = m[:cut], m[cut:]
@@ -238,10 +239,6 @@ def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
 
 # ----------------------------------------------------------------------------- the model
 
-# column layout of the sums (see _sums)
-_P = 3 + N_X                 # regressors: 1, B, B², x
-_TRI = np.triu_indices(_P)
-_NZ = len(_TRI[0])
 OUTPUTS = ("accept_len", "cycle_ms", "rate", "step_ms", "speedup", "breakeven_accept_len",
            "cycle_ms_iter")
 
@@ -253,26 +250,6 @@ def _design(win: Windows, scale: tuple[float, float]) -> np.ndarray:
     return np.column_stack([np.ones(win.n), u, u * u, win.x])
 
 
-def _sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
-          scale: float) -> list[np.ndarray]:
-    """Per-window terms of every sum the outputs need (zeros where a window does not count)."""
-    w = np.where(use, win.w, 0.0)
-    y = np.where(use, win.y, 0.0)
-    Z = _design(win, scale)
-    Z[~use] = 0.0
-    cols = [w, w * y]
-    cols += [w * Z[:, 3 + k] for k in range(N_X)]
-    wz = Z * w[:, None]
-    cols += [wz[:, i] * Z[:, j] for i, j in zip(*_TRI)]
-    cols += [wz[:, i] * y for i in range(_P)]
-    wa = np.where(acc, win.w, 0.0)
-    cols += [wa * np.where(acc, win.a, 0.0), wa]
-    cols += [w * (step if step is not None else np.zeros(win.n))]
-    one = use.astype(float)
-    cols += [one, one * y] + [one * Z[:, 3 + k] for k in range(N_X)]
-    return cols
-
-
 @dataclass(frozen=True)
 class ModelSpec:
     """Which regressors the fit carries (decided once, from all the windows)."""
@@ -282,19 +259,17 @@ class ModelSpec:
     scale: tuple[float, float]   # centre and half range of the batch sizes
 
 
-def _solve(S: np.ndarray, spec: ModelSpec) -> np.ndarray:
-    """β of the prefill regressors (zeros for those left out) from the normal equations."""
+def _beta_of(win: Windows, use: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    """β of the prefill regressors (zeros for those left out): request-step weighted least
+    squares of y on the smooth control in B and the kept prefill regressors, over ``use``."""
     beta = np.zeros(N_X)
     if not spec.xs:
         return beta
-    base = 2 + N_X
-    M = np.zeros((_P, _P))
-    M[_TRI] = S[base:base + _NZ]
-    M = M + np.triu(M, 1).T
-    v = S[base + _NZ:base + _NZ + _P]
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
+    Z = _design(win, spec.scale)[use][:, keep]
+    wz = Z * win.w[use][:, None]
     try:
-        coef = np.linalg.solve(M[np.ix_(keep, keep)], v[keep])
+        coef = np.linalg.solve(wz.T @ Z, wz.T @ win.y[use])
     except np.linalg.LinAlgError:
         return np.full(N_X, np.nan)
     beta[list(spec.xs)] = coef[len(spec.smooth):]
@@ -371,8 +346,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
 
     def residuals(use, spec):
         """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
-        beta = _solve(np.array([c.sum() for c in _sums(win, use, acc, None, spec.scale)]),
-                      spec)
+        beta = _beta_of(win, use, spec)
         z = win.y - win.x @ beta
         Z = _design(win, spec.scale)[:, list(spec.smooth)]
         sw = np.sqrt(win.w[use])
@@ -408,7 +382,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             use &= ~stall
             why[stall] = STALL
         spec, kind = _choose(win, use)
-    beta = _solve(np.array([c.sum() for c in _sums(win, use, acc, None, spec.scale)]), spec)
+    beta = _beta_of(win, use, spec)
     step = None
     coverage = 1.0
     if step_of is not None:
@@ -570,7 +544,7 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     vals = np.unique(r[use & np.isfinite(r)])
     if not len(vals):
         return out
-    counts = np.array([int((use & (r == v)).sum()) for v in vals])
+    _, counts = np.unique(r[use & np.isfinite(r)], return_counts=True)
     group, acc, code = {}, 0, 0
     for v, c in zip(vals, counts):
         group[v] = code
@@ -581,8 +555,11 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
         for v in vals:
             if group[v] == code:
                 group[v] = code - 1
-    for v, g in group.items():
-        out[r == v] = g
+    codes = np.array([group[v] for v in vals], dtype=np.int64)
+    fin = np.isfinite(r)
+    at = np.searchsorted(vals, np.where(fin, r, vals[0]))
+    hit = fin & (at < len(vals)) & (vals[np.minimum(at, len(vals) - 1)] == np.where(fin, r, np.nan))
+    out[hit] = codes[at[hit]]
     return out
 
 
@@ -636,30 +613,45 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     beta = np.zeros(N_X)
     y = np.where(use, win.y, 0.0)
     if W > 0 and use.sum() > len(keep):
-        A = Z[use].T @ (Z[use] * om[use, None])
-        Ainv = np.linalg.pinv(A)
-        gamma = Ainv @ (Z[use].T @ (om[use] * y[use]))
+        # few large temporaries: fresh pages are what large arrays cost most here
+        Zu = Z[use]
+        omu = om[use]
+        Zw = Zu * omu[:, None]
+        Ainv = np.linalg.pinv(Zw.T @ Zu)
+        gamma = Ainv @ (Zw.T @ y[use])
+        del Zw
         beta[list(spec.xs)] = gamma[ns:]
         e = np.where(use, y - Z @ gamma, 0.0)
         zc = np.where(use, y - win.x @ beta, 0.0)
-        cyc, direct, xbar = 0.0, np.zeros(win.n), np.zeros(len(keep))
-        for g in np.unique(st[use]):
-            m = use & (st == g)
-            Og = float(om[m].sum())
-            share = float(wu[m].sum()) / W
-            cg = float((om[m] * zc[m]).sum() / Og)
-            cyc += share * cg
-            direct[m] = share * om[m] * (zc[m] - cg) / Og
-            xbar[ns:] += share * (Z[m, ns:] * om[m, None]).sum(axis=0) / Og
-        dbeta = (Z * (om * e)[:, None]) @ Ainv.T        # each window's share of γ's error
+        direct, xbar = np.zeros(win.n), np.zeros(len(keep))
+        g = st[use]
+        if len(g) and g.min() < 0:           # windows of no stratum: one of their own
+            g = np.where(g < 0, g.max() + 1, g)
+        ng = int(g.max()) + 1 if len(g) else 0
+        Og = np.bincount(g, weights=om[use], minlength=ng)
+        share = np.bincount(g, weights=wu[use], minlength=ng) / W
+        live = Og > 0
+        inv = np.divide(1.0, Og, out=np.zeros(ng), where=live)
+        cg = np.bincount(g, weights=(om * zc)[use], minlength=ng) * inv
+        cyc = float(np.sum(share[live] * cg[live]))
+        direct[use] = share[g] * om[use] * (zc[use] - cg[g]) * inv[g]
+        for c in range(ns, len(keep)):
+            xbar[c] = float(np.sum(share * np.bincount(g, weights=Zu[:, c] * omu,
+                                                       minlength=ng) * inv))
+        # each window's share of γ's error, (Z_j · ω_j e_j) Ainv, taken through the
+        # sensitivity of the output to γ (xbar): a vector, not an n × p matrix
+        ve = om * e
+
+        def through(sens):
+            return (Z @ (Ainv.T @ sens)) * ve
         th["cycle_ms"] = cyc
-        terms["cycle_ms"] = (direct - dbeta @ xbar) / cyc
+        terms["cycle_ms"] = (direct - through(xbar)) / cyc
         n1 = float(use.sum())
         cyc_it = float(zc.sum() / n1)
         x1 = np.zeros(len(keep))
-        x1[ns:] = Z[use, ns:].mean(axis=0)
+        x1[ns:] = Zu[:, ns:].mean(axis=0)
         th["cycle_ms_iter"] = cyc_it
-        terms["cycle_ms_iter"] = (np.where(use, (zc - cyc_it) / n1, 0.0) - dbeta @ x1) / cyc_it
+        terms["cycle_ms_iter"] = (np.where(use, (zc - cyc_it) / n1, 0.0) - through(x1)) / cyc_it
         if step is not None:
             th["step_ms"] = float((wu * step).sum() / W)
     wa = np.where(acc, win.w, 0.0)
