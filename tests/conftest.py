@@ -75,3 +75,18 @@ os.environ["EAGLELOG_NO_CACHE"] = "1"
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_home(tmp_path_factory):
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    """A real OpenSSH server on 127.0.0.1 for one test module (tests/sshd.py)."""
+    import shutil
+    import tempfile
+
+    from sshd import Sshd
+    # not under pytest's 0700 temp root: sshd reads authorized_keys as the test user
+    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
+    server = Sshd(root)
+    yield server
+    server.stop()
+    shutil.rmtree(root, ignore_errors=True)

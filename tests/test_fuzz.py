@@ -370,17 +370,6 @@ def test_control_characters_in_a_block_make_no_phase_and_no_mode(tmp_path):
 
 # ------------------------------------------------- remote: --keep-going and a failed host tool
 
-@pytest.fixture(scope="module")
-def sshd():
-    from sshd import Sshd
-    # not under pytest's 0700 temp root: sshd reads authorized_keys as the test user
-    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
-    server = Sshd(root)
-    yield server
-    server.stop()
-    shutil.rmtree(root, ignore_errors=True)
-
-
 def _cut_gz(tmp_path, sshd):
     import gzip
     packed = gzip.compress((SAMPLES / "eagle3_5step.log").read_bytes())

@@ -13,21 +13,8 @@ import pytest
 import eaglelog
 from eaglelog.remote import RemoteOptions, parse_remote
 from conftest import SAMPLES
-from sshd import Sshd
 
 FIVE = SAMPLES / "eagle3_5step.log"
-
-
-@pytest.fixture(scope="module")
-def sshd():
-    import shutil
-    import tempfile
-    # not under pytest's 0700 temp root: sshd reads authorized_keys as the test user
-    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
-    server = Sshd(root)
-    yield server
-    server.stop()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

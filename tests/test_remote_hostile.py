@@ -7,12 +7,10 @@ of stopping the suite.
 import gzip
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -21,20 +19,9 @@ import pytest
 import eaglelog
 from eaglelog.remote import RemoteOptions, RemoteSpecError, parse_remote
 from conftest import SAMPLES
-from sshd import Sshd
 
 FIVE = (SAMPLES / "eagle3_5step.log").read_bytes()
 TWO = (SAMPLES / "eagle3_2step.log").read_bytes()
-
-
-@pytest.fixture(scope="module")
-def sshd():
-    # not under pytest's 0700 temp root: sshd reads authorized_keys as the test user
-    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
-    server = Sshd(root)
-    yield server
-    server.stop()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
