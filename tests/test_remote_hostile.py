@@ -140,15 +140,22 @@ def silent_peer():
         c.close()
 
 
+def bounded(err: str, url: str) -> bool:
+    """A silent peer ends in one line naming the input: eaglelog's own bound, or (on a loaded
+    machine, when the TCP connect itself is not accepted within --connect-timeout) ssh's."""
+    head = f"eaglelog: error: {url}: "
+    return err == head + ("no answer from 127.0.0.1 within 3 s (connected, but the ssh "
+                          "handshake or login did not finish; --connect-timeout 1)") or \
+        (err.startswith(head + "ssh failed (exit 255): Connection ") and "timed out" in err)
+
+
 def test_a_peer_that_goes_silent_after_its_banner_is_bounded(silent_peer):
     url = f"ssh://127.0.0.1:{silent_peer}/x.log"
     t0 = time.monotonic()
     r = cli("parse", "--connect-timeout", "1", url, timeout=90)
     took = time.monotonic() - t0
     assert r.returncode == 1
-    assert one_error(r) == (f"eaglelog: error: {url}: no answer from 127.0.0.1 within 3 s "
-                            "(connected, but the ssh handshake or login did not finish; "
-                            "--connect-timeout 1)")
+    assert bounded(one_error(r), url)
     assert took < 3 + 30          # the bound (3 x --connect-timeout) plus start-up under load
 
 
@@ -157,7 +164,7 @@ def test_follow_of_a_silent_peer_ends_with_the_bound_and_on_sigterm(silent_peer)
     r = cli("parse", "--follow", "--interval", "0.3", "--connect-timeout", "1", url,
             timeout=90)
     assert r.returncode == 1
-    assert "no answer from 127.0.0.1 within 3 s" in one_error(r)
+    assert bounded(one_error(r), url)
     p = subprocess.Popen([sys.executable, "-m", "eaglelog", "parse", "--follow",
                           "--connect-timeout", "30", url], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
