@@ -35,7 +35,26 @@ def render_object(*args, **kwargs):
     return _render(*args, **kwargs)
 
 
+# options every analysis command shares (input_options, selection_options, metrics_options)
+# and the output ones: a command's help lists its own options first, then these
+SHARED_OPTIONS = ("engine", "keep_going", "base_date", "ssh_options", "connect_timeout", "fetch",
+                  "no_cache", "cmd_quiet", "cmd_verbose", "since", "until", "startup",
+                  "skip_warmup", "match", "step", "scrape_for", "follow", "interval")
+OUTPUT_OPTIONS = ("fmt", "output")
+
+
+class EaglelogCommand(click.Command):
+    def get_params(self, ctx: click.Context):
+        params = super().get_params(ctx)
+        rank = {n: 1 for n in SHARED_OPTIONS} | {n: 2 for n in OUTPUT_OPTIONS}
+        help_names = set(ctx.help_option_names)
+        return sorted(params, key=lambda p: 3 if help_names & set(getattr(p, "opts", ()))
+                      else rank.get(p.name, 0))
+
+
 class EaglelogGroup(click.Group):
+    command_class = EaglelogCommand
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -398,13 +417,18 @@ def finish(ctx: click.Context, log: "ParsedLog") -> None:
         ctx.exit(1)
 
 
+class TableName(click.Choice):
+    """A table's name: listed once, kebab-case; the schema's snake_case spelling is the same."""
+
+    def convert(self, value, param, ctx):
+        return super().convert(cli_name(value) if isinstance(value, str) else value, param, ctx)
+
+
 @main.command("parse")
 @input_options
 @metrics_options
 @follow_options
-@click.option("--table", "table",
-              type=click.Choice([cli_name(t) for t in TABLES] +
-                                [t for t in TABLES if cli_name(t) != t]),
+@click.option("--table", "table", type=TableName([cli_name(t) for t in TABLES]),
               default=None, help="Print this table instead of the overview (prof-phases and "
                                  "prof_phases are the same).")
 @output_options
@@ -521,6 +545,9 @@ def results_output(result, fmt, output, block):
         emit("".join(render_object(r.to_dict(), "jsonl") for r in result.runs), output)
     elif fmt == "table" and block is not None:
         emit("\n".join(block(r) for r in result.runs), output)
+    elif fmt == "markdown" and block is not None:       # the human block, to paste
+        from .report.blocks import fenced
+        emit("\n".join(fenced(block(r)) for r in result.runs), output)
     else:
         emit(render_frame(result.to_frame(), fmt, output), output)
 
@@ -1004,8 +1031,8 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
         emit("".join(render_object(m.to_dict(), "jsonl") for m in result.metrics), output)
-    elif fmt == "table":
-        emit(compare_block(result), output)
+    elif fmt in ("table", "markdown"):
+        emit(compare_block(result, "github" if fmt == "markdown" else "simple"), output)
     else:
         emit(render_frame(result.to_frame(), fmt, output), output)
     for w in result.warnings:
@@ -1075,8 +1102,8 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
         emit("".join(render_object(r.to_dict(), "jsonl") for r in result.rows), output)
-    elif fmt == "table":
-        emit(sweep_block(result), output)
+    elif fmt in ("table", "markdown"):
+        emit(sweep_block(result, "github" if fmt == "markdown" else "simple"), output)
     else:
         emit(render_frame(result.to_frame(), fmt, output), output)
     finish(ctx, log)

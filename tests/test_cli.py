@@ -229,3 +229,20 @@ def test_one_run_that_cannot_be_analysed_does_not_hide_the_others(run, write):
                              "speculative run?)"]
     (one,) = got["runs"]
     assert one["source"] == str(FIVE) and one["verdict"] in ("above", "below", "inconclusive")
+
+
+def test_help_lists_a_command_s_own_options_first_and_each_table_once(run):
+    """Issue 16: a command's help shows its own options, then the shared input options, then
+    the output ones; the main help's examples show the main job; --table lists each table
+    once (the snake_case spelling still works)."""
+    text = run("breakeven", "--help").stdout
+    order = [text.index(o) for o in ("--baseline-toks", "--check", "--engine", "--since",
+                                     "--format", "--help")]
+    assert order == sorted(order)
+    main_help = run("--help").stdout
+    assert "eaglelog summary --baseline-toks 90 server.log" in main_help
+    assert "eaglelog breakeven --baseline-log base.log --by batch server.log" in main_help
+    table_help = run("parse", "--help").stdout
+    assert "prof-phases" in table_help and "prof_phases|" not in table_help
+    assert run("-q", "parse", "--table", "prof_phases", "-f", "csv", FIVE).stdout == \
+        run("-q", "parse", "--table", "prof-phases", "-f", "csv", FIVE).stdout

@@ -96,8 +96,25 @@ def test_formats_csv_markdown_jsonl(run):
     csv = pd.read_csv(pd.io.common.StringIO(run("-q", "compare", "-f", "csv", FIVE, TWO).stdout))
     assert list(csv.columns[:5]) == ["metric", "label", "unit", "better", "role"]
     assert len(csv) == 8 and csv.role.tolist() == ["primary"] + ["secondary"] * 7
+    # markdown: the human table (rounded, labelled), to paste into a PR; raw columns are csv's
     md = run("-q", "compare", "-f", "markdown", FIVE, TWO).stdout.splitlines()
-    assert md[0].startswith("| metric") and len(md) == 10
+    assert md[2] == f"### {TWO} vs reference"
+    assert md[3] == "  verdict: WORSE: per-stream rate 1.09x lower (p < 0.001)"
+    table = [ln for ln in md if ln.startswith("|")]
+    assert table[0].split("|")[1:8] == [
+        " metric                                       ", " reference           ",
+        " changed             ", " ratio [CI]               ", " p      ", " p (Holm)   ",
+        " verdict                                    "]
+    assert len(table) == 2 + 8 and table[1].startswith("|---")
+    assert table[2].startswith("| per-stream rate (eff_tok_s) ← primary ")
+    assert "| 83.79 tok/s " in table[2] and "| worse (per-stream rate 1.09x lower) " in table[2]
+    sw = run("-q", "sweep", "-f", "markdown", "--baseline-toks", "90",
+             *sorted((SAMPLES / "sweep").glob("*.log"))).stdout.splitlines()
+    rows = [ln for ln in sw if ln.startswith("|")]
+    assert len(rows) == 7 and "| 98.27 [96.15 … 100.4] " in rows[2] and "| best " in rows[2]
+    be = run("-q", "breakeven", "-f", "markdown", "--baseline-toks", "90", FIVE).stdout
+    assert be.startswith("```text\n" + f"{FIVE}  vs  baseline 90 tok/s") and \
+        be.endswith("```\n")
     jl = run("-q", "compare", "-f", "jsonl", FIVE, TWO).stdout.splitlines()
     assert len(jl) == 8 and json.loads(jl[0])["metric"] == "eff_tok_s"
 

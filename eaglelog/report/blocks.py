@@ -249,8 +249,10 @@ def _msd(mean, sd, unit) -> str:
     return f"{m} ± {sd:.2g}{u}"
 
 
-def compare_block(r) -> str:
+def compare_block(r, tablefmt: str = "simple") -> str:
+    """The comparison; ``tablefmt='github'``: as markdown (what `-f markdown` prints)."""
     from tabulate import tabulate
+    md = tablefmt == "github"
 
     test = {"welch": "Welch's t-test on the log ratio", "mannwhitney":
             "Mann-Whitney U on batch estimates"}[r.test]
@@ -272,7 +274,7 @@ def compare_block(r) -> str:
                          f"{num(m.ratio.ci_high)}]" if m.ratio.sufficient else "n/a",
                          _pv(m.p_value), _pv(m.p_adjusted) if m.role == "secondary" else "",
                          m.verdict])
-        out += ["", f"{run} vs reference"]
+        out += ["", f"{'### ' if md else ''}{run} vs reference"]
         if prim is not None:
             if head in ("better", "worse"):
                 words = prim.verdict.split("(", 1)[-1].rstrip(")")
@@ -280,9 +282,11 @@ def compare_block(r) -> str:
             else:
                 out.append(f"  verdict: {head} in the {prim.label}" +
                            (f" ({p_is(prim.p_value)})" if prim.p_value is not None else ""))
+        out += [""] if md else []
         out.append(tabulate(rows, headers=["metric", "reference", "changed", "ratio [CI]", "p",
                                            "p (Holm)", "verdict"],
-                            tablefmt="simple", disable_numparse=True))
+                            tablefmt=tablefmt, disable_numparse=True))
+        out += [""] if md else []
         diff = r.config_diff.get(run) or {}
         if diff:
             out.append("  config: " + "; ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in
@@ -290,10 +294,16 @@ def compare_block(r) -> str:
         else:
             out.append("  config: no difference in server_args")
     for w in r.warnings:
-        out.append(f"  warning: {w}")
+        out.append(f"{'- ' if md else '  '}warning: {w}")
     for n in r.notes:
-        out.append(f"  note: {n}")
+        out.append(f"{'- ' if md else '  '}note: {n}")
     return "\n".join(out) + "\n"
+
+
+def fenced(text: str) -> str:
+    """A human block as markdown: in a fenced text block, so its columns stay aligned where
+    it is pasted (a PR, an issue)."""
+    return "```text\n" + text.rstrip("\n") + "\n```\n"
 
 
 def _val(v: float, unit: str) -> str:
@@ -303,7 +313,8 @@ def _val(v: float, unit: str) -> str:
     return (f"{v:.2f}" if unit == "ms" else num(v)) + u
 
 
-def sweep_block(r) -> str:
+def sweep_block(r, tablefmt: str = "simple") -> str:
+    """The sweep table; ``tablefmt='github'``: as markdown (what `-f markdown` prints)."""
     from tabulate import tabulate
 
     headers = list(r.keys) + ["cycle ms", "verify ms", "accept len", "eff tok/s [CI]"]
@@ -325,9 +336,12 @@ def sweep_block(r) -> str:
     headers += ["run"]
     title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"
     title += f"; baseline {r.baseline})" if r.baseline else ")"
-    out = [title, tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)]
+    md = tablefmt == "github"
+    out = [title] + ([""] if md else []) + [tabulate(rows, headers=headers, tablefmt=tablefmt,
+                                                     disable_numparse=True)]
     from ..analysis.sweep import TIED_MEANS
+    out += [""] if md else []
     out.append("best: highest effective tok/s; " + TIED_MEANS.format(conf=f"{r.confidence:.0%}"))
     for n in r.notes:
-        out.append(f"note: {n}")
+        out.append(f"{'- ' if md else ''}note: {n}")
     return "\n".join(out) + "\n"
