@@ -2,7 +2,7 @@
 
     >>> import eaglelog
     >>> eaglelog.breakeven("server.log", baseline_toks=90).speedup
-    Estimate(estimate=0.931, ci_low=0.915, ci_high=0.947, ...)
+    Estimate(estimate=0.931, ci_low=0.913, ci_high=0.949, ...)
     >>> s = eaglelog.summarize("server.log")            # config, cycle breakdown, accept lengths
     >>> eaglelog.compare(["before.log", "after.log"]).to_frame()
     >>> log = eaglelog.parse("server.log")              # the tables themselves

@@ -3,7 +3,7 @@
     >>> import eaglelog
     >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
     >>> r.speedup                       # one run: its fields are the result's
-    Estimate(estimate=0.931, ci_low=0.915, ci_high=0.947, ...)
+    Estimate(estimate=0.931, ci_low=0.913, ci_high=0.949, ...)
     >>> r.verdict, r.to_dict()["runs"][0]["verdict"]
     ('below', 'below')
     >>> r.to_frame()                    # one row per run (and per batch size with by_batch)
@@ -206,7 +206,7 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
 
         >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
         >>> r.verdict, r.speedup.estimate, r.speedup.ci_low, r.speedup.ci_high
-        ('below', 0.931, 0.915, 0.947)
+        ('below', 0.931, 0.913, 0.949)
 
     ``by_batch``: also per #running-req bucket (``r.by_batch``).  ``cycle_from``: 'auto',
     'prof' or 'decode'.  ``skip_warmup``: 'auto', or the number of leading decode windows to

@@ -94,12 +94,12 @@ def test_vllm_windows_batch_means():
     # alternating windows: autocorrelation time 1 → 10 batches of 3 windows (ABA, BAB, …)
     assert c.autocorr_time == pytest.approx(1.0) and c.batches == 10
     # P1 = 21000 / 30000; leaving out an ABA batch gives 18800 / 27000, a BAB one 19000 / 27000;
-    # se = √(9/10 · 10 · (Δ/2)²) with Δ = ln(19000 / 18800), × 1/√(1 − 1/6) (batch length 3)
+    # se = √(9/10 · 10 · (Δ/2)²) with Δ = ln(19000 / 18800), × 1/√(1 − τ/L) = 1/√(1 − 1/3)
     d = math.log(19000 / 18800)
-    se = math.sqrt(0.9 * 10 * (d / 2) ** 2) / math.sqrt(1 - 1 / 6)
+    se = math.sqrt(0.9 * 10 * (d / 2) ** 2) / math.sqrt(1 - 1 / 3)
     close(c.positions[0].reach, 0.7, 0.7 * math.exp(-T9 * se), 0.7 * math.exp(T9 * se))
-    assert c.positions[0].reach.ci_low == pytest.approx(0.673003, abs=1e-5)
-    assert c.positions[0].reach.ci_high == pytest.approx(0.728081, abs=1e-5)
+    assert c.positions[0].reach.ci_low == pytest.approx(0.669883, abs=1e-5)
+    assert c.positions[0].reach.ci_high == pytest.approx(0.731471, abs=1e-5)
     assert [p.reach.estimate for p in c.positions] == pytest.approx([0.7, 0.5, 0.3], abs=1e-12)
     assert [p.conditional.estimate for p in c.positions] == pytest.approx([0.7, 5 / 7, 0.6],
                                                                           abs=1e-12)
