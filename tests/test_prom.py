@@ -212,7 +212,9 @@ def _against_eaglelog(env, at, value):
         # own 95 % interval is ±4–5 % over 10 s (docs/formats-metrics.md §5)
         sp = value(eng, "speedup")
         assert 0.95 * r.speedup.estimate < sp <= r.speedup.estimate * 1.005, (eng, sp)
-        assert r.speedup.ci_low * 0.98 < sp
+        # (40 windows of one 10 s span: when their autocorrelation leaves fewer than 5 batches,
+        # eaglelog rightly gives no interval)
+        assert not r.speedup.sufficient or r.speedup.ci_low * 0.98 < sp
         assert value(eng, "stream_tok_s") == pytest.approx(sp * 90 * P.SPEED, rel=1e-12)
         assert value(eng, "breakeven_accept_len") == pytest.approx(
             value(eng, "accept_len") / sp, rel=1e-12)
