@@ -623,6 +623,38 @@ BENCH_ITERS = Table(
     ),
 )
 
+# the per-request result table of `eaglelog requests` (analysis/requests.py: RequestsResult.to_frame(),
+# `requests -f csv`); not a parsed table, so not in TABLES
+REQUEST_COLUMNS = (
+    C("run", "string", "", "the run: the input, and its server start-up when it holds several"),
+    C("source", "category", "", "the input the request came from"),
+    C("line_no", "Int64", "", "line of the request's record in the input"),
+    C("startup", "Int32", "", "server start-up segment (SGLang logs)"),
+    C("origin", "category", "", "what printed it: 'sglang' (Finish: line), 'spec-bench', "
+      "'eagle' (answer files), 'vllm' (a saved API response)"),
+    C("id", "string", "", "request id (SGLang rid, vLLM response id) or benchmark question id"),
+    C("category", "string", "", "the question's category (benchmark files), or the custom "
+      "label named 'category' (SGLang)"),
+    C("label", "string", "", "the request's custom labels (SGLang custom_labels) as "
+      "'key=value, …'"),
+    C("finish_reason", "category", "", "'stop', 'length', 'abort', …"),
+    C("prompt_tokens", "Int64", "tokens", "prompt length"),
+    C("output_tokens", "Int64", "tokens", "output length (SGLang completion_tokens, the first "
+      "token included; Spec-Bench/EAGLE Σ new_tokens)"),
+    C("steps", "Int64", "verifies", "verify (draft/verify) steps of the request"),
+    C("step_tokens", "Int64", "tokens", "tokens those steps committed, bonus included, the first "
+      "(prefill) token not (SGLang: completion_tokens − 1)"),
+    C("tau", "float64", "tokens/verify", "τ_r = step_tokens / steps; NaN without a verify step",
+      "higher"),
+    C("tau_printed", "float64", "tokens/verify", "the tool's own per-request value as printed "
+      "(SGLang spec_accept_length = completion / verify_ct, first token included)"),
+    C("e2e_latency", "float64", "s", "end-to-end latency (SGLang e2e_latency; Spec-Bench/EAGLE "
+      "Σ wall_time)", "lower"),
+    C("prompt_hash", "string", "", "hash of the logged prompt (SGLang --log-requests-level ≥ 2)"),
+    C("timestamp", "datetime64[us]", "", "when the request finished (SGLang)"),
+)
+
+
 CORE = {
     "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
             "complete n_phases phase_sum_ms end_line",

@@ -36,7 +36,7 @@ import pandas as pd
 from scipy import special as _sp
 
 from ..errors import EaglelogError
-from ..schema import Column
+from ..schema import REQUEST_COLUMNS
 from .. import stats
 from ..stats import Estimate, insufficient
 
@@ -49,36 +49,6 @@ LOOP_MIN_TOKENS = 512   # a repetition-loop suspect's output is this long (and 2
 GROUPINGS = ("category", "finish", "prompt-len", "output-len", "label")
 MATCHES = ("auto", "question", "prompt", "rid")
 
-C = Column
-# the per-request table (RequestsResult.to_frame(), `requests -f csv`), declared once
-REQUEST_COLUMNS = (
-    C("run", "string", "", "the run: the input, and its server start-up when it holds several"),
-    C("source", "category", "", "the input the request came from"),
-    C("line_no", "Int64", "", "line of the request's record in the input"),
-    C("startup", "Int32", "", "server start-up segment (SGLang logs)"),
-    C("origin", "category", "", "what printed it: 'sglang' (Finish: line), 'spec-bench', "
-      "'eagle' (answer files), 'vllm' (a saved API response)"),
-    C("id", "string", "", "request id (SGLang rid, vLLM response id) or benchmark question id"),
-    C("category", "string", "", "the question's category (benchmark files), or the custom "
-      "label named 'category' (SGLang)"),
-    C("label", "string", "", "the request's custom labels (SGLang custom_labels) as "
-      "'key=value, …'"),
-    C("finish_reason", "category", "", "'stop', 'length', 'abort', …"),
-    C("prompt_tokens", "Int64", "tokens", "prompt length"),
-    C("output_tokens", "Int64", "tokens", "output length (SGLang completion_tokens, the first "
-      "token included; Spec-Bench/EAGLE Σ new_tokens)"),
-    C("steps", "Int64", "verifies", "verify (draft/verify) steps of the request"),
-    C("step_tokens", "Int64", "tokens", "tokens those steps committed, bonus included, the first "
-      "(prefill) token not (SGLang: completion_tokens − 1)"),
-    C("tau", "float64", "tokens/verify", "τ_r = step_tokens / steps; NaN without a verify step",
-      "higher"),
-    C("tau_printed", "float64", "tokens/verify", "the tool's own per-request value as printed "
-      "(SGLang spec_accept_length = completion / verify_ct, first token included)"),
-    C("e2e_latency", "float64", "s", "end-to-end latency (SGLang e2e_latency; Spec-Bench/EAGLE "
-      "Σ wall_time)", "lower"),
-    C("prompt_hash", "string", "", "hash of the logged prompt (SGLang --log-requests-level ≥ 2)"),
-    C("timestamp", "datetime64[us]", "", "when the request finished (SGLang)"),
-)
 REQUEST_COLUMN_NAMES = tuple(c.name for c in REQUEST_COLUMNS)
 _ORIGIN = {"spec-bench": "spec-bench", "eagle": "eagle", "vllm.response": "vllm"}
 
@@ -913,7 +883,7 @@ def _table_of(x, engine: str) -> tuple[pd.DataFrame, str]:
         missing = [c for c in REQUEST_COLUMN_NAMES if c not in x.columns]
         if missing:
             raise EaglelogError("a request table needs the columns of "
-                                f"eaglelog.analysis.requests.REQUEST_COLUMNS; missing: "
+                                f"eaglelog.schema.REQUEST_COLUMNS; missing: "
                                 f"{', '.join(missing)}")
         return x.reset_index(drop=True), ", ".join(dict.fromkeys(x["source"].astype(str)))
     log = _load(x, engine)
