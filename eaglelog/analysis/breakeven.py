@@ -521,15 +521,6 @@ def _buckets(win, fit, base: BaseSide, confidence: float):
                            bk.share)
 
 
-def lag1(x: np.ndarray) -> float:
-    finite = np.isfinite(x)
-    if not finite.all():
-        x = x[finite]
-    d = x - x.mean()
-    den = float(np.dot(d, d))
-    return float(np.dot(d[1:], d[:-1]) / den) if den > 0 else 0.0
-
-
 def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:
     r = log.requests[(log.requests["source"] == source)].sort_values("line_no")
     r = r[r["verify_ct"].fillna(0) > 0]

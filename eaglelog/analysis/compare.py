@@ -413,9 +413,6 @@ def log_ratio_test(ref: Estimate, new: Estimate, confidence: float) -> tuple[Est
     return ratio, float(p)
 
 
-compare_estimates = log_ratio_test      # the name sweep and older code use
-
-
 def holm(p: list[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of a family of p-values (None: not tested)."""
     idx = [i for i, x in enumerate(p) if x is not None and math.isfinite(x)]
