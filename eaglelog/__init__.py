@@ -32,8 +32,10 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-_ANALYSES = ("summarize", "summary", "breakeven", "reconcile", "compare", "sweep", "Runs")
+_ANALYSES = ("summarize", "summary", "breakeven", "reconcile", "compare", "sweep", "Runs",
+             "requests", "compare_paired", "acceptance")
 
 __all__ = ["parse", "ParsedLog", "SourceInfo", "summarize", "summary", "breakeven",
-           "reconcile", "compare", "sweep", "Runs", "Baseline", "TABLES", "EaglelogError",
+           "reconcile", "compare", "sweep", "requests", "compare_paired", "acceptance",
+           "Runs", "Baseline", "TABLES", "EaglelogError",
            "InputError", "NoRecordsError", "__version__"]

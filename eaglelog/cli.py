@@ -665,21 +665,17 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
             results_output(results_of(log), fmt, output, summary_block)
         run_follow(ctx, logs, base_date, view, final, output)
         return
-    exports = [(spec, load_export_or_none(spec)) for spec in logs]
-    if any(run is not None for _, run in exports):
-        from .analysis.summary import summarize_export
-        from .report.blocks import export_summary_block
-        from .library import Runs
-        result = Runs("summary", tuple(summarize_export(run, baseline=baseline,
-                                                        confidence=confidence)
-                                       for _, run in exports if run is not None),
-                      confidence, rows_of=lambda r: r.rows())
-        logs = tuple(spec for spec, run in exports if run is None)
-        if not logs:
-            results_output(result, fmt, output, export_summary_block)
+    from . import library
+    from .errors import UsageProblem
+    try:
+        if library.exports_in(list(logs)):         # eaglelog exports: their own block
+            from .report.blocks import export_summary_block
+            results_output(library.summarize(list(logs), baseline=baseline,
+                                             confidence=confidence),
+                           fmt, output, export_summary_block)
             return
-        raise click.UsageError("summary reads either logs or eaglelog exports, not both in one "
-                               "call")
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from None
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"))
     from . import library
@@ -752,39 +748,23 @@ def _p_is(p, name: str = "p") -> str:
     return p_is(p, name)
 
 
-def load_export_or_none(spec: str):
-    """The eaglelog export at ``spec`` (a local .json file made by `eaglelog export`), or None."""
-    if spec == "-" or not spec.endswith(".json") or not os.path.isfile(spec):
-        return None
-    from .analysis.compare import load_export
-    return load_export(spec)
+def compare_of(ctx, logs, engine, keep_going, base_date, baseline, confidence, **kw):
+    """library.compare of logs and eaglelog exports in the order given (the logs read once,
+    their diagnostics on stderr): (the result, the ParsedLog of the logs or None)."""
+    from . import library
+    from .errors import UsageProblem
 
+    got = {}
 
-def read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence):
-    """Logs and eaglelog exports, in the order given, as compare runs."""
-    from .analysis.compare import load_export, runs_from_log
-
-    runs, log_args = [], []
-    for spec in logs:
-        exp = load_export(spec, confidence) if spec != "-" and os.path.isfile(spec) else None
-        runs.append(exp if exp is not None else spec)
-        if exp is None:
-            log_args.append(spec)
-    logs_by_name: dict[str, list] = {}
-    log = None
-    if log_args:   # each distinct log is read once; a log given twice is the same run twice
-        log = read_logs(ctx, list(dict.fromkeys(log_args)), engine, keep_going, base_date,
-                        skipped_note=False)
-        for r in runs_from_log(log, engine, baseline, confidence, warmup_of(ctx)):
-            logs_by_name.setdefault(r.label.split(" [start-up")[0], []).append(r)
-    out = []
-    for item in runs:
-        if isinstance(item, str):
-            from .metrics import runs_named      # a metrics source holds runs of its own names
-            out += logs_by_name.get(item, []) or runs_named(logs_by_name, item)
-        else:
-            out.append(item)
-    return out, log
+    def read(paths):
+        got["log"] = read_logs(ctx, paths, engine, keep_going, base_date, skipped_note=False)
+        return got["log"]
+    try:
+        result = library.compare(list(logs), baseline=baseline, confidence=confidence,
+                                 skip_warmup=warmup_of(ctx), engine=engine, reader=read, **kw)
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from None
+    return result, got.get("log")
 
 
 # ---- requests and compare --paired (issue 18: eaglelog/analysis/requests.py) ----------------
@@ -836,11 +816,11 @@ def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.requests", "eaglelog.report.requests"))
-    from .analysis.requests import requests
+    from . import library
     from .report.requests import group_rows, requests_block
 
-    result = requests(log, by=by, breakeven=breakeven, baseline=baseline,
-                      confidence=confidence, outliers=outliers)
+    result = library.requests(log, by=by, breakeven=breakeven, baseline=baseline,
+                              confidence=confidence, outliers=outliers)
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "table":
@@ -886,10 +866,10 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
         _plot._mpl()      # a missing matplotlib is said before any log is read
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.acceptance", "eaglelog.report.acceptance"))
-    from .analysis.acceptance import acceptance
+    from . import library
     from .report.acceptance import acceptance_block, acceptance_figure, markdown_rows, save
 
-    result = acceptance(log, confidence=confidence)
+    result = library.acceptance(log, confidence=confidence)
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "table":
@@ -949,10 +929,10 @@ def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_dat
                                "on the paired verdict")
     ref, new = (read_logs(ctx, [spec], engine, keep_going, base_date, skipped_note=False,
                           select=False) for spec in logs)
-    from .analysis.requests import compare_paired
+    from . import library
     from .report.requests import paired_block, paired_group_rows
 
-    r = compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by, confidence=confidence)
+    r = library.compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by, confidence=confidence)
     if fmt == "json":
         emit(render_object(r.to_dict(), "json"), output)
     elif fmt == "table":
@@ -1013,7 +993,6 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
       eaglelog compare base.log new.log --fail-on-regression
       eaglelog compare --test mannwhitney -f json last-week.json today.log
     """
-    from .analysis.compare import compare
     from .report.blocks import compare_block
 
     if fail_on and fail_on != "any" and os.path.exists(fail_on):
@@ -1021,12 +1000,8 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
                                  "(or 'any'), or put the option after the logs",
                                  param_hint="--fail-on-regression")
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    runs, log = read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence)
-    if len(runs) < 2:
-        raise click.UsageError("compare needs at least two runs: two logs (or one log that "
-                               "holds two server start-ups)")
-    result = compare(runs, confidence=confidence, test=test, min_effect=min_effect / 100,
-                     baseline=baseline)
+    result, log = compare_of(ctx, logs, engine, keep_going, base_date, baseline, confidence,
+                             test=test, min_effect=min_effect / 100)
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
@@ -1093,11 +1068,11 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.sweep", "eaglelog.report.blocks"))
-    from .analysis.sweep import sweep
+    from . import library
     from .report.blocks import sweep_block
 
-    result = sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
-                   keep_going=keep_going, warmup=warmup_of(ctx))
+    result = library.sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
+                           keep_going=keep_going, skip_warmup=warmup_of(ctx))
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
@@ -1258,13 +1233,9 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
                              required=kind == "breakeven")
     log = None
     if kind == "compare":
-        from .analysis.compare import compare
-
-        runs, log = read_runs(ctx, logs, engine, keep_going, base_date, baseline, confidence)
-        if len(runs) < 2:
-            raise click.UsageError("--kind compare needs at least two runs: two logs (or one log "
-                                   "that holds two server start-ups)")
-        fig = plot.compare_figure(compare(runs, confidence=confidence, baseline=baseline))
+        result, log = compare_of(ctx, logs, engine, keep_going, base_date, baseline,
+                                 confidence)
+        fig = plot.compare_figure(result)
     else:
         log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False)
         if kind == "timeline":
@@ -1278,13 +1249,16 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
                 log, baseline=baseline, confidence=confidence,
                 by_batch=baseline.log is not None).runs))
         elif kind == "requests":       # issue 18: grouped by category, labels or finish
-            from .analysis.requests import auto_by, requests
-            fig = plot.requests_figure(requests(log, by=auto_by(log), baseline=baseline,
-                                                confidence=confidence))
+            from . import library
+            from .analysis.requests import auto_by
+            fig = plot.requests_figure(library.requests(log, by=auto_by(log),
+                                                        baseline=baseline,
+                                                        confidence=confidence))
         else:
-            from .analysis.sweep import sweep
-            fig = plot.sweep_figure(sweep(log, keys=list(keys), baseline=baseline,
-                                          confidence=confidence, keep_going=keep_going))
+            from . import library
+            fig = plot.sweep_figure(library.sweep(log, keys=list(keys), baseline=baseline,
+                                                  confidence=confidence,
+                                                  keep_going=keep_going))
     try:
         plot.save_figure(fig, output, fmt)
     except OSError as e:

@@ -32,6 +32,13 @@ class MissingDependency(EaglelogError):
     """An optional extra is not installed (e.g. matplotlib for plots): the message names it."""
 
 
+class UsageProblem(EaglelogError, ValueError):
+    """The call asks for something its inputs cannot give (compare with one run): exit code 2,
+    as for a usage error of the command line."""
+
+    exit_code = 2
+
+
 class GateFailed(EaglelogError):
     """A check the user asked for (--check, --fail-on-regression) failed: exit code 3."""
 

@@ -24,7 +24,19 @@ from typing import Any, Callable, Iterable, Sequence
 from .errors import EaglelogError
 
 __all__ = ["Runs", "summarize", "summary", "breakeven", "reconcile", "compare", "sweep",
-           "load", "make_baseline"]
+           "requests", "compare_paired", "acceptance", "load", "make_baseline"]
+
+# analyses that live whole in their own module (they take plain arguments already): the
+# library hands out those functions themselves, docstrings and all
+_ELSEWHERE = {"requests": "analysis.requests", "compare_paired": "analysis.requests",
+              "acceptance": "analysis.acceptance"}
+
+
+def __getattr__(name: str):
+    if name in _ELSEWHERE:
+        import importlib
+        return getattr(importlib.import_module("." + _ELSEWHERE[name], __package__), name)
+    raise AttributeError(name)
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -238,6 +250,12 @@ def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
 
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date, required=False)
+    exports = exports_in(logs, confidence)
+    if exports:
+        from .analysis.summary import summarize_export
+        return Runs("summary", tuple(summarize_export(run, baseline=base, confidence=confidence)
+                                     for run in exports), confidence,
+                    rows_of=lambda r: r.rows())
     log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
                startup=startup)
     return each_run(log, lambda sub: _summarize(sub, baseline=base, confidence=confidence,
@@ -246,6 +264,32 @@ def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
 
 
 summary = summarize
+
+
+def exports_in(logs, confidence: float = 0.95) -> list:
+    """The eaglelog exports (``eaglelog export``: local .json files) among ``logs``: all of
+    them, or none (a UsageProblem when logs and exports are mixed)."""
+    from .api import ParsedLog
+
+    if isinstance(logs, ParsedLog):
+        return []
+    specs = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
+        [os.fspath(p) for p in logs]
+    found = [_export_at(s, confidence) for s in specs]
+    if not any(e is not None for e in found):
+        return []
+    if any(e is None for e in found):
+        from .errors import UsageProblem
+        raise UsageProblem("summary reads either logs or eaglelog exports, not both in one call")
+    return found
+
+
+def _export_at(spec: str, confidence: float):
+    """The eaglelog export at ``spec`` (a local .json file), or None."""
+    if spec == "-" or not spec.endswith(".json") or not os.path.isfile(spec):
+        return None
+    from .analysis.compare import load_export
+    return load_export(spec, confidence)
 
 
 def reconcile(logs, *, confidence: float = 0.95, skip_warmup="auto", since=None, until=None,
@@ -268,9 +312,9 @@ def reconcile(logs, *, confidence: float = 0.95, skip_warmup="auto", since=None,
 
 
 def compare(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
-            confidence: float = 0.95,
-            test: str = "welch", skip_warmup="auto", since=None, until=None,
-            startup: int | None = None, engine: str = "auto", base_date=None):
+            confidence: float = 0.95, test: str = "welch", min_effect: float = 0.0,
+            skip_warmup="auto", since=None, until=None, startup: int | None = None,
+            engine: str = "auto", base_date=None, keep_going: bool = False, reader=None):
     """Every run against the first (the reference): the primary metric (the speedup with a
     baseline, else the per-stream rate) in words — better / worse / no detectable difference —
     and the secondary metrics with Holm-adjusted p-values.
@@ -278,20 +322,63 @@ def compare(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
         >>> c = eaglelog.compare(["before.log", "after.log"])
         >>> [(m.metric, m.verdict) for m in c.metrics if m.role == "primary"]
         [('eff_tok_s', 'worse (per-stream rate 1.09x lower)')]
-    """
-    from .analysis.compare import compare as _compare, runs_from_log
+
+    ``logs``: a ParsedLog, or paths in order, each a log or an eaglelog export (``eaglelog
+    export``: a ``.json`` file), so last week's run can be the reference; the logs are read
+    once (``reader(paths)``: how, default ``load``), a log given twice is the same run twice.
+    ``min_effect``: the smallest relative difference that matters (0.02: 2 %)."""
+    from .analysis.compare import compare as _compare
 
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date, required=False)
-    log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
-               startup=startup)
-    return _compare(runs_from_log(log, engine, base, confidence, warmup=skip_warmup),
-                    test=test, confidence=confidence, baseline=base)
+
+    def read(paths):
+        if reader is not None:
+            return reader(paths)
+        return load(paths, engine=engine, base_date=base_date, keep_going=keep_going,
+                    since=since, until=until, startup=startup)
+    runs = compare_runs(logs, read, engine, base, confidence, skip_warmup)
+    if len(runs) < 2:
+        from .errors import UsageProblem
+        raise UsageProblem("compare needs at least two runs: two logs (or one log that holds "
+                           "two server start-ups)")
+    return _compare(runs, test=test, confidence=confidence, min_effect=min_effect,
+                    baseline=base)
+
+
+def compare_runs(logs, read, engine, baseline, confidence, skip_warmup="auto") -> list:
+    """The runs of ``logs`` (a ParsedLog, or paths of logs and eaglelog exports, in order) as
+    compare runs; the logs are read once by ``read(paths)``."""
+    from .analysis.compare import load_export, runs_from_log
+    from .api import ParsedLog
+
+    if isinstance(logs, ParsedLog):
+        return runs_from_log(logs, engine, baseline, confidence, skip_warmup)
+    specs = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
+        [os.fspath(p) for p in logs]
+    items = []
+    for spec in specs:
+        exp = load_export(spec, confidence) if spec != "-" and os.path.isfile(spec) else None
+        items.append(exp if exp is not None else spec)
+    paths = list(dict.fromkeys(i for i in items if isinstance(i, str)))
+    by_name: dict[str, list] = {}
+    if paths:
+        for r in runs_from_log(read(paths), engine, baseline, confidence, skip_warmup):
+            by_name.setdefault(r.label.split(" [start-up")[0], []).append(r)
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            from .metrics import runs_named      # a metrics source holds runs of its own names
+            out += by_name.get(item, []) or runs_named(by_name, item)
+        else:
+            out.append(item)
+    return out
 
 
 def sweep(logs, *, keys: Iterable[str] | None = None, baseline_toks=None, baseline_log=None,
           baseline=None, confidence: float = 0.95, skip_warmup="auto", keep_going: bool = False,
-          engine: str = "auto", base_date=None):
+          since=None, until=None, startup: int | None = None, engine: str = "auto",
+          base_date=None):
     """Which config wins: one row per run sorted by the per-stream rate; ``tied`` rows cannot be
     told apart from the best.
 
@@ -303,6 +390,7 @@ def sweep(logs, *, keys: Iterable[str] | None = None, baseline_toks=None, baseli
 
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date, required=False)
-    log = load(logs, engine=engine, base_date=base_date, keep_going=keep_going)
+    log = load(logs, engine=engine, base_date=base_date, keep_going=keep_going, since=since,
+               until=until, startup=startup)
     return _sweep(log, keys=list(keys) if keys else None, baseline=base, confidence=confidence,
                   keep_going=keep_going, warmup=skip_warmup)

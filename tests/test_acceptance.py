@@ -195,8 +195,10 @@ def test_no_per_position_data_is_an_error():
 def test_to_dict_and_frame():
     res = acceptance([fx("sglang_histogram.log")])
     d = res.to_dict()
-    assert d["confidence"] == 0.95
-    (cd,) = d["curves"]
+    assert d["command"] == "acceptance" and d["confidence"] == 0.95
+    (run1,) = d["runs"]                        # one object per run, as every command prints
+    assert run1["run"].endswith("sglang_histogram.log")
+    (cd,) = run1["curves"]
     assert cd["origin"] == "sglang-histogram" and cd["unit"] == "request"
     assert "one sample is a request" in cd["model"]
     assert [p["reach"]["estimate"] for p in cd["positions"]] == pytest.approx([0.6, 0.35, 0.1])
@@ -226,8 +228,9 @@ def test_cli_json_csv_markdown():
     r = run("acceptance", "-f", "json", fx("llamacpp.log"))
     assert r.exit_code == 0
     d = json.loads(r.stdout)
-    assert [c["origin"] for c in d["curves"]] == ["llamacpp-request", "llamacpp-statistics"]
-    assert d["curves"][1]["positions"][0]["reach"]["ci_low"] is None
+    (cs,) = [r["curves"] for r in d["runs"]]
+    assert [c["origin"] for c in cs] == ["llamacpp-request", "llamacpp-statistics"]
+    assert cs[1]["positions"][0]["reach"]["ci_low"] is None
     r = run("acceptance", "-f", "csv", fx("vllm_bench_mismatch.log"))
     assert r.exit_code == 0
     lines = r.stdout.strip().split("\n")

@@ -124,3 +124,37 @@ def test_errors_are_eaglelog_errors_or_value_errors(tmp_path):
         eaglelog.breakeven(FIVE, baseline_toks="fast")
     with pytest.raises(eaglelog.EaglelogError, match="missing.log"):
         eaglelog.summarize(str(tmp_path / "missing.log"))
+
+
+def test_requests_acceptance_and_paired_are_public(run):
+    """The analyses of the later issues: the same functions the CLI calls, plain arguments."""
+    for name in ("requests", "compare_paired", "acceptance"):
+        assert name in eaglelog.__all__
+    from eaglelog.analysis import acceptance, requests
+    assert eaglelog.requests is requests.requests and eaglelog.acceptance is \
+        acceptance.acceptance and eaglelog.compare_paired is requests.compare_paired
+    r = eaglelog.requests(FIVE, by="finish", breakeven=2.45)
+    assert same_json(r) == cli(run, "requests", "--by", "finish", "--breakeven", "2.45", FIVE)
+    assert r.runs[0].overall.requests == 40 and r.runs[0].overall.below is not None
+    a = eaglelog.acceptance(FIVE)
+    got = cli(run, "acceptance", FIVE)
+    assert same_json(a) == got and got["runs"]
+    p = eaglelog.compare_paired(FIVE, FIVE)
+    assert p.verdict == "no detectable difference"
+    assert same_json(p) == cli(run, "compare", "--paired", FIVE, FIVE)
+
+
+def test_compare_takes_an_export_as_the_reference(run, tmp_path):
+    ref = str(tmp_path / "ref.json")
+    assert run("-q", "export", SWEEP[2], "-o", ref).exit_code == 0
+    c = eaglelog.compare([ref, SWEEP[3]])
+    assert [m.direction for m in c.metrics if m.role == "primary"] == ["better"]
+    assert same_json(c) == cli(run, "compare", ref, SWEEP[3])
+    s = eaglelog.summarize(ref)
+    assert len(s.runs) == 1 and same_json(s) == cli(run, "summary", ref)
+    with pytest.raises(eaglelog.EaglelogError, match="at least two runs"):
+        eaglelog.compare([SWEEP[2]])
+    with pytest.raises(ValueError, match="either logs or eaglelog exports"):
+        eaglelog.summarize([ref, SWEEP[3]])
+    r = run("compare", SWEEP[2])
+    assert r.exit_code == 2 and "at least two runs" in r.stderr

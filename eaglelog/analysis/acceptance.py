@@ -156,7 +156,13 @@ class AcceptanceResult:
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict:
-        return {"confidence": self.confidence, "curves": [c.to_dict() for c in self.curves],
+        """One object per run (``runs``: its name and its sources' curves), as every analysis
+        command prints them."""
+        runs: dict[str, list] = {}
+        for c in self.curves:
+            runs.setdefault(c.run, []).append(c.to_dict())
+        return {"command": "acceptance", "confidence": self.confidence,
+                "runs": [{"run": r, "curves": cs} for r, cs in runs.items()],
                 "notes": list(self.notes)}
 
     def to_frame(self) -> pd.DataFrame:

@@ -383,7 +383,7 @@ class CompareResult:
         return pd.DataFrame([m.to_dict() for m in self.metrics])
 
     def to_dict(self) -> dict:
-        return {"reference": self.reference, "runs": list(self.runs),
+        return {"command": "compare", "reference": self.reference, "runs": list(self.runs),
                 "confidence": self.confidence, "test": self.test,
                 "min_effect": self.min_effect, "primary": self.primary,
                 "headline": self.headline, "metrics": [m.to_dict() for m in self.metrics],

@@ -427,7 +427,7 @@ class RequestsResult:
     table: pd.DataFrame = field(repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return {"runs": [r.to_dict() for r in self.runs], "by": self.by,
+        return {"command": "requests", "runs": [r.to_dict() for r in self.runs], "by": self.by,
                 "confidence": self.confidence, "workloads": [dict(w) for w in self.workloads],
                 "definition": "accept length per request = (completion_tokens − 1) / verify "
                               "steps: the first token comes from the prefill and needs no "
@@ -758,7 +758,8 @@ class PairedResult:
     pairs: pd.DataFrame = field(repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return {"reference": self.reference, "changed": self.changed, "match": self.match,
+        return {"command": "compare --paired", "reference": self.reference,
+                "changed": self.changed, "match": self.match,
                 "counts": dict(self.counts), "ratio": self.ratio.to_dict(), "t": _f(self.t),
                 "df": _f(self.df), "p_value": self.p_value,
                 "autocorr_time": _f(self.autocorr_time), "wins": self.wins,

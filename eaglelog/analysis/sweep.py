@@ -55,7 +55,7 @@ class SweepResult:
     notes: tuple[str, ...]
 
     def to_dict(self) -> dict:
-        return {"keys": list(self.keys), "confidence": self.confidence,
+        return {"command": "sweep", "keys": list(self.keys), "confidence": self.confidence,
                 "baseline": self.baseline, "rows": [r.to_dict() for r in self.rows],
                 "notes": list(self.notes)}
 

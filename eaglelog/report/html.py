@@ -330,11 +330,9 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     True
     """
     from .. import __version__
-    from ..analysis.breakeven import ESTIMATES, breakeven
-    from ..analysis.compare import compare, runs_from_log
+    from .. import library
+    from ..analysis.breakeven import ESTIMATES
     from ..analysis.reconcile import reconcile
-    from ..analysis.summary import summarize
-    from ..analysis.sweep import sweep
     from . import fmt_bytes
 
     if pictures is None:
@@ -347,18 +345,17 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     title = title or "eaglelog report: " + ", ".join(names)
     notes: list[str] = []
     figs = _Pictures(pictures)
-    summaries = [dataclasses.replace(summarize(sub, baseline=baseline, confidence=confidence,
-                                               warmup=warmup), source=label)
-                 for label, sub in units]
+    summaries = list(library.summarize(log, baseline=baseline, confidence=confidence,
+                                       skip_warmup=warmup).runs)
     results: dict[str, "BreakevenResult"] = {}
     if baseline is not None:
-        for label, sub in units:
-            try:
-                results[label] = dataclasses.replace(
-                    breakeven(sub, baseline, confidence=confidence,
-                              by_batch=baseline.log is not None, warmup=warmup), source=label)
-            except EaglelogError as e:
-                notes.append(f"break-even of {label}: {e}")
+        try:
+            got = library.breakeven(log, baseline=baseline, confidence=confidence,
+                                    by_batch=baseline.log is not None, skip_warmup=warmup,
+                                    on_error=lambda m: notes.append(f"break-even of {m}"))
+            results = {r.source: r for r in got.runs}
+        except EaglelogError as e:
+            notes.append(f"break-even of {units[0][0]}: {e}")
     recs: dict[str, "ReconcileResult"] = {}
     no_rec: list[str] = []
     for label, sub in units:
@@ -374,8 +371,8 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     sweep_error = None
     if several:
         try:
-            sr = sweep(log, baseline=baseline, confidence=confidence, keep_going=True,
-                       warmup=warmup)
+            sr = library.sweep(log, baseline=baseline, confidence=confidence, keep_going=True,
+                               skip_warmup=warmup)
         except EaglelogError as e:
             sweep_error = str(e)
     sections: list[tuple[str, str, str]] = []     # (id, heading, body)
@@ -486,8 +483,8 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
         body = []
         try:
             engine = log.sources[0].engine or "sglang"
-            cr = compare(runs_from_log(log, engine, baseline, confidence, warmup),
-                         confidence=confidence, baseline=baseline)
+            cr = library.compare(log, baseline=baseline, confidence=confidence,
+                                 skip_warmup=warmup, engine=engine)
             body.append(f'<p class="meta">reference: {_e(cr.reference)} ({confidence:.0%} '
                         "intervals; Welch's t-test on the log ratio; secondary metrics "
                         "Holm-adjusted)</p>")
