@@ -270,7 +270,7 @@ def follow_options(f):
 
 def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
     """Follow one log; refreshes go to stdout (the screen is cleared on a terminal)."""
-    from .follow import follow
+    from .follow import follow, screen_view
 
     if len(logs) != 1:
         raise click.UsageError("--follow reads one log")
@@ -278,25 +278,8 @@ def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
     # so that stdout holds only the final result in that format
     to_err = ctx.params.get("fmt", "table") != "table" and not output
     stream = sys.stderr if to_err else sys.stdout
-    tty = stream.isatty() and (to_err or not output)
-    shown = {"text": None}
-
-    def emit_view(text: str, final: bool) -> None:
-        if final:
-            if final_render is not None:
-                return
-            emit(text, output)
-            return
-        if not tty and text == shown["text"]:
-            return                      # nothing new since the last refresh printed
-        shown["text"] = text
-        if tty:
-            click.echo("\x1b[H\x1b[2J", nl=False, err=to_err)
-        else:
-            import datetime as _dt
-            click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (following; Ctrl-C to stop) ---",
-                       err=to_err)
-        click.echo(text, nl=False, err=to_err)
+    emit_view = screen_view(None if final_render is not None else (lambda t: emit(t, output)),
+                            to_err, stream.isatty() and (to_err or not output))
 
     def final(log):       # inside follow(): a second Ctrl-C cannot cut the final view short
         report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)

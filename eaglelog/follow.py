@@ -288,6 +288,33 @@ class _StopSignals:
         os.close(self.w)
 
 
+def screen_view(write_final: Callable[[str], None] | None, to_err: bool,
+                tty: bool) -> Callable[[str, bool], None]:
+    """The ``emit`` of ``follow`` for a person watching: each refresh replaces the screen on a
+    terminal (else a timestamped header, and nothing when nothing changed); the final view
+    goes to ``write_final`` (None: the caller prints its own final result).  ``to_err``: the
+    refreshes go to stderr (stdout keeps only the final result in a machine format)."""
+    import click
+    shown = {"text": None}
+
+    def emit_view(text: str, final: bool) -> None:
+        if final:
+            if write_final is not None:
+                write_final(text)
+            return
+        if not tty and text == shown["text"]:
+            return                      # nothing new since the last refresh printed
+        shown["text"] = text
+        if tty:
+            click.echo("\x1b[H\x1b[2J", nl=False, err=to_err)
+        else:
+            import datetime as _dt
+            click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (following; Ctrl-C to stop) ---",
+                       err=to_err)
+        click.echo(text, nl=False, err=to_err)
+    return emit_view
+
+
 def follow(spec: str, render: Callable[[ParsedLog], str], emit: Callable[[str, bool], None], *,
            base_date=None, remote: RemoteOptions | None = None, interval: float = 5.0,
            stop_after: float | None = None,
