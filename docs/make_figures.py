@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Render the README's pictures (one of each `eaglelog plot --kind`) from the synthetic sample
-logs into docs/img/, with the same commands a user would type.
+"""Render the README's pictures (one of each `eaglelog plot --kind`, and `eaglelog schedule
+--plot`) from the synthetic sample logs into docs/img/, with the same commands a user would
+type.
 
     python docs/make_figures.py           # rewrites docs/img/*.png (needs eaglelog[plot])
     python docs/make_figures.py --check   # exit 1 when a committed picture differs
@@ -28,10 +29,16 @@ FIGURES = {
                                           for k in (1, 2, 3, 5, 7)],
     "compare": ["sample_logs/eagle3_5step.log", "sample_logs/eagle3_2step.log"],
     "requests": ["tests/fixtures/requests/specbench_new.jsonl"],     # issue 18 (synthetic)
+    # not a plot kind: `eaglelog schedule --plot` (issue 17)
+    "schedule": ["--baseline-log", "sample_logs/batch_baseline.log"] +
+                [f"sample_logs/schedule/steps{k}.log" for k in (1, 3, 5)],
 }
 
 
 def command(kind: str, out: str) -> list[str]:
+    if kind == "schedule":
+        return [sys.executable, "-m", "eaglelog", "-q", "schedule", "--plot", out,
+                *FIGURES[kind]]
     return [sys.executable, "-m", "eaglelog", "-q", "plot", "--kind", kind, "-o", out,
             *FIGURES[kind]]
 

@@ -33,9 +33,11 @@ def __getattr__(name: str):
 
 
 _ANALYSES = ("summarize", "summary", "breakeven", "reconcile", "compare", "sweep", "Runs",
-             "requests", "compare_paired", "acceptance")
+             "requests", "compare_paired", "acceptance", "whatif",
+           "schedule", "schedule")
 
 __all__ = ["parse", "ParsedLog", "SourceInfo", "summarize", "summary", "breakeven",
-           "reconcile", "compare", "sweep", "requests", "compare_paired", "acceptance",
+           "reconcile", "compare", "sweep", "requests", "compare_paired", "acceptance", "whatif",
+           "schedule",
            "Runs", "Baseline", "TABLES", "EaglelogError",
            "InputError", "NoRecordsError", "__version__"]

@@ -92,6 +92,8 @@ def main(ctx: click.Context, verbose: bool, quiet: bool, no_cache: bool) -> None
       eaglelog reconcile server.log                      profiler vs SGLang accept length
       eaglelog compare before.log after.log --fail-on-regression
       eaglelog sweep --baseline-toks 90 steps*.log       which config wins
+    eaglelog whatif --baseline-toks 90 steps5.log      what other num_steps would give
+    eaglelog schedule --baseline-log base.log -f vllm steps*.log   K per batch size
       eaglelog summary gpu7:/var/log/sglang/server.log   over ssh
       eaglelog parse --table decode -f csv -o decode.csv server.log.gz
     """
@@ -865,6 +867,137 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
     if plot_to:
         try:
             save(acceptance_figure(result), plot_to)
+        except OSError as e:
+            raise EaglelogError(f"{plot_to}: cannot write: {e.strerror or e}") from None
+    finish(ctx, log)
+
+
+@main.command("whatif")
+@input_options
+@baseline_option
+@click.option("--steps", "steps", default="1..8", show_default=True, metavar="LIST",
+              help="The draft-step counts to predict: a range 1..8 or a list 1,2,3,7.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Level of every prediction interval.")
+@output_options
+@click.pass_context
+def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, steps,
+               confidence, fmt, output):
+    """What if the server ran another number of draft steps? Predictions from measured runs.
+
+    For each candidate num_steps S (chain drafts, topk 1): the accept length from the runs'
+    per-position acceptance (SGLang Finish lines' spec_accept_histogram: measured for S up to
+    the deepest run, a geometric tail beyond, marked), the cycle from a cost model of the
+    EAGLE3_PROF phases (draft ∝ steps, verify linear in K = S + 1: fitted across runs with
+    different K, else a memory-bound prior), the per-stream rate and, with a baseline, the
+    speedup — each with a prediction interval for what such a run would measure. With several
+    runs, each is also predicted from the others (leave-one-run-out) against what it measured.
+    docs/whatif.md.
+
+    \b
+    Examples:
+      eaglelog whatif --baseline-toks 90 steps5.log
+      eaglelog whatif --steps 1,2,3,7 --baseline-toks 90 steps5.log
+      eaglelog whatif --baseline-toks 90 steps-*.log          # a sweep: with its leave-one-out
+      eaglelog whatif -f json steps5.log
+    """
+    from .errors import UsageProblem
+    from .analysis.whatif import parse_steps
+    try:
+        wanted = parse_steps(steps)
+    except UsageProblem as e:
+        raise click.BadParameter(str(e).split(": ", 1)[-1], param_hint="--steps") from None
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.whatif", "eaglelog.report.whatif"))
+    from . import library
+    from .report.whatif import check_rows, prediction_rows, whatif_block
+
+    result = library.whatif(log, steps=wanted, baseline=baseline, confidence=confidence,
+                            skip_warmup=warmup_of(ctx))
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "table":
+        emit(whatif_block(result), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        text = render_frame(pd.DataFrame(prediction_rows(result)), fmt, output)
+        if result.checks:
+            text += "\n" + render_frame(pd.DataFrame(check_rows(result)), fmt, output)
+        emit(text, output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+    finish(ctx, log)
+
+
+@main.command("schedule")
+@input_options
+@baseline_option
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval and of the ties.")
+@click.option("--plot", "plot_to", type=click.Path(dir_okay=False, writable=True), default=None,
+              metavar="FILE", help="Also draw rate against batch size per num_steps with the "
+                                   "schedule: FILE.png, FILE.svg or FILE.pdf (needs matplotlib).")
+@click.option("-f", "--format", "fmt",
+              type=click.Choice(["table", "markdown", "csv", "json", "jsonl", "parquet", "vllm",
+                                 "sglang"]),
+              default="table", show_default=True,
+              help="Output format; vllm: the --speculative-config JSON, sglang: the "
+                   "--speculative-adaptive-config file; parquet needs -o.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write to this file instead of stdout.")
+@click.pass_context
+def schedule_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+                 confidence, plot_to, fmt, output):
+    """Which num_steps at which batch size? A per-batch-size schedule the engines can load.
+
+    From runs of the same server at different num_steps, each over the batch sizes it met,
+    against a baseline per batch size (--baseline-log, or --baseline-toks 1:90,8:70,32:40): per
+    #running-req bucket the num_steps with the highest per-stream rate, the ones tied with it,
+    and 0 where speculation does not pay; the batch size where it stops paying, with its
+    interval. -f vllm writes the --speculative-config with num_speculative_tokens_per_batch_size
+    (vLLM dynamic speculative decoding), -f sglang the --speculative-adaptive-config file
+    (SGLang v0.5.13+ per-batch-size slots); both are checked against the engines' own
+    validation rules. docs/schedule.md.
+
+    \b
+    Examples:
+      eaglelog schedule --baseline-log base.log steps1.log steps3.log steps5.log
+      eaglelog schedule --baseline-toks 1:90,8:70,32:40 -f vllm -o spec.json steps*.log
+      eaglelog schedule --baseline-log base.log -f sglang -o adaptive.json steps*.log
+      eaglelog schedule --baseline-log base.log --plot schedule.png steps*.log
+    """
+    if fmt == "parquet" and not output:
+        raise click.UsageError("-f parquet needs -o FILE")
+    if plot_to:
+        from .report import plot as _plot
+        picture_output(plot_to, PLOT_SUFFIXES, "plots")
+        _plot._mpl()
+    baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=True)
+    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.schedule", "eaglelog.report.schedule"))
+    from . import library
+    from .report.schedule import engine_config, schedule_block, schedule_figure, slot_rows
+
+    result = library.schedule(log, baseline, confidence=confidence, skip_warmup=warmup_of(ctx))
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt in ("vllm", "sglang"):
+        emit(engine_config(result, fmt), output)
+    elif fmt == "table":
+        emit(schedule_block(result), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        emit(render_frame(pd.DataFrame(slot_rows(result)), fmt, output), output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+    if fmt in ("vllm", "sglang") and not ctx.obj["quiet"]:
+        for n in result.notes:
+            click.echo(printable(f"eaglelog: note: {n}"), err=True)
+    if plot_to:
+        from .report.plot import save_figure
+        try:
+            save_figure(schedule_figure(result), plot_to)
         except OSError as e:
             raise EaglelogError(f"{plot_to}: cannot write: {e.strerror or e}") from None
     finish(ctx, log)

@@ -24,12 +24,14 @@ from typing import Any, Callable, Iterable, Sequence
 from .errors import EaglelogError
 
 __all__ = ["Runs", "summarize", "summary", "breakeven", "reconcile", "compare", "sweep",
-           "requests", "compare_paired", "acceptance", "load", "make_baseline"]
+           "requests", "compare_paired", "acceptance", "whatif", "schedule", "load",
+           "make_baseline"]
 
 # analyses that live whole in their own module (they take plain arguments already): the
 # library hands out those functions themselves, docstrings and all
 _ELSEWHERE = {"requests": "analysis.requests", "compare_paired": "analysis.requests",
-              "acceptance": "analysis.acceptance"}
+              "acceptance": "analysis.acceptance", "whatif": "analysis.whatif",
+              "schedule": "analysis.schedule"}
 
 
 def __getattr__(name: str):

@@ -21,6 +21,8 @@ The simulation is the ground truth the tests rely on:
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import operator
 import os
 import random
 
@@ -184,11 +186,13 @@ def write_prof(lines, rng, prof, phases, prof_accept, prefix):
 
 
 def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, port: int,
-                     batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 2000) -> None:
+                     batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 2000,
+                     cycle=None) -> None:
     """Continuous batching at a fixed concurrency per phase (1, 2, 4, … requests), long requests
     replaced as they finish (each replacement is a prefill).  A decode iteration at batch size b
-    takes cycle(b) = 27.28 + 1.9 (b − 1) ms with speculation and 11.1 + 0.45 (b − 1) ms without,
-    ± 1 %: speculation's fixed cost grows faster with the batch than a plain step does."""
+    takes cycle(b) ms ± 1 %; by default 27.28 + 1.9 (b − 1) ms with speculation and
+    11.1 + 0.45 (b − 1) ms without: speculation's fixed cost grows faster with the batch than a
+    plain step does."""
     rng = random.Random(seed)
     t = dt.datetime(2026, 3, 3, 9, 0, 0, 120000)
     lines = [HEADER]
@@ -214,7 +218,8 @@ def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, po
         win_tok = win_steps = 0
         last_line_t = t
         for i in range(iters_per_batch):
-            base = (27.28 + 1.9 * (b - 1)) if spec else (11.1 + 0.45 * (b - 1))
+            base = cycle(b) if cycle is not None else \
+                (27.28 + 1.9 * (b - 1)) if spec else (11.1 + 0.45 * (b - 1))
             t += dt.timedelta(milliseconds=rng.gauss(base, base * 0.01))
             it += 1
             for r in range(b):
@@ -233,8 +238,32 @@ def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, po
                                 (t - last_line_t).total_seconds(), k if spec else None))
                 last_line_t = t
                 win_tok = win_steps = 0
-    with open(os.path.join(HERE, name), "w") as f:
+    path = os.path.join(HERE, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
         f.writelines(lines)
+
+
+SWEEP_ACCEPT = (0.80, 0.70, 0.64, 0.60, 0.56, 0.53, 0.50)   # P(accept ≥ i | accept ≥ i − 1)
+
+
+def schedule_cycle(steps: int):
+    """The cycle (ms) at batch size b of the schedule samples: a verify of n = b (S + 1) tokens
+    that is memory-bound at small n and grows faster than linearly (10.5 + 0.45 n (1 + n / 256)),
+    S draft steps of 0.4 + 0.02 b ms, 0.5 + 0.02 b ms of other overhead.  Against the plain step
+    11.1 + 0.45 (b − 1) of batch_baseline.log, more steps pay at small batches, fewer at large
+    ones, none at 32."""
+    def cycle(b: int) -> float:
+        n = b * (steps + 1)
+        return 10.5 + 0.45 * n * (1 + n / 256) + steps * (0.4 + 0.02 * b) + 0.5 + 0.02 * b
+    return cycle
+
+
+def accept_dist_of(steps: int) -> tuple[float, ...]:
+    """P(a drafts accepted), a = 0 … S, from the conditional rates SWEEP_ACCEPT."""
+    reach = list(itertools.accumulate(SWEEP_ACCEPT[:steps], operator.mul))
+    return tuple([1 - reach[0]] + [reach[i] - reach[i + 1] for i in range(steps - 1)] +
+                 [reach[-1]])
 
 
 def main() -> None:
@@ -253,24 +282,36 @@ def main() -> None:
     simulate("baseline.log", seed=9, port=30002, spec=None, cycle_ms=11.1, phases=None,
              accept_dist=(1.0,), prof_accept=0.0, requests=40, out_tokens=(160, 320),
              prof_prefix=False)
-    # a sweep of speculative_num_steps: each draft step costs 0.19 ms, verify grows with the
-    # K = S + 1 tree tokens, and each drafted position is accepted with probability 0.66
+    # a sweep of speculative_num_steps from a physical model that is not whatif's formula:
+    # a position is accepted with a probability that falls with its depth (conditional rates
+    # SWEEP_ACCEPT, not geometric), each draft step costs a little more than the one before
+    # (0.19 + 0.01 (j − 1) ms: its KV grows), and the verify of K = S + 1 tokens is convex in
+    # K (25.0 + 0.12 K + 0.02 K² ms: memory-bound, with attention over the K tokens)
     for steps in (1, 2, 3, 5, 7):
-        p = 0.66
-        dist = [p ** k * (1 - p) for k in range(steps)] + [p ** steps]
-        phases = {"Draft steps": 0.19 * steps, "Target verify": 25.0 + 0.21 * (steps + 1),
+        reach = list(itertools.accumulate(SWEEP_ACCEPT[:steps], operator.mul))  # P(≥ i)
+        dist = accept_dist_of(steps)
+        k = steps + 1
+        phases = {"Draft steps": round(0.19 * steps + 0.005 * steps * (steps - 1), 4),
+                  "Target verify": round(25.0 + 0.12 * k + 0.02 * k * k, 4),
                   "Draft re-extend": 0.28, "Other overhead": 0.0}
         simulate(f"sweep/steps{steps}.log", seed=100 + steps, port=31000 + steps,
                  spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
                        "steps": steps},
                  cycle_ms=sum(phases.values()), phases=phases, accept_dist=tuple(dist),
-                 prof_accept=sum(p ** k for k in range(1, steps + 1)), requests=60,
+                 prof_accept=sum(reach), requests=60,
                  out_tokens=(160, 320), prof_prefix=False)
     better = (0.1, 0.2, 0.35, 0.2, 0.1, 0.05)   # a stronger draft: accept len ≈ 3.15
     simulate_batches("batch_eagle3.log", seed=11, port=30003, accept_dist=better,
                      spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
                            "steps": 5})
     simulate_batches("batch_baseline.log", seed=12, port=30004, spec=None, accept_dist=(1.0,))
+    # the same model and server at 1, 3 and 5 draft steps, each at batch sizes 1 … 32: the
+    # evidence of `eaglelog schedule` (against batch_baseline.log)
+    for steps in (1, 3, 5):
+        simulate_batches(f"schedule/steps{steps}.log", seed=40 + steps, port=32000 + steps,
+                         accept_dist=accept_dist_of(steps), cycle=schedule_cycle(steps),
+                         spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
+                               "steps": steps}, iters_per_batch=2400)
     vllm_sample("vllm_v1.log")
 
 

@@ -98,21 +98,21 @@ def test_the_report_opens_with_the_answer_then_tables_then_pictures(sweep_report
     conclusion = text_of(section(page, "conclusion"))
     assert conclusion.count("\n") <= 3              # one paragraph
     for said in ("Best config of the 5 runs: speculative_num_steps 5 · "
-                 f"speculative_num_draft_tokens 6 ({S['steps5']}), 98.27 tok/s "
-                 f"per stream [95.99 … 100.6]; tied with {S['steps7']} (not distinguishable "
+                 f"speculative_num_draft_tokens 6 ({S['steps5']}), 109.0 tok/s "
+                 f"per stream [106.9 … 111.1]; tied with {S['steps7']} (not distinguishable "
                  "from it at 95%)",
-                 "Verdict of the best: ABOVE break-even: 1.09× the baseline (9.2% faster; 95% "
-                 "CI 6.7% – 11.8% faster); accept length 2.701 measured against 2.474 needed",
-                 "Against 90 tok/s: 2 above, 1 inconclusive, 2 below (of 5 runs).",
-                 "Bottleneck: Target verify, 26.26 ms of the 27.49 ms cycle (95.5%); Target "
+                 "Verdict of the best: ABOVE break-even: 1.21× the baseline (21.1% faster; 95% "
+                 "CI 18.8% – 23.5% faster); accept length 3.029 measured against 2.501 needed",
+                 "Against 90 tok/s: 3 above, 1 inconclusive, 1 below (of 5 runs).",
+                 "Bottleneck: Target verify, 26.44 ms of the 27.77 ms cycle (95.2%); Target "
                  "verify is the bottleneck of every run.",
-                 "disagrees with SGLang's in 5 of 5 runs (0.397× – 0.663× SGLang's)"):
+                 "disagrees with SGLang's in 5 of 5 runs (0.442× – 0.699× SGLang's)"):
         assert said in conclusion, said
     assert '<p class="conclusion above">' in page
     # several runs: each run's detail folds away, one <details> per run in "Each run"
     runs = section(page, "runs")
     assert runs.count("<details>") == 5 and "<details open" not in page
-    assert f'<summary>{S["steps1"]} <span class="verdict below">below</span> 0.709×</summary>' \
+    assert f'<summary>{S["steps1"]} <span class="verdict below">below</span> 0.775×</summary>' \
         in runs
 
 
@@ -156,8 +156,8 @@ def test_numbers_are_formatted_as_the_text_commands_format_them(run, sweep_repor
             assert any(c.startswith(est) and c.endswith(interval) for c in cells), (est, cells)
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, flags=re.S)[1:]
     first = [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0], flags=re.S)]
-    assert first == ["5", "6", "27.49", "26.26", "2.701", "98.27[95.99 … 100.6]", "2.474",
-                     "1.09×[1.07 … 1.12]", "above", "best", S["steps5"]]
+    assert first == ["5", "6", "27.79", "26.44", "3.029", "109.0[106.9 … 111.1]", "2.501",
+                     "1.21×[1.19 … 1.23]", "above", "best", S["steps5"]]
     # nothing in the tables and text is printed with more digits than the text output uses
     prose = re.sub(r"<svg.*?</svg>|<style>.*?</style>", "", page, flags=re.S)
     assert not re.findall(r"\d\.\d{5,}", prose)
@@ -169,10 +169,10 @@ def test_the_reconcile_section_says_where_the_profiler_and_sglang_disagree(run, 
     rows = [[text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S)]
             for r in re.findall(r"<tr>(.*?)</tr>", rec.split("</table>")[0], flags=re.S)][1:]
     assert [r[0] for r in rows] == [str(p) for p in SWEEP]
-    assert [r[3][:6] for r in rows] == ["0.397×", "0.523×", "0.586×", "0.631×", "0.663×"]
+    assert [r[3][:6] for r in rows] == ["0.442×", "0.578×", "0.641×", "0.678×", "0.699×"]
     assert all(r[4] == "yes" for r in rows)
-    # SGLang's over the profiled period (not the whole run's 1.653 [1.644 … 1.661])
-    assert rows[0][1:3] == ["0.6557[0.6453 … 0.6663]", "1.653[1.642 … 1.663]"]
+    # SGLang's over the profiled period (not the whole run's 1.798 [1.791 … 1.806])
+    assert rows[0][1:3] == ["0.7944[0.7833 … 0.8056]", "1.798[1.789 … 1.806]"]
     # the accept lengths, ratios and intervals are those `eaglelog reconcile` prints
     out = run("reconcile", *SWEEP).stdout
     for col, label in ((1, "profiler"), (2, "SGLang accept len"), (3, "ratio")):
@@ -181,7 +181,7 @@ def test_the_reconcile_section_says_where_the_profiler_and_sglang_disagree(run, 
     # the findings of every disagreeing run, folded (several runs)
     assert rec.count("<details>") == 5
     assert "<th>factor</th><th>verdict</th><th>what the log says</th>" in rec
-    assert "steps7.log: ratio 0.663× — bonus token" in text_of(rec)
+    assert "steps7.log: ratio 0.699× — bonus token" in text_of(rec)
 
 
 def test_the_reconcile_section_of_runs_that_agree(run, tmp_path):

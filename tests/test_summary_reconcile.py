@@ -63,7 +63,7 @@ def test_reconcile_sample():
     assert f["bonus token"].verdict == "no" and f["batch size"].verdict == "no"
     assert "no-op since v0.3.6" in f["num_continuous_decode_steps"].text
     assert "unexplained" not in f      # a possible explanation: cycles counted twice
-    assert r.requests == pytest.approx({"requests": 40, "mean_reported": 2.3014,
+    assert r.requests == pytest.approx({"requests": 40, "left_out": 0, "mean_reported": 2.3014,
                                         "mean_per_step": 2.2916, "pooled_per_step": 2.2859},
                                        abs=1e-4)
     assert r.eff_tok_s_printed.estimate == pytest.approx(41.68, abs=0.01)
@@ -126,3 +126,19 @@ def test_the_batch_size_note_is_said_once():
     assert len(said) == 1 and "--baseline-toks 1:90,8:70" in said[0]
     # a wide span with one stated rate: the per-batch table is the answer
     assert s.breakeven.by_batch is not None and s.breakeven.verdict == "mixed"
+
+
+def test_a_damaged_completion_count_is_left_out_not_nan(tmp_path):
+    """Fuzz seed 3013: one Finish line's completion_tokens damaged (a flipped byte) made the
+    per-request finding print 'nan'; that request is now left out and counted."""
+    text = (SAMPLES / "sweep" / "steps5.log").read_text(encoding="utf-8")
+    i = text.index("'completion_tokens': ") + len("'completion_tokens': ")
+    bad = tmp_path / "damaged.log"
+    bad.write_text(text[:i] + "\u00c0" + text[i + 1:], encoding="utf-8")
+    r = reconcile(eaglelog.parse(str(bad)))
+    (f,) = [f for f in r.findings if f.factor == "per-request accept length"]
+    assert "nan" not in f.text and "1 request(s) without a readable completion_tokens " \
+        "left out" in f.text
+    whole = reconcile(eaglelog.parse(str(SAMPLES / "sweep" / "steps5.log")))
+    (g,) = [f for f in whole.findings if f.factor == "per-request accept length"]
+    assert "left out" not in g.text

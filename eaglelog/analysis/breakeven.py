@@ -53,6 +53,7 @@ class BucketResult:
     speedup: Estimate
     verdict: str
     share: float = math.nan      # the bucket's share of the run's request-steps
+    eff_tok_s: Estimate | None = None   # the per-stream rate at this batch size (tokens/s)
 
     def to_dict(self) -> dict:
         batch = int(self.batch) if self.batch.isdigit() else self.batch
@@ -518,7 +519,7 @@ def _buckets(win, fit, base: BaseSide, confidence: float):
             if ok and math.isfinite(r.estimate) else stats.insufficient(math.nan, 0, confidence)
         yield BucketResult(bk.label, bk.windows, cyc, step, be, acc, sp,
                            verdict_of(sp) if math.isfinite(step.estimate) else "no baseline",
-                           bk.share)
+                           bk.share, _scaled(r, 1000.0, "1000 × accept length / cycle"))
 
 
 def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:

@@ -224,7 +224,9 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 f"{req['mean_reported']:.3f} (biased up by the first token), "
                                 f"per step (completion−1)/verify_ct = {req['mean_per_step']:.3f}, "
                                 f"pooled over requests = {req['pooled_per_step']:.3f} — the "
-                                "pooled per-step value is SGLang's quantity"))
+                                "pooled per-step value is SGLang's quantity" +
+                                (f" ({req['left_out']} request(s) without a readable "
+                                 "completion_tokens left out)" if req["left_out"] else "")))
     explained = any(f.verdict in ("explains", "possible") for f in findings)
     if not explained and sg.sufficient and prof_acc.sufficient and \
             (ratio.ci_high < 1 or ratio.ci_low > 1):
@@ -259,10 +261,13 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
 def requests_views(log: ParsedLog, source: str) -> dict | None:
     r = log.requests[log.requests["source"] == source]
     r = r[r["verify_ct"].fillna(0) > 0]
-    if r.empty:
+    c = r["completion_tokens"].to_numpy(dtype=float, na_value=np.nan)
+    v = r["verify_ct"].to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(c) & np.isfinite(v)       # a damaged completion_tokens: left out, counted
+    if not ok.any():
         return None
-    c = r["completion_tokens"].to_numpy(float)
-    v = r["verify_ct"].to_numpy(float)
-    return {"requests": int(len(r)), "mean_reported": float(np.mean(c / v)),
+    c, v = c[ok], v[ok]
+    return {"requests": int(ok.sum()), "left_out": int((~ok).sum()),
+            "mean_reported": float(np.mean(c / v)),
             "mean_per_step": float(np.mean((c - 1) / v)),
             "pooled_per_step": float((c - 1).sum() / v.sum())}

@@ -76,6 +76,21 @@ class SweepResult:
         return pd.DataFrame(flat)
 
 
+def tied_with_best(best: Estimate, others: list[Estimate], confidence: float) -> list[bool]:
+    """Which of ``others`` cannot be told apart from ``best`` (the highest estimate): Hsu's
+    multiple comparisons with the best — a one-sided Welch's t on the log ratio of each to the
+    best, Holm-adjusted across them; not significantly slower at 1 − confidence is tied.  An
+    estimate without an interval is never tied."""
+    ps = []
+    for e in others:
+        ratio, p = log_ratio_test(best, e, confidence)
+        # one-sided: the row is slower than the best (the best is the highest estimate, so the
+        # ratio row / best is at most 1)
+        ok = e.sufficient and math.isfinite(p)
+        ps.append(p / 2 if ok and ratio.estimate <= 1 else (1 - p / 2) if ok else None)
+    return [p is not None and p >= 1 - confidence for p in holm(ps)]
+
+
 def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline | None = None,
           confidence: float = 0.95, keep_going: bool = False, warmup="auto") -> SweepResult:
     notes: list[str] = []
@@ -133,15 +148,9 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
     marks = ["" if r.eff_tok_s.sufficient else "no interval" for r in rows]
     if best is not None:
         marks[0] = "best"
-        ps = []
-        for r in rows[1:]:
-            ratio, p = log_ratio_test(best.eff_tok_s, r.eff_tok_s, confidence)
-            # one-sided: the row is slower than the best (the best is the highest estimate,
-            # so the ratio row / best is at most 1)
-            ok = r.eff_tok_s.sufficient and math.isfinite(p)
-            ps.append(p / 2 if ok and ratio.estimate <= 1 else (1 - p / 2) if ok else None)
-        for i, p in enumerate(holm(ps), 1):
-            if p is not None and p >= 1 - confidence:
+        for i, tied in enumerate(tied_with_best(best.eff_tok_s, [r.eff_tok_s for r in rows[1:]],
+                                                confidence), 1):
+            if tied:
                 marks[i] = "tied"
     marked = [SweepRow(**{**r.__dict__, "mark": mk}) for r, mk in zip(rows, marks)]
     return SweepResult(tuple(chosen), tuple(marked), confidence,

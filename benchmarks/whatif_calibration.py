@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Calibration of `eaglelog whatif` against the simulator's truth (docs/whatif.md).
+
+    python benchmarks/whatif_calibration.py --seeds 20
+
+For each seed and batch size (1 and 4 clients), simulate runs with 1, 2, 3, 5 and 7 draft
+steps on hardware whose verify is convex in the tokens verified (a quadratic term the cost
+model does not have) and with an acceptance that falls with depth (not geometric), then:
+
+* single run: predict the 1-, 2-, 3- and 7-step runs from the 5-step run alone;
+* leave-one-run-out: predict each run from the other four.
+
+Printed per case: configs predicted, the share whose measured per-stream rate lies inside the
+95 % prediction interval, and the mean and σ of predicted / measured − 1.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import eaglelog  # noqa: E402
+from eaglelog.simulate import Hardware, Scenario, simulate  # noqa: E402
+
+STEPS = (1, 2, 3, 5, 7)
+CURVE = (0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46)
+
+
+@dataclasses.dataclass(frozen=True)
+class Convex(Hardware):
+    """The simulator's hardware plus fwd2 ms per (verified token of the batch)²."""
+
+    fwd2: float = 0.004
+
+    def phases_ms(self, b, k):
+        d, v, e, o = super().phases_ms(b, k)
+        return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
+
+
+def scenario(clients: int) -> Scenario:
+    return Scenario(name="w", clients=((0.0, clients),), think_s=0.05, output_median=250.0,
+                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=Convex(),
+                    accept_probs=CURVE)
+
+
+def runs(clients: int, seed: int, workdir: str) -> dict[int, str]:
+    out = {}
+    for s in STEPS:
+        p = os.path.join(workdir, f"c{clients}-s{s}-{seed}.log")
+        simulate(scenario(clients).replace(num_steps=s), seed * 10 + s).write(p)
+        out[s] = p
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--clients", default="1,4", help="batch sizes (closed-loop clients)")
+    a = ap.parse_args()
+    print(f"{'case':34} {'configs':>7} {'inside':>7} {'mean err':>9} {'σ err':>7}")
+    with tempfile.TemporaryDirectory(prefix="eaglelog-whatif-") as d:
+        for clients in (int(c) for c in a.clients.split(",")):
+            single, loo = [], []
+            for seed in range(a.seeds):
+                paths = runs(clients, seed, d)
+                meas = {s: eaglelog.summarize(p).eff_tok_s.estimate for s, p in paths.items()}
+                w = eaglelog.whatif(paths[5], steps=[1, 2, 3, 7])
+                single += [(p.eff_tok_s, meas[p.steps]) for p in w.predictions]
+                w = eaglelog.whatif([paths[s] for s in STEPS], steps=[1])
+                loo += [(c.predicted, c.measured.estimate) for c in w.checks]
+            for name, got in ((f"batch {clients}: from the 5-step run", single),
+                              (f"batch {clients}: leave-one-run-out", loo)):
+                inside = np.mean([e.ci_low <= m <= e.ci_high for e, m in got])
+                err = np.array([e.estimate / m - 1 for e, m in got])
+                print(f"{name:34} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "
+                      f"{100 * err.std(ddof=1):6.2f}%", flush=True)
+
+
+if __name__ == "__main__":
+    main()

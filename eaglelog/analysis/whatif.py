@@ -1,0 +1,489 @@
+"""What if the server ran another number of draft steps?  Predictions from measured runs
+(docs/whatif.md).
+
+The model, stated (every part is a choice the docs justify and the output names):
+
+* **Accept length τ(S)** of a chain draft (topk 1) with S steps, from the per-request
+  ``spec_accept_histogram`` of SGLang ``Finish:`` lines.  A verify that accepted a drafts
+  under S steps commits min(a, S') + 1 tokens under S' ≤ S steps: the first S' draft tokens of a
+  chain do not depend on how many follow, so τ(S') for S' ≤ S is *measured*, not modelled:
+  τ_h(S') = Σ_r Σ_a h_r[a] (min(a, S') + 1) / Σ_r verifies_r.  Beyond the measured depth the
+  tail is geometric with the last conditional rate q_S = P(≥S) / P(≥S−1):
+  τ_h(S') = τ_h(S) + P(≥S) Σ_{j=1}^{S'−S} q^j — an **extrapolation**, marked as such.  The
+  prediction is the run's own decode-line accept length (what break-even uses) times
+  τ_h(S') / τ_h(S).  A tree draft (topk > 1) is refused: its acceptance does not truncate.
+* **Cycle c(S)** from the EAGLE3_PROF phases of the runs: draft time proportional to the steps
+  (d·S), verify linear in the K = S + 1 tokens verified (v0 + v1·K; + v2·K² when four or more
+  K show a significant curvature), re-extend and other overhead constant.  With two or more
+  distinct K the verify is fitted (residuals printed); with one K its slope is a prior: a verify of B·K tokens grows by VERIFY_SLOPE of
+  its time per extra token (B the run's mean batch) ± VERIFY_SLOPE_SD, or by what
+  ``verify_slope`` says.
+* **Rate and speedup**: rate = 1000 τ / c, speedup = τ · b̄ / c with the run's baseline step.
+
+Intervals are prediction intervals at the stated confidence on the log scale, for what a run
+like the source run would measure: the sampling error of τ (requests as independent units,
+linearised), of the measured phases, the model's own error (the verify line's residual
+variance, or the prior's), and the measurement error of such a run (the source run's own
+per-stream rate's).  With several runs every run
+is also predicted from the others (leave-one-run-out), printed against what it measured.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import stats
+from ..errors import EaglelogError, UsageProblem
+from ..stats import Estimate
+from .requests import _tq
+
+VERIFY_SLOPE = 0.008     # prior: an extra verified token of the batch adds 0.8 % to the verify
+VERIFY_SLOPE_SD = 0.008  # … ± 0.8 % (σ).  A memory-bound forward of n tokens costs about
+#                          T(1)·(1 + n / n½): n½ of 50–500 tokens spans 0.2–2 % a token (the
+#                          bundled sweep: 0.84 %, the simulator's hardware: 1.3 %); measured
+#                          verify times at two K replace the prior (docs/whatif.md)
+MAX_STEPS = 16
+PHASES = ("Draft steps", "Target verify", "Draft re-extend", "Other overhead")
+
+
+# ----------------------------------------------------------------------------- evidence
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one measured run says (one input and start-up)."""
+
+    run: str
+    steps: int
+    topk: int
+    batch: float                     # mean #running-req, request-step weighted
+    tau: Estimate                    # decode-line accept length (break-even's)
+    cycle: Estimate                  # EAGLE3_PROF cycle
+    phases: dict                     # phase -> Estimate (ms per cycle)
+    eff_tok_s: Estimate | None       # measured per-stream rate
+    speedup: Estimate | None         # measured, with the baseline
+    step_ms: float | None            # the baseline step at the run's batch mix
+    hist_x: np.ndarray = field(repr=False, default=None)   # verifies per request
+    hist_y: np.ndarray = field(repr=False, default=None)   # n × S: verifies reaching ≥ i
+
+
+def _histograms(req: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    from .acceptance import _pad, _pp
+    if not len(req) or "accept_histogram" not in req.columns:
+        return None
+    rows = []
+    for h in req["accept_histogram"].dropna():
+        v = _pp(h)
+        if v is not None and sum(v) > 0 and min(v) >= 0:
+            rows.append(v)
+    if not rows:
+        return None
+    H = _pad(rows)
+    x = H.sum(axis=1)
+    y = np.cumsum(H[:, ::-1], axis=1)[:, ::-1][:, 1:]     # y[:, i−1]: accepted ≥ i drafts
+    return x, y
+
+
+def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> list[Evidence]:
+    """The evidence of every run of ``log`` (a ParsedLog)."""
+    from .summary import summarize
+    out = []
+    for label, sub in log.units():
+        src = sub.sources[0].name
+        cfg = sub.config(src)
+        steps, topk = cfg.get("speculative_num_steps"), cfg.get("speculative_eagle_topk") or 1
+        if not steps:
+            raise EaglelogError(f"{label}: no speculative_num_steps in its server_args: whatif "
+                                "needs the draft steps of each run")
+        if int(topk) != 1:
+            raise EaglelogError(f"{label}: speculative_eagle_topk {topk}: whatif predicts chain "
+                                "drafts (topk 1) only; a tree's acceptance does not truncate "
+                                "to fewer steps")
+        s = summarize(sub, baseline=baseline, confidence=confidence, warmup=warmup)
+        if s.cycle_ms is None or not s.phases:
+            raise EaglelogError(f"{label}: no no-sync EAGLE3_PROF blocks: whatif needs the "
+                                "phases of the cycle (draft, verify) to model it")
+        if s.accept_sglang is None:
+            raise EaglelogError(f"{label}: no accept length in its decode lines")
+        hist = _histograms(sub.requests)
+        if hist is None:
+            raise EaglelogError(f"{label}: no Finish lines with spec_accept_histogram "
+                                "(SGLang --log-requests, v0.5.9 →): whatif needs the acceptance "
+                                "of each position")
+        if hist[1].shape[1] > int(steps):
+            raise EaglelogError(f"{label}: its histograms hold {hist[1].shape[1]} positions "
+                                f"but the run drafts {steps} steps")
+        y = np.zeros((len(hist[0]), int(steps)))
+        y[:, :hist[1].shape[1]] = hist[1]
+        r = sub.decode["running_req"].to_numpy(dtype=float, na_value=np.nan)
+        r = r[np.isfinite(r) & (r > 0)]
+        batch = float((r * r).sum() / r.sum()) if len(r) else 1.0
+        be = s.breakeven
+        out.append(Evidence(label, int(steps), int(topk), batch, s.accept_sglang, s.cycle_ms,
+                            {p.phase: p.ms_per_cycle for p in s.phases}, s.eff_tok_s,
+                            be.speedup if be is not None else None,
+                            be.baseline_step_ms.estimate if be is not None else None,
+                            hist[0].astype(float), y))
+    if not out:
+        raise EaglelogError("no run to predict from")
+    return out
+
+
+# ----------------------------------------------------------------------------- τ(S)
+
+def _lin_se(f, U: np.ndarray) -> tuple[float, float]:
+    """f(column means of U) and its linearised standard error, the rows of U independent
+    units (requests): se² = Σ_r (∇f · (u_r − ū))² / (n (n − 1))."""
+    n = len(U)
+    m = U.mean(axis=0)
+    v = f(m)
+    g = np.zeros(len(m))
+    for j in range(len(m)):
+        h = 1e-6 * max(abs(m[j]), 1e-9)
+        mp, mm = m.copy(), m.copy()
+        mp[j] += h
+        mm[j] -= h
+        g[j] = (f(mp) - f(mm)) / (2 * h)
+    z = (U - m) @ g
+    return v, math.sqrt(float(z @ z) / (n * (n - 1))) if n > 1 else math.inf
+
+
+def tau_hist(m: np.ndarray, s_new: int) -> float:
+    """τ_h(S') from the means (verifies, verifies reaching ≥ 1 … ≥ S) of a run with S steps."""
+    x, y = m[0], m[1:]
+    S = len(y)
+    if s_new <= S:
+        return float((x + y[:s_new].sum()) / x)
+    p_s = y[S - 1] / x
+    q = y[S - 1] / (y[S - 2] if S >= 2 else x)
+    q = min(max(q, 0.0), 1.0)
+    tail = p_s * sum(q ** j for j in range(1, s_new - S + 1))
+    return float((x + y.sum()) / x + tail)
+
+
+def tau_ratio(ev: Evidence, s_new: int) -> tuple[float, float]:
+    """τ_h(S') / τ_h(S) of the run and the standard error of its log (requests independent)."""
+    U = np.column_stack([ev.hist_x, ev.hist_y])
+    S = ev.steps
+    v, se = _lin_se(lambda m: math.log(tau_hist(m, s_new) / tau_hist(m, S)), U)
+    return math.exp(v), se
+
+
+# ----------------------------------------------------------------------------- cycle
+
+@dataclass(frozen=True)
+class CostModel:
+    """c(S) = d·S + v0 + v1·K + v2·K² + rest (K = S + 1; v2 = 0 unless the runs show a
+    curvature), with the covariance of (d, v0, v1, v2) and the verify fit's residual variance
+    (ms²) as the model error of a new point."""
+
+    d: float
+    v0: float
+    v1: float
+    v2: float
+    rest: float
+    cov: np.ndarray                 # 4 × 4 of (d, v0, v1, v2)
+    rest_var: float
+    resid_var: float                # verify residual variance (ms²), 0 when not estimable
+    slope_from: str                 # how the verify's growth with K is known
+    k_range: tuple[int, int]        # verified tokens measured
+    residuals: tuple                # (run, K, measured verify, fitted) per run
+    df: float = math.inf            # degrees of freedom of the verify fit's error
+
+    def _at(self, s: int) -> tuple[float, np.ndarray]:
+        k = s + 1.0
+        g = np.array([s, 1.0, k, k * k])
+        return float(g @ np.array([self.d, self.v0, self.v1, self.v2])) + self.rest, g
+
+    def ratio(self, s: int, s0: int) -> tuple[float, float]:
+        """c(s) / c(s0) and the standard error of its log: the parameters' error through the
+        difference of the two gradients, the model error of the new point (none at s0)."""
+        if s == s0:
+            return 1.0, 0.0
+        (c, g), (c0, g0) = self._at(s), self._at(s0)
+        grad = g / c - g0 / c0
+        var = float(grad @ self.cov @ grad) + self.rest_var * (1 / c - 1 / c0) ** 2 + \
+            self.resid_var / c ** 2
+        return c / c0, math.sqrt(max(var, 0.0))
+
+    def cycle(self, s: int) -> tuple[float, float]:
+        """The predicted cycle (ms) and its standard error (ms), model error included."""
+        c, g = self._at(s)
+        var = float(g @ self.cov @ g) + self.rest_var + self.resid_var
+        return c, math.sqrt(max(var, 0.0))
+
+
+def _verify_fit(K: np.ndarray, v: np.ndarray, se: np.ndarray, degree: int):
+    """Least squares of the verify times on 1, K (, K²): (coefficients, their covariance,
+    residual variance, its df, fitted values).  The residual variance is at least the phases'
+    own measurement variance."""
+    A = np.column_stack([K ** j for j in range(degree + 1)])
+    coef, *_ = np.linalg.lstsq(A, v, rcond=None)
+    fitted = A @ coef
+    dof = len(K) - (degree + 1)
+    res = v - fitted
+    s2 = max(float(res @ res) / dof if dof > 0 else 0.0, float(np.mean(se ** 2)))
+    return coef, s2 * np.linalg.inv(A.T @ A), s2, dof, fitted
+
+
+def fit_costs(evs: list[Evidence], verify_slope: float | None = None) -> CostModel:
+    """The cost model of ``evs``; ``verify_slope``: the relative verify growth per extra
+    verified token of the batch (0.01: 1 %), taken as known, instead of the prior.
+
+    The verify: with 2–3 distinct K a line; with 4 or more a quadratic when its K² term is
+    significant at 5 % (the simplest model the runs support; its residuals are printed); with
+    one K the prior slope."""
+    def ph(ev, name):
+        e = ev.phases.get(name)
+        return (e.estimate, (e.se_log or 0.0) * e.estimate) if e is not None else (0.0, 0.0)
+    S = np.array([e.steps for e in evs], dtype=float)
+    K = S + 1
+    dr = np.array([ph(e, PHASES[0]) for e in evs])
+    vf = np.array([ph(e, PHASES[1]) for e in evs])
+    rest = np.array([ph(e, PHASES[2])[0] + ph(e, PHASES[3])[0] for e in evs])
+    rest_se = np.array([math.hypot(ph(e, PHASES[2])[1], ph(e, PHASES[3])[1]) for e in evs])
+    # draft time per step: Σ draft / Σ steps (proportional to the steps)
+    d = float(dr[:, 0].sum() / S.sum())
+    d_var = float((dr[:, 1] ** 2).sum()) / S.sum() ** 2
+    if len(evs) > 1:
+        d_var += float(np.var(dr[:, 0] / S, ddof=1)) / len(evs)
+    r_mean = float(rest.mean())
+    r_var = float((rest_se ** 2).sum()) / len(evs) ** 2 + \
+        (float(np.var(rest, ddof=1)) if len(evs) > 1 else 0.0)
+    cov = np.zeros((4, 4))
+    cov[0, 0] = d_var
+    ks = np.unique(K)
+    if len(ks) >= 2:
+        fit = _verify_fit(K, vf[:, 0], vf[:, 1], 1)
+        degree = 1
+        if len(ks) >= 4:
+            q = _verify_fit(K, vf[:, 0], vf[:, 1], 2)
+            t = abs(q[0][2]) / math.sqrt(q[1][2, 2]) if q[1][2, 2] > 0 else math.inf
+            if q[3] > 0 and t > _tq(q[3], 0.95):
+                fit, degree = q, 2
+        coef, c_cov, s2, dof, fitted = fit
+        v = list(coef) + [0.0] * (3 - len(coef))
+        cov[1:2 + degree, 1:2 + degree] = c_cov
+        resid_var = s2 if dof > 0 else 0.0
+        how = (f"fit ({len(evs)} runs, K {int(ks.min())}–{int(ks.max())}, "
+               f"{'quadratic' if degree == 2 else 'linear'} in K)")
+        residuals = [(e.run, int(k), float(m), float(f))
+                     for e, k, m, f in zip(evs, K, vf[:, 0], fitted)]
+        df = float(dof) if dof > 0 and resid_var > 0 else math.inf
+    else:
+        # one K: the prior (or the stated slope) — each extra verified token of the batch
+        # costs VERIFY_SLOPE of the verify, ± VERIFY_SLOPE_SD
+        vv = float(vf[:, 0].mean())
+        batch = float(np.mean([e.batch for e in evs]))
+        rel = VERIFY_SLOPE if verify_slope is None else verify_slope
+        k0 = float(ks[0])
+        v1 = vv * batch * rel
+        v = [vv - v1 * k0, v1, 0.0]
+        se_v = float(np.sqrt(np.mean(vf[:, 1] ** 2)))
+        # var(v0 + v1 K) = se_v² + (K − k0)² σ1²: v0 = v − v1 k0 carries the slope's error
+        s1 = (vv * batch * VERIFY_SLOPE_SD) ** 2 if verify_slope is None else 0.0
+        cov[1, 1] = se_v ** 2 + k0 * k0 * s1
+        cov[2, 2] = s1
+        cov[1, 2] = cov[2, 1] = -k0 * s1
+        resid_var, df = 0.0, math.inf
+        how = (f"one K ({int(k0)}) measured; verify +{100 * rel:.2g} % per extra token of the "
+               f"batch (mean batch {batch:.3g}) " +
+               (f"± {100 * VERIFY_SLOPE_SD:.2g} %: the prior" if verify_slope is None
+                else "(--verify-slope)"))
+        residuals = [(e.run, int(k), float(m), float(m)) for e, k, m in zip(evs, K, vf[:, 0])]
+    return CostModel(d, float(v[0]), float(v[1]), float(v[2]), r_mean, cov, r_var, resid_var,
+                     how, (int(K.min()), int(K.max())), tuple(residuals), df)
+
+
+# ----------------------------------------------------------------------------- predictions
+
+@dataclass(frozen=True)
+class Prediction:
+    steps: int
+    accept_len: Estimate
+    cycle_ms: Estimate
+    eff_tok_s: Estimate
+    speedup: Estimate | None
+    basis: str                       # 'measured positions', 'extrapolated …'
+    measured_eff_tok_s: Estimate | None = None   # a run that ran this S
+
+    def to_dict(self) -> dict:
+        d = _d
+        return {"steps": self.steps, "accept_len": d(self.accept_len),
+                "cycle_ms": d(self.cycle_ms), "eff_tok_s": d(self.eff_tok_s),
+                "speedup": d(self.speedup), "basis": self.basis,
+                "measured_eff_tok_s": d(self.measured_eff_tok_s)}
+
+
+def _d(e):
+    return e.to_dict() if e is not None else None
+
+
+def predict(evs: list[Evidence], s_new: int, confidence: float,
+            model: CostModel | None = None, verify_slope: float | None = None) -> Prediction:
+    """The prediction for S' draft steps from ``evs``, anchored on the deepest run: its
+    measured per-stream rate × τ_h(S') / τ_h(S) × c(S) / c(S') — the positions and the cost
+    model give ratios, the anchor the level (its rate as break-even measures it)."""
+    src = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
+    model = model or fit_costs(evs, verify_slope)
+    if src.eff_tok_s is None or not math.isfinite(src.eff_tok_s.estimate):
+        raise EaglelogError(f"{src.run}: no per-stream rate measured to anchor the predictions")
+    ratio_t, se_t = tau_ratio(src, s_new)
+    ratio_c, se_c = model.ratio(s_new, src.steps)
+    eff_a = src.eff_tok_s
+    se_a = eff_a.se_log or 0.0
+    se_tau_a = src.tau.se_log or 0.0
+    tau = src.tau.estimate * ratio_t
+    se_tau = math.hypot(se_tau_a, se_t)
+    c_a = 1000.0 * src.tau.estimate / eff_a.estimate      # the cycle the anchor's rate uses
+    se_ca = math.sqrt(max(se_a ** 2 - se_tau_a ** 2, 0.0))
+    basis = "measured positions" if s_new <= src.steps else \
+        f"extrapolated: positions {src.steps + 1}–{s_new} from a geometric tail"
+    k = s_new + 1
+    if k < model.k_range[0] or k > model.k_range[1]:
+        basis += f"; verify beyond the measured K {model.k_range[0]}–{model.k_range[1]}"
+    df = max(len(src.hist_x) - 1, 1)
+    acc = stats.from_log_se(tau, se_tau, df, 0, confidence,
+                            f"{src.run}: accept length × τ_h({s_new}) / τ_h({src.steps})")
+    cyc = stats.from_log_se(c_a * ratio_c, math.hypot(se_ca, se_c), model.df, 0, confidence,
+                            f"{src.run}: cycle × c({s_new}) / c({src.steps}), cost model: "
+                            + model.slope_from)
+    # a prediction interval for what a run would measure: the anchor's own error, the ratios',
+    # and the measurement error of a new run like the anchor (its rate's)
+    se_rate = math.sqrt(2 * se_a ** 2 + se_t ** 2 + se_c ** 2)
+    # Welch–Satterthwaite: the cost model's few residual df against the requests' many
+    parts = [(math.sqrt(2) * se_a, eff_a.df or df), (se_t, df), (se_c, model.df)]
+    den = sum(p ** 4 / f for p, f in parts if p > 0 and math.isfinite(f))
+    df_rate = se_rate ** 4 / den if den > 0 else math.inf
+    rate_v = eff_a.estimate * ratio_t / ratio_c
+    rate = stats.from_log_se(rate_v, se_rate, df_rate, 0, confidence,
+                             f"{src.run}: per-stream rate × accept-length ratio / cycle ratio")
+    sp = None
+    if src.step_ms:
+        sp = stats.from_log_se(rate_v * src.step_ms / 1000.0, se_rate, df_rate, 0, confidence,
+                               "per-stream rate × baseline step")
+    meas = next((e.eff_tok_s for e in evs if e.steps == s_new), None)
+    return Prediction(s_new, acc, cyc, rate, sp, basis, meas)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One run predicted from the others (leave-one-run-out)."""
+
+    run: str
+    steps: int
+    predicted: Estimate
+    measured: Estimate
+    error: float                     # predicted / measured − 1
+    inside: bool                     # the measured value inside the prediction interval
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "steps": self.steps, "predicted": _d(self.predicted),
+                "measured": _d(self.measured), "error": self.error, "inside": self.inside}
+
+
+@dataclass(frozen=True)
+class WhatifResult:
+    confidence: float
+    runs: tuple[str, ...]
+    model: CostModel
+    predictions: tuple[Prediction, ...]
+    checks: tuple[Check, ...]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        m = self.model
+        return {"command": "whatif", "confidence": self.confidence, "runs": list(self.runs),
+                "model": {"draft_ms_per_step": m.d, "verify_ms_at_0": m.v0,
+                          "verify_ms_per_token": m.v1, "verify_ms_per_token2": m.v2,
+                          "other_ms": m.rest,
+                          "verify_slope_from": m.slope_from, "measured_k": list(m.k_range),
+                          "residuals": [{"run": r, "k": k, "verify_ms": v, "fitted_ms": f}
+                                        for r, k, v, f in m.residuals]},
+                "predictions": [p.to_dict() for p in self.predictions],
+                "leave_one_out": [c.to_dict() for c in self.checks], "notes": list(self.notes)}
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for p in self.predictions:
+            row = {"steps": p.steps, "basis": p.basis}
+            for k in ("accept_len", "cycle_ms", "eff_tok_s", "speedup"):
+                e = getattr(p, k)
+                row.update({k: e.estimate if e else None, f"{k}_pi_low": e.ci_low if e else None,
+                            f"{k}_pi_high": e.ci_high if e else None})
+            row["measured_eff_tok_s"] = p.measured_eff_tok_s.estimate \
+                if p.measured_eff_tok_s else None
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def parse_steps(text: str) -> list[int]:
+    """'1..8', '1,2,3,7' or '3' → sorted distinct draft-step counts."""
+    out: set[int] = set()
+    for part in str(text).replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            if ".." in part:
+                a, b = part.split("..", 1)
+                lo, hi = int(a), int(b)
+                if lo > hi:
+                    raise ValueError
+                out.update(range(lo, hi + 1))
+            else:
+                out.add(int(part))
+        except ValueError:
+            raise UsageProblem(f"--steps {text!r}: give counts like 1..8 or 1,2,3,7") from None
+    if not out or min(out) < 1 or max(out) > MAX_STEPS:
+        raise UsageProblem(f"--steps {text!r}: draft steps from 1 to {MAX_STEPS}")
+    return sorted(out)
+
+
+def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_log=None,
+           confidence: float = 0.95, verify_slope: float | None = None, skip_warmup="auto",
+           engine: str = "auto") -> WhatifResult:
+    """Predicted accept length, cycle, per-stream rate and speedup for other numbers of draft
+    steps, from measured runs (each with EAGLE3_PROF blocks and Finish lines); with several
+    runs, each is also predicted from the others.
+
+        >>> w = eaglelog.whatif("sample_logs/sweep/steps5.log", steps="1..7", baseline_toks=90)
+        >>> [(p.steps, round(p.eff_tok_s.estimate, 1)) for p in w.predictions][:2]
+    """
+    from ..library import load, make_baseline
+    base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
+                                     required=False)
+    log = load(logs, engine=engine)
+    evs = evidence(log, base, confidence, skip_warmup)
+    wanted = parse_steps(steps) if isinstance(steps, str) else sorted(set(int(s) for s in steps))
+    notes = []
+    bs = [e.batch for e in evs]
+    if max(bs) > 1.25 * min(bs):
+        notes.append(f"the runs' mean batch sizes differ ({min(bs):.3g}–{max(bs):.3g}): the "
+                     "cost model pools them as one batch size")
+    model = fit_costs(evs, verify_slope)
+    preds = tuple(predict(evs, s, confidence, model) for s in wanted)
+    checks = []
+    if len(evs) >= 2:
+        for i, e in enumerate(evs):
+            rest = evs[:i] + evs[i + 1:]
+            if e.eff_tok_s is None:
+                continue
+            p = predict(rest, e.steps, confidence, verify_slope=verify_slope)
+            m = e.eff_tok_s
+            inside = p.eff_tok_s.ci_low is not None and \
+                p.eff_tok_s.ci_low <= m.estimate <= p.eff_tok_s.ci_high
+            checks.append(Check(e.run, e.steps, p.eff_tok_s, m,
+                                p.eff_tok_s.estimate / m.estimate - 1, inside))
+    if model.slope_from.startswith("one K") and verify_slope is None and \
+            max(e.batch for e in evs) > 2:
+        notes.append(f"one num_steps measured at a mean batch of {max(bs):.3g}: how the verify "
+                     "grows with K is the prior here, and at batch sizes above 1 the prior is "
+                     "weak (docs/whatif.md); a second run at another num_steps measures it")
+    if any(p.basis.startswith("extrapolated") for p in preds):
+        notes.append("positions beyond the deepest run are a geometric tail of its last "
+                     "conditional acceptance rate: an assumption, its interval holds only the "
+                     "sampling error of that rate")
+    return WhatifResult(confidence, tuple(e.run for e in evs), model, preds, tuple(checks),
+                        tuple(notes))

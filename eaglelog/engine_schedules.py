@@ -1,0 +1,166 @@
+"""Per-batch-size speculation schedules as the engines load them: writers, and the engines' own
+validation and lookup rules, transcribed from their source (docs/dev/schedule-engines.md has
+every rule with its citation).
+
+vLLM, dynamic speculative decoding (PR 32374, merge 4ef4492e9b7a, 2026-06-14):
+``speculative_config.num_speculative_tokens_per_batch_size``, a list of inclusive
+``[range_start, range_end, K]`` triples (``vllm/config/speculative.py``), checked by
+``validate_and_normalize_dynamic_sd_schedule`` and looked up by
+``build_dynamic_sd_schedule_lookup`` (``vllm/v1/spec_decode/dynamic/utils.py``).
+
+SGLang, adaptive speculation (v0.5.13 → per-batch-size slots, commit 6b180959a88f; K = 0 from
+v0.5.14, e068355831fe): ``--speculative-adaptive --speculative-adaptive-config FILE``, a JSON
+object whose digit keys are batch-size slots with ``candidate_steps``
+(``python/sglang/srt/speculative/adaptive_spec_params.py``: ``_load_adaptive_config``,
+``AdaptiveSpeculativeParams._route``; the launch check ``_init_adaptive_speculative_params``).
+"""
+from __future__ import annotations
+
+import bisect
+
+
+class EngineConfigError(ValueError):
+    """What the engine would raise for this config (its own message)."""
+
+
+# ----------------------------------------------------------------------------- vLLM
+
+def vllm_validate(schedule, num_speculative_tokens: int = 1,
+                  max_num_seqs: int = 256) -> list[tuple[int, int, int]]:
+    """vLLM's checks, in its order: the pydantic field (``list[tuple[int, int, int]]``, lax
+    mode: integral floats and numeric strings coerce, fractions do not) and then
+    ``validate_and_normalize_dynamic_sd_schedule``.  Returns the entries sorted by start, as
+    vLLM normalises them."""
+    if schedule is None:
+        raise EngineConfigError("num_speculative_tokens_per_batch_size is required for dynamic "
+                                "speculative decoding.")
+    if not isinstance(schedule, (list, tuple)):
+        raise EngineConfigError("num_speculative_tokens_per_batch_size: Input should be a valid "
+                                "list [type=list_type]")
+    if not schedule:
+        raise EngineConfigError("num_speculative_tokens_per_batch_size must not be empty.")
+    rows = []
+    for entry in schedule:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+            raise EngineConfigError("Each num_speculative_tokens_per_batch_size entry must be a "
+                                    "3-item sequence: (range_start, range_end, "
+                                    "num_speculative_tokens).")
+        vals = []
+        for v in entry:
+            if isinstance(v, float) and v != int(v):
+                raise EngineConfigError("Input should be a valid integer, got a number with a "
+                                        "fractional part [type=int_from_float]")
+            try:
+                vals.append(int(v))
+            except (TypeError, ValueError):
+                raise EngineConfigError("Input should be a valid integer [type=int_parsing]") \
+                    from None
+        s, e, k = vals
+        if s <= 0 or e <= 0:
+            raise EngineConfigError(f"Batch-size range ({s}, {e}) must be positive.")
+        if s > e:
+            raise EngineConfigError(f"Batch-size range start must be <= end for ({s}, {e}, {k}).")
+        if k < 0:
+            raise EngineConfigError("num_speculative_tokens_per_batch_size values must be >= 0.")
+        rows.append((s, e, k))
+    rows.sort()
+    for (_, pe, _), (s, _, _) in zip(rows, rows[1:]):
+        if s <= pe:
+            raise EngineConfigError("Batch-size ranges must be non-overlapping and sorted.")
+    if rows[0][0] != 1:
+        raise EngineConfigError("The first batch-size range must start at 1 so every runtime "
+                                "batch size has a defined schedule.")
+    if max_num_seqs <= 0:
+        raise EngineConfigError("vllm_max_batch_size must be > 0.")
+    if num_speculative_tokens <= 0:
+        raise EngineConfigError("vllm_num_speculative_tokens must be > 0.")
+    return rows
+
+
+def vllm_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> list[int]:
+    """vLLM's dense table (index = batch size, 1 … max_num_seqs): K clamped to
+    num_speculative_tokens, a gap takes the previous range's K, above the last range its K."""
+    rows = vllm_validate(schedule, num_speculative_tokens, max_num_seqs)
+    dense = [0] * (max_num_seqs + 1)
+    k_prev = None
+    i = 0
+    for b in range(1, max_num_seqs + 1):
+        while i < len(rows) and rows[i][1] < b:
+            k_prev = rows[i][2]
+            i += 1
+        if i < len(rows) and rows[i][0] <= b <= rows[i][1]:
+            k = rows[i][2]
+        else:
+            k = k_prev if k_prev is not None else rows[0][2]
+        dense[b] = min(num_speculative_tokens, k)
+    return dense
+
+
+def vllm_config(schedule: list[tuple[int, int, int]], method: str, draft: str | None) -> dict:
+    """The ``--speculative-config`` object of a schedule (validated)."""
+    k_max = max(k for _, _, k in schedule)
+    cfg = {"method": method, "num_speculative_tokens": k_max,
+           "num_speculative_tokens_per_batch_size": [list(r) for r in schedule]}
+    if draft:
+        cfg = {"method": method, "model": draft, **{k: v for k, v in cfg.items()
+                                                     if k != "method"}}
+    vllm_validate(cfg["num_speculative_tokens_per_batch_size"], k_max)
+    return cfg
+
+
+# ----------------------------------------------------------------------------- SGLang
+
+def sglang_validate(cfg, num_steps: int | None = None, version: tuple = (0, 5, 14)) -> dict:
+    """SGLang's ``_load_adaptive_config`` (v0.5.13 →) and the launch check that
+    ``--speculative-num-steps`` is among the slots' candidates.  Returns {slot: steps}."""
+    if not isinstance(cfg, dict):
+        raise EngineConfigError(f"AttributeError: '{type(cfg).__name__}' object has no attribute "
+                                "'items'")
+    nonneg = version >= (0, 5, 14)
+    slots = {}
+    for key, entry in cfg.items():
+        if not str(key).isdigit():
+            continue
+        if not isinstance(entry, dict):
+            raise EngineConfigError(f"AttributeError: '{type(entry).__name__}' object has no "
+                                    "attribute 'get'")
+        steps = entry.get("candidate_steps")
+        ok = isinstance(steps, list) and steps and all(
+            isinstance(v, int) and (v >= 0 if nonneg else v > 0) for v in steps)
+        if not ok:
+            raise EngineConfigError(f"BS {key}: candidate_steps must be a list of "
+                                    f"{'non-negative' if nonneg else 'positive'} ints, got "
+                                    f"{steps!r}")
+        slots[int(key)] = sorted(set(steps))
+    if not slots:
+        raise EngineConfigError('speculative_adaptive_config must contain at least one '
+                                'integer-string BS key, e.g. {"1": {"candidate_steps": '
+                                f'[1,3,7]}}}}. Got keys: {list(cfg)}')
+    union = sorted({s for v in slots.values() for s in v})
+    if num_steps is not None and num_steps not in union:
+        raise EngineConfigError(f"--speculative-num-steps={num_steps} is not in the adaptive "
+                                f"config candidate_steps {union}. Pass one of those values.")
+    return slots
+
+
+def sglang_route(slots, batch: int, cuda_graph_bs: list[int] | None = None) -> int:
+    """The slot a batch uses (``_route``): the batch padded up to the next CUDA-graph size
+    (unchanged above the largest, or without graphs), then the largest key ≤ it, clamped to
+    the smallest key."""
+    keys = sorted(slots)
+    b = batch
+    if cuda_graph_bs:
+        g = sorted(cuda_graph_bs)
+        i = bisect.bisect_left(g, batch)
+        if i < len(g):
+            b = g[i]
+    i = bisect.bisect_right(keys, b) - 1
+    return keys[max(i, 0)]
+
+
+def sglang_config(slots: list[tuple[int, int]]) -> dict:
+    """The ``--speculative-adaptive-config`` object of (lower bound, steps) slots: one
+    candidate per slot, so no slot switches steps on its own (a fixed schedule)."""
+    cfg = {str(lo): {"candidate_steps": [steps]} for lo, steps in slots}
+    sglang_validate(cfg)
+    return cfg

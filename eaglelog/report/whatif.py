@@ -1,0 +1,73 @@
+"""`eaglelog whatif`: the predictions as a human block and their rounded rows for -f markdown
+(docs/whatif.md).  The numbers are those of analysis.whatif; nothing is recomputed here."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .requests import _with_ci, tabulate
+
+if TYPE_CHECKING:
+    from ..analysis.whatif import WhatifResult
+
+def _basis(text: str) -> str:
+    parts = []
+    for p in text.split("; "):
+        if p == "measured positions":
+            parts.append("positions measured")
+        elif p.startswith("extrapolated"):
+            parts.append("positions extrapolated")
+        elif p.startswith("verify beyond"):
+            parts.append("verify extrapolated")
+    return ", ".join(parts)
+
+
+def _poly(m) -> str:
+    """v0 + v1 × K (+ v2 × K²), signs written as such."""
+    out = f"{m.v0:.4g}"
+    for c, t in ((m.v1, "K"), (m.v2, "K²")):
+        if c or t == "K":
+            out += f" {'−' if c < 0 else '+'} {abs(c):.3g} × {t}"
+    return out
+
+
+def prediction_rows(w: "WhatifResult") -> list[dict]:
+    rows = []
+    for p in w.predictions:
+        row = {"steps": p.steps, "accept len": _with_ci(p.accept_len, 3),
+               "cycle ms": _with_ci(p.cycle_ms, 4), "eff tok/s": _with_ci(p.eff_tok_s, 4)}
+        if p.speedup is not None:
+            row["speedup"] = _with_ci(p.speedup, 3)
+        row["measured tok/s"] = f"{p.measured_eff_tok_s.estimate:.4g}" \
+            if p.measured_eff_tok_s is not None else ""
+        row["basis"] = _basis(p.basis)
+        rows.append(row)
+    return rows
+
+
+def check_rows(w: "WhatifResult") -> list[dict]:
+    return [{"run": c.run, "steps": c.steps, "predicted tok/s": _with_ci(c.predicted, 4),
+             "measured tok/s": f"{c.measured.estimate:.4g}", "error": f"{100 * c.error:+.1f}%",
+             "inside": "yes" if c.inside else "NO"} for c in w.checks]
+
+
+def whatif_block(w: "WhatifResult") -> str:
+    m = w.model
+    lines = [f"what if: predictions from {', '.join(w.runs)}   "
+             f"({w.confidence:.0%} prediction intervals: what a run like these would measure)",
+             f"  cost model  cycle = {m.d:.3g} ms × steps + verify(K = steps + 1) + "
+             f"{m.rest:.3g} ms;  verify = {_poly(m)} ms  ({m.slope_from})",
+             ""]
+    rows = prediction_rows(w)
+    lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
+    if len(m.residuals) > 1 and m.slope_from.startswith("fit"):
+        lines += ["", "  verify fit residuals (measured − fitted): " + ", ".join(
+            f"K {k}: {v - f:+.3f} ms" for _, k, v, f in m.residuals)]
+    if w.checks:
+        inside = sum(c.inside for c in w.checks)
+        lines += ["", f"leave-one-run-out: each run predicted from the others "
+                      f"({inside} of {len(w.checks)} inside their intervals)"]
+        rows = check_rows(w)
+        lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
+    for n in w.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines) + "\n"

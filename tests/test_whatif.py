@@ -1,0 +1,190 @@
+"""eaglelog whatif (issue 17): predictions for other numbers of draft steps (docs/whatif.md).
+
+The bundled sweep (sample_logs/make_samples.py) comes from a physical model that is not the
+predictor's formula: conditional acceptance falling with depth (0.80, 0.70, 0.64, 0.60, 0.56,
+0.53, 0.50 — not geometric), draft steps that cost a little more with depth, a verify convex
+in K (25.0 + 0.12 K + 0.02 K² ms)."""
+import dataclasses
+import glob
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import eaglelog
+from conftest import SAMPLES
+from eaglelog.analysis import whatif as W
+from eaglelog.errors import EaglelogError
+
+SWEEP = sorted(glob.glob(str(SAMPLES / "sweep" / "*.log")))
+STEPS = {int(os.path.basename(p)[5]): p for p in SWEEP}
+FIVE = str(SAMPLES / "eagle3_5step.log")
+
+
+def measured(path):
+    return eaglelog.summarize(path).eff_tok_s
+
+
+def test_the_five_step_run_alone_predicts_the_others_inside_its_intervals():
+    """Issue 17's 'done when': given only the 5-step run, the measured per-stream rate of the
+    1-, 2-, 3- and 7-step runs lies inside the prediction intervals."""
+    w = eaglelog.whatif(STEPS[5], steps=[1, 2, 3, 7], baseline_toks=90)
+    assert [p.steps for p in w.predictions] == [1, 2, 3, 7]
+    for p in w.predictions:
+        m = measured(STEPS[p.steps]).estimate
+        assert p.eff_tok_s.ci_low <= m <= p.eff_tok_s.ci_high, (p.steps, p.eff_tok_s, m)
+        assert abs(p.eff_tok_s.estimate / m - 1) < 0.03
+        # the speedup is the rate against the baseline's 90 tok/s
+        assert p.speedup.estimate == pytest.approx(p.eff_tok_s.estimate / 90, rel=1e-9)
+    # one K measured: the verify slope is the stated prior, and the basis says what is modelled
+    assert w.model.slope_from.startswith("one K (6) measured") and "the prior" in \
+        w.model.slope_from
+    assert w.predictions[0].basis == "measured positions; verify beyond the measured K 6–6"
+    assert w.predictions[-1].basis.startswith("extrapolated: positions 6–7 from a geometric tail")
+    assert any("geometric tail" in n for n in w.notes)
+
+
+def test_the_sweep_predicts_each_run_from_the_others():
+    w = eaglelog.whatif(SWEEP, steps="1..8", baseline_toks=90)
+    # the verify is convex (25.0 + 0.12 K + 0.02 K²): five K show the curvature, so the fit is
+    # the quadratic, and it finds the simulation's coefficients
+    assert w.model.slope_from == "fit (5 runs, K 2–8, quadratic in K)"
+    assert (w.model.v0, w.model.v1, w.model.v2) == pytest.approx((25.0, 0.12, 0.02), abs=0.01)
+    assert max(abs(v - f) for _, _, v, f in w.model.residuals) < 0.01
+    assert w.model.df == 2
+    # draft per step pooled: Σ draft / Σ steps of 0.19 S + 0.005 S (S − 1)
+    want = sum(0.19 * s + 0.005 * s * (s - 1) for s in STEPS) / sum(STEPS)
+    assert w.model.d == pytest.approx(want, rel=0.01)
+    # three K only: a line (a quadratic needs four), its residuals printed
+    lin = eaglelog.whatif([STEPS[1], STEPS[3], STEPS[7]], steps=[5])
+    assert lin.model.slope_from == "fit (3 runs, K 2–8, linear in K)" and lin.model.v2 == 0
+    res = [v - f for _, _, v, f in lin.model.residuals]
+    assert res[0] > 0 and res[2] > 0 and res[1] < 0        # convex: the ends above the line
+    assert [c.steps for c in w.checks] == [1, 2, 3, 5, 7]
+    assert all(c.inside for c in w.checks)
+    assert max(abs(c.error) for c in w.checks) < 0.03
+    for c in w.checks:
+        assert c.measured.estimate == pytest.approx(measured(STEPS[c.steps]).estimate)
+    by = {p.steps: p for p in w.predictions}
+    assert by[5].measured_eff_tok_s.estimate == pytest.approx(measured(STEPS[5]).estimate)
+    assert by[4].measured_eff_tok_s is None
+    assert "verify beyond the measured K 2–8" in by[8].basis
+    assert "extrapolated" not in by[7].basis
+
+
+def test_truncated_accept_length_is_the_histograms_own():
+    """τ_h(S') for S' ≤ S counts min(a, S') + 1 tokens a verify: computed by hand."""
+    ev = W.evidence(eaglelog.parse(STEPS[5]))[0]
+    req = eaglelog.parse(STEPS[5]).requests
+    hists = [json.loads(h) for h in req["accept_histogram"].dropna()]
+    U = np.column_stack([ev.hist_x, ev.hist_y]).mean(axis=0)
+    for s in range(1, 6):
+        tok = sum(n * (min(a, s) + 1) for h in hists for a, n in enumerate(h))
+        ver = sum(sum(h) for h in hists)
+        assert W.tau_hist(U, s) == pytest.approx(tok / ver, rel=1e-12)
+    # the full depth is acceptance's τ = 1 + Σ P(accept ≥ i)
+    a = eaglelog.acceptance(STEPS[5])
+    assert W.tau_hist(U, 5) == pytest.approx(a.curves[0].identity.tau.estimate, rel=1e-12)
+    # beyond: a geometric tail with the last conditional rate
+    p5, q = U[5] / U[0], U[5] / U[4]
+    assert W.tau_hist(U, 7) == pytest.approx(W.tau_hist(U, 5) + p5 * (q + q * q), rel=1e-12)
+    r, se = W.tau_ratio(ev, 5)
+    assert r == 1.0 and se == 0.0
+
+
+def test_a_stated_verify_slope_replaces_the_prior():
+    w = eaglelog.whatif(STEPS[5], steps=[1], verify_slope=0.0)
+    p = w.predictions[0]
+    assert w.model.slope_from.endswith("(--verify-slope)") and w.model.v1 == 0.0
+    # flat verify: the cycle only loses 4 draft steps of 0.19 + 0.01·(…) pooled per step
+    ev = W.evidence(eaglelog.parse(STEPS[5]))[0]
+    c5 = 1000 * ev.tau.estimate / ev.eff_tok_s.estimate
+    d = ev.phases["Draft steps"].estimate / 5
+    assert p.cycle_ms.estimate == pytest.approx(c5 * (ev.cycle.estimate - 4 * d) /
+                                                ev.cycle.estimate, rel=1e-9)
+
+
+def test_cli_table_json_markdown(run):
+    r = run("whatif", "--baseline-toks", "90", "--steps", "1,3,7", STEPS[5])
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert out.startswith(f"what if: predictions from {STEPS[5]}   (95% prediction intervals")
+    assert "verify = " in out and "the prior" in out
+    assert out.count("\n      ") >= 3 and "positions extrapolated, verify extrapolated" in out
+    d = json.loads(run("-q", "whatif", "-f", "json", "--steps", "1..3", *SWEEP).stdout)
+    assert d["command"] == "whatif" and [p["steps"] for p in d["predictions"]] == [1, 2, 3]
+    assert len(d["leave_one_out"]) == 5 and d["model"]["verify_slope_from"].startswith("fit")
+    lib = eaglelog.whatif(SWEEP, steps="1..3")
+    assert json.loads(json.dumps(lib.to_dict(), default=str)) == d
+    md = run("-q", "whatif", "-f", "markdown", "--steps", "2", *SWEEP).stdout
+    assert md.startswith("| steps ") and md.count("| sample_logs") == 0 or "steps1.log" in md
+    csv = run("-q", "whatif", "-f", "csv", "--steps", "2,9", STEPS[5]).stdout.splitlines()
+    assert csv[0].startswith("steps,basis,accept_len,accept_len_pi_low,") and len(csv) == 3
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--steps", "0..3"], "draft steps from 1 to 16"),
+    (["--steps", "3..1"], "give counts like 1..8"),
+    (["--steps", "x"], "give counts like 1..8"),
+])
+def test_bad_steps_are_usage_errors(run, args, msg):
+    r = run("whatif", *args, STEPS[5])
+    assert r.exit_code == 2 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_what_whatif_cannot_use_is_said(run, tmp_path):
+    # no Finish histograms / no profiler / a tree draft: one line naming the run, exit 1
+    r = run("whatif", str(SAMPLES / "baseline.log"))
+    assert r.exit_code == 1 and "baseline.log: no speculative_num_steps" in r.stderr
+    text = open(STEPS[5], encoding="utf-8").read()
+    noprof = tmp_path / "noprof.log"
+    noprof.write_text("".join(ln for ln in text.splitlines(True)
+                              if not (ln.startswith("EAGLE3_PROF") or ln.startswith("  "))))
+    r = run("whatif", str(noprof))
+    assert r.exit_code == 1 and "noprof.log: no no-sync EAGLE3_PROF blocks" in r.stderr
+    cut = tmp_path / "nofinish.log"
+    cut.write_text("".join(ln for ln in text.splitlines(True) if "Finish:" not in ln))
+    r = run("whatif", str(cut))
+    assert r.exit_code == 1 and "spec_accept_histogram" in r.stderr
+    tree = tmp_path / "tree.log"
+    assert text.count("speculative_eagle_topk=1") == 1
+    tree.write_text(text.replace("speculative_eagle_topk=1", "speculative_eagle_topk=4"))
+    r = run("whatif", str(tree))
+    assert r.exit_code == 1 and "topk 4" in r.stderr and "chain drafts" in r.stderr
+
+
+def test_simulated_runs_with_another_verify_shape_are_covered():
+    """The simulator (eaglelog.simulate) at batch 1, a verify with a quadratic term and a
+    falling acceptance curve: single-run predictions from a 5-step run cover the measured rate
+    of 1-, 2-, 3- and 7-step runs (docs/whatif.md quotes the larger run of this check)."""
+    from eaglelog.simulate import Hardware, Scenario, simulate
+
+    @dataclasses.dataclass(frozen=True)
+    class Convex(Hardware):
+        fwd2: float = 0.004
+
+        def phases_ms(self, b, k):
+            d, v, e, o = super().phases_ms(b, k)
+            return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
+
+    base = Scenario(name="w", clients=((0.0, 1),), think_s=0.05, output_median=250.0,
+                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=Convex(),
+                    accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46))
+    inside = total = 0
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for seed in range(6):
+            paths = {}
+            for s in (1, 2, 3, 5, 7):
+                p = os.path.join(d, f"s{s}-{seed}.log")
+                simulate(base.replace(num_steps=s), seed * 10 + s).write(p)
+                paths[s] = p
+            w = eaglelog.whatif(paths[5], steps=[1, 2, 3, 7])
+            for p in w.predictions:
+                m = measured(paths[p.steps]).estimate
+                inside += p.eff_tok_s.ci_low <= m <= p.eff_tok_s.ci_high
+                total += 1
+                assert abs(p.eff_tok_s.estimate / m - 1) < 0.08
+    assert total == 24 and inside >= 22          # ≥ 90 % of the configs
