@@ -75,23 +75,51 @@ class ParsedLog:
         if sa.empty:
             return {}
         src = source if source is not None else self.sources[0].name
-        rows = sa[sa["source"] == src]
-        if startup is not None:
-            rows = rows[rows["startup"] == startup]
-        if rows.empty:
+        memo = self.__dict__.setdefault("_config_memo", {})
+        if (src, startup) not in memo:
+            memo[(src, startup)] = self._config(sa, src, startup)
+        return dict(memo[(src, startup)])
+
+    def _config(self, sa: pd.DataFrame, src: str, startup: int | None) -> dict:
+        rows = self._rows_of("server_args")               # positions, then the one row
+        at = np.flatnonzero((sa["source"] == src).to_numpy(dtype=bool)) if rows is None else \
+            rows.get(src, np.empty(0, dtype=np.int64))
+        if startup is not None and len(at):
+            at = at[(sa["startup"].to_numpy()[at] == startup)]
+        if not len(at):
             return {}
-        row = rows.iloc[-1]
+        row = sa.iloc[int(at[-1])]
         fixed = set(TABLES["server_args"].names)
         return {k: _plain(v) for k, v in row.items() if k not in fixed}
+
+    @staticmethod
+    def _take(df: pd.DataFrame, at: np.ndarray) -> pd.DataFrame:
+        """df's rows at positions ``at`` (ascending): a slice when they are contiguous (the
+        usual case: the tables concatenate the inputs in order), which copies nothing."""
+        if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
+            return df.iloc[int(at[0]):int(at[-1]) + 1]
+        return df.take(at)
+
+    def rows_of(self, source: str, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """The rows of table ``name`` that input ``source`` holds, only ``columns`` of them if
+        given (one pass over the table for all inputs, kept: asking for every input of many
+        costs no more than asking once)."""
+        df, rows = self.tables[name], self._rows_of(name)
+        if rows is None:
+            at = np.flatnonzero((df["source"] == source).to_numpy(dtype=bool)) if len(df) \
+                else np.empty(0, dtype=np.int64)
+        else:
+            at = rows.get(source, np.empty(0, dtype=np.int64))
+        if columns is not None:        # the rows first, then only these columns: no copy of
+            cols = [c for c in columns if c in df.columns]                       # the table
+            return self._take(df, at)[cols]
+        return self._take(df, at)
 
     def startups(self, source: str) -> list[tuple[int, int | None]]:
         """(startup, line of its server_args or None for 0) of every start-up segment of
         ``source`` that holds decode lines or profile blocks."""
         def of(name):
-            df, rows = self.tables[name], self._rows_of(name)
-            if rows is None:
-                return df[(df["source"] == source).to_numpy(dtype=bool)] if len(df) else df
-            return df.take(rows.get(source, np.empty(0, dtype=np.int64)))
+            return self.rows_of(source, name, ["startup", "line_no"])
         seen: set[int] = set()
         for name in ("decode", "prof"):
             seen.update(int(x) for x in of(name)["startup"].dropna().unique())
@@ -121,11 +149,16 @@ class ParsedLog:
         """The rows of one input (and one start-up segment of it, and one configuration
         segment of that: ``segments``) as a ParsedLog of their own."""
         tables = {}
+        empty = self.__dict__.setdefault("_empty", {})
         for name, df in self.tables.items():
             rows = self._rows_of(name)
-            if rows is not None:
-                df = df.take(rows.get(source, np.empty(0, dtype=np.int64))).reset_index(
-                    drop=True) if len(rows) > 1 or source not in rows else df
+            if rows is not None and source not in rows:
+                # none of this input's rows: one empty frame per table, shared by the inputs
+                if name not in empty:
+                    empty[name] = df.iloc[:0].reset_index(drop=True)
+                df = empty[name]
+            elif rows is not None and len(rows) > 1:
+                df = self._take(df, rows[source]).reset_index(drop=True)
             m = (df["source"] == source).to_numpy(dtype=bool) if rows is None else None
             if startup is not None:
                 s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
@@ -137,7 +170,10 @@ class ParsedLog:
             tables[name] = df if m is None or m.all() else df[m].reset_index(drop=True)
         if segment is not None:
             tables["server_args"] = segment.configured(tables["server_args"])
-        info = next(i for i in self.sources if i.name == source)
+        named = self.__dict__.get("_sources_by")
+        if named is None:
+            named = self.__dict__["_sources_by"] = {i.name: i for i in reversed(self.sources)}
+        info = named[source]
         by = self.__dict__.get("_diags_by")
         if by is None:
             by = self.__dict__["_diags_by"] = {}
@@ -736,8 +772,10 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
         # small inputs are typed together (batch.py): a dozen frames per input cost more than
         # a small log's scan
         batch = Batch(columns) if len(inputs) > 1 else None
+        times: dict[str, int] = {}         # how often each input was given (a count, not a scan)
         for name, local, extra in inputs:
-            seen = sum(1 for i in infos if i.name == name or i.name.startswith(name + " ("))
+            seen = times.get(name, 0)
+            times[name] = seen + 1
             info = SourceInfo(name if not seen else f"{name} ({seen + 1})")  # same input twice
             infos.append(info)
             try:

@@ -15,6 +15,9 @@ def overview(log: ParsedLog) -> list[dict]:
     out = []
     from .parsers import family_tables
 
+    diags: dict[str, list] = {}
+    for d in log.diagnostics:
+        diags.setdefault(d.source, []).append(d)
     for info in log.sources:
         own = family_tables(info.engine)     # the tables of its family (another's are empty)
         item: dict = {"source": info.name, "engine": info.engine, "compression": info.compression,
@@ -31,7 +34,7 @@ def overview(log: ParsedLog) -> list[dict]:
         for name, df in log.tables.items():
             if df.empty or "timestamp" not in df:
                 continue
-            rows = df[df["source"] == info.name]
+            rows = log.rows_of(info.name, name, ["timestamp", "ranks"])
             ts = rows["timestamp"].dropna()
             if len(ts):
                 stamps += [ts.min(), ts.max()]
@@ -46,7 +49,7 @@ def overview(log: ParsedLog) -> list[dict]:
         item["ranks"] = sorted(ranks)
         cfg = log.config(info.name)
         item["spec_config"] = {label: cfg.get(key) for key, label in SPEC_KEYS} if cfg else None
-        sa = log.server_args[log.server_args["source"] == info.name]
+        sa = log.rows_of(info.name, "server_args", ["startup", "line_no"])
         ups = []
         for _, r in sa.iterrows():
             c = log.config(info.name, int(r["startup"]))
@@ -54,15 +57,13 @@ def overview(log: ParsedLog) -> list[dict]:
                         "spec_config": {label: c.get(key) for key, label in SPEC_KEYS}})
         item["startups"] = ups
         kinds: Counter = Counter()
-        for d in log.diagnostics:
-            if d.source == info.name:    # one kept, or one standing for d.more counted
-                kinds[d.kind] += d.more or 1
+        for d in diags.get(info.name, ()):    # one kept, or one standing for d.more counted
+            kinds[d.kind] += d.more or 1
         item["skipped_lines"] = info.skipped
         item["first_skipped_line"] = info.first_skipped
         # the header lines of the blocks listed (the first MAX_KEPT); "reported" counts all
-        item["incomplete_blocks"] = [d.line_no for d in log.diagnostics
-                                     if d.source == info.name and d.kind == "incomplete_block"
-                                     and not d.more]
+        item["incomplete_blocks"] = [d.line_no for d in diags.get(info.name, ())
+                                     if d.kind == "incomplete_block" and not d.more]
         item["reported"] = {k: v for k, v in sorted(kinds.items())}
         if info.error:
             item["error"] = info.error

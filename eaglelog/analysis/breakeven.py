@@ -83,6 +83,8 @@ class BreakevenResult:
     coverage: float = 1.0            # share of the run's request-steps the baseline covers
     verdict_reason: str | None = None
     facts: dict = field(default_factory=dict)   # windows used / left out, τ, batches, …
+    # the rate model over every window, the baseline's coverage aside (summary reuses it)
+    whole_fit: object = field(default=None, repr=False, compare=False)
 
     @property
     def eff_tok_s(self) -> Estimate | None:
@@ -478,9 +480,10 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                      "overstated by the same factor; the speedup is unaffected "
                      "(docs/formats-vllm.md)")
     buckets = None
+    whole = fit if fit.coverage >= 1 else None
     if by_batch or wide:
         # every batch size of the run, those the baseline does not cover included
-        whole = fit if fit.coverage >= 1 else rate.fit(win, confidence, None, warmup=fit.warmup)
+        whole = whole or rate.fit(win, confidence, None, warmup=fit.warmup)
         buckets = tuple(_buckets(win, whole, base, confidence))
         if wide and not by_batch and verdict not in ("insufficient data", "invalid baseline"):
             vs = {b.verdict for b in buckets if b.verdict != "insufficient data"}
@@ -491,7 +494,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     facts["tau_accept_windows"] = _num(rho)
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,
                            tuple(dict.fromkeys(notes)), buckets, r, kind, coverage, reason,
-                           facts)
+                           facts, whole)
 
 
 def _coverage(win, mask, base: BaseSide) -> float:

@@ -163,7 +163,9 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     be = None
     if baseline is not None and (len(use) or win.spec):
         be = breakeven(log, baseline, source=source, confidence=confidence, warmup=warmup)
-    fit = rate.fit(win, confidence, None, warmup=warmup) if win.n else None
+    # the rate model once: break-even's own fit over every window when it made one
+    fit = be.whole_fit if be is not None and be.whole_fit is not None else \
+        rate.fit(win, confidence, None, warmup=warmup) if win.n else None
     acc_sg = (be.accept_len if be is not None else fit["accept_len"]) if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
@@ -219,15 +221,20 @@ def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
             confidence: float) -> list[Phase]:
     """Each phase's ms per cycle over ``blocks`` (cycle-weighted) and its share of ``total``."""
     weights = blocks["cycles"].to_numpy(float)
-    ph = log.prof_phases[log.prof_phases["source"] == source]
-    ph = ph[ph["block"].isin(blocks["line_no"])]
-    wmap = pd.Series(weights, index=blocks["line_no"].to_numpy(dtype=np.int64))
+    ph = log.rows_of(source, "prof_phases", ["block", "phase", "ms_per_cycle"])
+    block = ph["block"].to_numpy(dtype=np.int64)
+    lines = blocks["line_no"].to_numpy(dtype=np.int64)
+    keep = np.isin(block, lines)
+    block = block[keep]
+    phase = ph["phase"].astype(str).to_numpy()[keep]
+    ms = ph["ms_per_cycle"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    order = np.argsort(lines, kind="stable")
+    w_of = weights[order][np.searchsorted(lines[order], block)]    # each row's block weight
     out = []
-    for label in ph["phase"].drop_duplicates().astype(str):
-        rows = ph[(ph["phase"] == label).to_numpy(dtype=bool)].sort_values("block")
-        est = stats.weighted_mean(
-            rows["ms_per_cycle"].to_numpy(),
-            wmap.reindex(rows["block"].to_numpy(dtype=np.int64)).to_numpy(), confidence)
+    for label in dict.fromkeys(phase):
+        m = phase == label
+        by = np.argsort(block[m], kind="stable")
+        est = stats.weighted_mean(ms[m][by], w_of[m][by], confidence)
         out.append(Phase(label, est, 100 * est.estimate / total if total else float("nan")))
     return out
 

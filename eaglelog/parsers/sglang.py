@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .numbers import I64, literal_eval, parse_expr, to_float, to_int, to_int32
+from .numbers import I64, literal_eval, literal_eval_fast, parse_expr, to_float, to_int, to_int32
 from .prefix import read_prefix, split_tags, valid_datetime
 from .request_identity import identity_from_json, identity_from_text
 
@@ -545,7 +545,7 @@ def parse_finish_line(line: str) -> LineResult:
     out_text = line[o + len(", out="):].rstrip()
     problems: list[str] = []
     try:
-        out = literal_eval(out_text)
+        out = literal_eval_fast(out_text)
         meta = out.get("meta_info", out) if isinstance(out, dict) else {}
         if not isinstance(meta, dict):
             meta = {}
