@@ -3,6 +3,7 @@
 
     python benchmarks/parse_speed.py                 # 100 MB log from ../shared/bench/genlog.py
     python benchmarks/parse_speed.py --size-mb 1000 --runs 3
+    python benchmarks/parse_speed.py --many 2000      # 2,000 small logs: parse and summary
 
 Each command runs --runs times as its own process; the table shows the median wall time, the
 throughput it implies and the largest peak RSS (os.wait4's ru_maxrss, the process's own).
@@ -45,7 +46,13 @@ def main() -> None:
     ap.add_argument("--scaling", metavar="MB,MB,…",
                     help="instead: one uncached `summary` per size (e.g. 10,100,1000,2000) and a "
                          "table of time, MB/s, peak RSS and the grep|awk reference per size")
+    ap.add_argument("--many", type=int, metavar="N",
+                    help="instead: N copies of the bundled 5-step sample log (612 lines each), "
+                         "uncached `parse` and `summary` of all of them in one call, against "
+                         "grep over the same files")
     args = ap.parse_args()
+    if args.many:
+        return many(args.many, args.runs)
     if args.scaling:
         return scaling([float(x) for x in args.scaling.split(",")], args.genlog, args.runs)
     log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
@@ -85,6 +92,34 @@ def main() -> None:
             rss.append(r)
         med = statistics.median(walls)
         print(f"{label:<30} {med:>8.3f} {size_mb / med:>8.1f} {max(rss):>12.0f}")
+
+
+def many(n: int, runs: int) -> None:
+    """N small logs (copies of sample_logs/eagle3_5step.log): whole-process `parse` and
+    `summary` of all N in one call, each the median of ``runs``, with `grep -c` over the same
+    files as the reference."""
+    import tempfile
+    sample = os.path.join(HERE, "..", "sample_logs", "eagle3_5step.log")
+    eaglelog = shutil.which("eaglelog") or f"{sys.executable} -m eaglelog"
+    with tempfile.TemporaryDirectory(prefix="eaglelog-many-") as d:
+        with open(sample, "rb") as f:
+            data = f.read()
+        for i in range(n):
+            with open(os.path.join(d, f"log{i:05d}.log"), "wb") as f:
+                f.write(data)
+        files = os.path.join(d, "*.log")
+        print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; {n} logs of "
+              f"{len(data) / 1e3:.0f} KB; median of {runs} runs each")
+        print("| command | wall s | per log ms | peak RSS MB |")
+        print("|---|---:|---:|---:|")
+        for label, cmd in (("grep -c 'Decode batch'", f"cat {files} | grep -c 'Decode batch'"),
+                           ("eaglelog parse", f"EAGLELOG_NO_CACHE=1 {eaglelog} -q parse {files}"),
+                           ("eaglelog summary",
+                            f"EAGLELOG_NO_CACHE=1 {eaglelog} -q summary {files}")):
+            got = [measure(cmd) for _ in range(runs)]
+            t = statistics.median(w for w, _ in got)
+            print(f"| {label} | {t:.2f} | {1000 * t / n:.1f} | {max(r for _, r in got):.0f} |",
+                  flush=True)
 
 
 def scaling(sizes: list[float], genlog: str, runs: int) -> None:

@@ -93,12 +93,18 @@ class ParsedLog:
         return {k: _plain(v) for k, v in row.items() if k not in fixed}
 
     @staticmethod
-    def _take(df: pd.DataFrame, at: np.ndarray) -> pd.DataFrame:
+    def _take(df: pd.DataFrame, at: np.ndarray, renumber: bool = False) -> pd.DataFrame:
         """df's rows at positions ``at`` (ascending): a slice when they are contiguous (the
-        usual case: the tables concatenate the inputs in order), which copies nothing."""
+        usual case: the tables concatenate the inputs in order), which copies nothing;
+        ``renumber``: with a fresh 0 … n−1 index."""
         if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
-            return df.iloc[int(at[0]):int(at[-1]) + 1]
-        return df.take(at)
+            out = df.iloc[int(at[0]):int(at[-1]) + 1]
+            if renumber:            # a new index on the slice object: its data stay shared
+                out = out.copy(deep=False)
+                out.index = pd.RangeIndex(len(out))
+            return out
+        out = df.take(at)
+        return out.reset_index(drop=True) if renumber else out
 
     def rows_of(self, source: str, name: str, columns: list[str] | None = None) -> pd.DataFrame:
         """The rows of table ``name`` that input ``source`` holds, only ``columns`` of them if
@@ -110,9 +116,8 @@ class ParsedLog:
                 else np.empty(0, dtype=np.int64)
         else:
             at = rows.get(source, np.empty(0, dtype=np.int64))
-        if columns is not None:        # the rows first, then only these columns: no copy of
-            cols = [c for c in columns if c in df.columns]                       # the table
-            return self._take(df, at)[cols]
+        if columns is not None:        # only these columns' rows: no copy of the table
+            return pd.DataFrame({c: self._take(df[c], at) for c in columns if c in df.columns})
         return self._take(df, at)
 
     def startups(self, source: str) -> list[tuple[int, int | None]]:
@@ -158,7 +163,7 @@ class ParsedLog:
                     empty[name] = df.iloc[:0].reset_index(drop=True)
                 df = empty[name]
             elif rows is not None and len(rows) > 1:
-                df = self._take(df, rows[source]).reset_index(drop=True)
+                df = self._take(df, rows[source], renumber=True)
             m = (df["source"] == source).to_numpy(dtype=bool) if rows is None else None
             if startup is not None:
                 s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)

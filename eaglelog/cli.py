@@ -180,6 +180,13 @@ def warmup_of(ctx: click.Context):
     return (ctx.obj or {}).get("warmup", "auto")
 
 
+def run_workers() -> int:
+    """Processes for the per-run analyses of many inputs: EAGLELOG_WORKERS, else the cores
+    (at most 8), as for the scan."""
+    from .api import _workers
+    return _workers()
+
+
 # ---- metrics sources (issue 19: eaglelog/metrics.py, prom.py) --------------------------------
 def metrics_options(f):
     """--match/--step/--duration for http(s)://…/metrics and prom+http(s)://… inputs; they ride
@@ -591,7 +598,7 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
 
     result = library.breakeven(log, baseline=baseline, confidence=confidence,
                                by_batch=by == "batch", cycle_from=cycle_from,
-                               skip_warmup=warmup_of(ctx))
+                               skip_warmup=warmup_of(ctx), workers=run_workers())
     show_run_errors(log, result)
     results_output(result, fmt, output, breakeven_block)
     if check:
@@ -671,7 +678,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         finish(ctx, log)
         return
     result = library.summarize(log, baseline=baseline, confidence=confidence,
-                               skip_warmup=warmup_of(ctx))
+                               skip_warmup=warmup_of(ctx), workers=run_workers())
     show_run_errors(log, result)
     results_output(result, fmt, output, summary_block)
     finish(ctx, log)
@@ -722,7 +729,8 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
     from . import library
     from .report.blocks import reconcile_block
 
-    result = library.reconcile(log, confidence=confidence, skip_warmup=warmup_of(ctx))
+    result = library.reconcile(log, confidence=confidence, skip_warmup=warmup_of(ctx),
+                               workers=run_workers())
     show_run_errors(log, result)
     results_output(result, fmt, output, reconcile_block)
     finish(ctx, log)

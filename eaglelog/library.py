@@ -132,11 +132,55 @@ class Runs(Sequence):
         return pd.DataFrame(rows)
 
 
+PARALLEL_RUNS = 64        # from this many runs on, the runs are analysed by processes
+_JOB: tuple | None = None  # (analyse, units) of the parallel map, inherited by the fork
+
+
+def _analyse_one(i: int):
+    """Run ``i`` of the job, in a forked worker: the result, or the EaglelogError it raised
+    (another exception travels as itself)."""
+    analyse, units = _JOB
+    label, sub = units[i]
+    try:
+        return dataclasses.replace(analyse(sub), source=label)
+    except EaglelogError as e:
+        return e
+
+
+def _map_runs(analyse: Callable, units: list, workers: int) -> list:
+    """``analyse`` over the units, by ``workers`` forked processes when there are many runs
+    (a few milliseconds each: thousands of small logs) and fork is available; in order either
+    way, and the same results (each run's analysis depends on that run only)."""
+    global _JOB
+    import multiprocessing as mp
+    import threading
+
+    def one(unit):
+        label, sub = unit
+        try:
+            return dataclasses.replace(analyse(sub), source=label)
+        except EaglelogError as e:
+            return e
+    if workers <= 1 or len(units) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods():
+        return [one(u) for u in units]
+    for t in threading.enumerate():      # no thread may hold an import lock across the fork
+        if t.name == "eaglelog-preload":
+            t.join()
+    _JOB = (analyse, units)
+    try:
+        with mp.get_context("fork").Pool(min(workers, len(units))) as pool:
+            return pool.map(_analyse_one, range(len(units)),
+                            chunksize=max(1, len(units) // (8 * workers)))
+    finally:
+        _JOB = None
+
+
 def each_run(log, analyse: Callable, command: str, confidence: float,
-             on_error: Callable[[str], None] | None = None) -> Runs:
+             on_error: Callable[[str], None] | None = None, workers: int = 1) -> Runs:
     """``analyse`` on every run of the log (a restarted server is a new run: its config and
     numbers are never pooled).  With several runs, one that cannot be analysed is an entry of
-    ``errors`` (and ``on_error(message)``); the others are still answered."""
+    ``errors`` (and ``on_error(message)``); the others are still answered.  ``workers`` > 1:
+    many runs are analysed by that many forked processes (the same results, in order)."""
     units = log.units()
     if not units:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
@@ -145,16 +189,16 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
         return Runs(command, (dataclasses.replace(analyse(sub), source=label),), confidence,
                     rows_of=ROWS.get(command))
     out, errors, first = [], [], None
-    for label, sub in units:
-        try:
-            out.append(dataclasses.replace(analyse(sub), source=label))
-        except EaglelogError as e:
-            first = first or e
-            msg = str(e)
+    for (label, _), res in zip(units, _map_runs(analyse, units, workers)):
+        if isinstance(res, EaglelogError):
+            first = first or res
+            msg = str(res)
             msg = msg if msg.startswith(label + ": ") else f"{label}: {msg}"
             errors.append(msg)
             if on_error is not None:
                 on_error(msg)
+        else:
+            out.append(res)
     if not out:
         raise first
     return Runs(command, tuple(out), confidence, tuple(errors), ROWS.get(command))
@@ -213,7 +257,7 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
               confidence: float = 0.95,
               by_batch: bool = False, cycle_from: str = "auto", skip_warmup="auto",
               since=None, until=None, startup: int | None = None, engine: str = "auto",
-              base_date=None, on_error=None) -> Runs:
+              base_date=None, on_error=None, workers: int = 1) -> Runs:
     """Is speculation paying off?  Break-even accept length and projected speedup of every run,
     against ``baseline_toks`` (tokens/s of one request stream without speculation: 90,
     '90±3', '1:90,8:70' or {1: 90, 8: 70}) or ``baseline_log`` (a run without speculation).
@@ -234,13 +278,13 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
     return each_run(log, lambda sub: _breakeven(sub, base, confidence=confidence,
                                                 by_batch=by_batch, cycle_from=cycle_from,
                                                 warmup=skip_warmup),
-                    "breakeven", confidence, on_error)
+                    "breakeven", confidence, on_error, workers)
 
 
 def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
               confidence: float = 0.95,
               skip_warmup="auto", since=None, until=None, startup: int | None = None,
-              engine: str = "auto", base_date=None, on_error=None) -> Runs:
+              engine: str = "auto", base_date=None, on_error=None, workers: int = 1) -> Runs:
     """One summary per run: config, cycle breakdown, accept lengths, the per-stream rate and
     the aggregate throughput, and with a baseline the break-even verdict.
 
@@ -262,7 +306,7 @@ def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
                startup=startup)
     return each_run(log, lambda sub: _summarize(sub, baseline=base, confidence=confidence,
                                                 warmup=skip_warmup),
-                    "summary", confidence, on_error)
+                    "summary", confidence, on_error, workers)
 
 
 summary = summarize
@@ -296,7 +340,7 @@ def _export_at(spec: str, confidence: float):
 
 def reconcile(logs, *, confidence: float = 0.95, skip_warmup="auto", since=None, until=None,
               startup: int | None = None, engine: str = "auto", base_date=None,
-              on_error=None) -> Runs:
+              on_error=None, workers: int = 1) -> Runs:
     """Why the profiler's accept length differs from SGLang's: both with intervals, their
     ratio, the explanations the log can test, and the value break-even uses.
 
@@ -310,7 +354,7 @@ def reconcile(logs, *, confidence: float = 0.95, skip_warmup="auto", since=None,
                startup=startup)
     return each_run(log, lambda sub: _reconcile(sub, confidence=confidence,
                                                 warmup=skip_warmup),
-                    "reconcile", confidence, on_error)
+                    "reconcile", confidence, on_error, workers)
 
 
 def compare(logs, *, baseline_toks=None, baseline_log=None, baseline=None,

@@ -422,3 +422,46 @@ def test_long_line_search():
     assert at(b"a" * 10 + b"\n" + b"b" * (MAX_LINE + 1) + b"\n")
     assert at(b"a" * (MAX_LINE + 1))
     assert not at(b"a\n" * (MAX_LINE // 2) + b"a" * MAX_LINE + b"\n")
+
+
+@pytest.fixture(scope="module")
+def many_logs(tmp_path_factory):
+    """70 small logs (over library.PARALLEL_RUNS): copies of the 5-step and 2-step samples,
+    and one whose decode lines print no accept length and no profile blocks (speculation
+    cannot be analysed there: an error of its own for breakeven)."""
+    d = tmp_path_factory.mktemp("many")
+    five = (SAMPLES / "eagle3_5step.log").read_text(encoding="utf-8")
+    two = (SAMPLES / "eagle3_2step.log").read_text(encoding="utf-8")
+    paths = []
+    for i in range(69):
+        p = d / f"log{i:03d}.log"
+        p.write_text(five if i % 2 else two, encoding="utf-8")
+        paths.append(str(p))
+    bad = d / "log999.log"
+    bad.write_text((SAMPLES / "baseline.log").read_text(encoding="utf-8"), encoding="utf-8")
+    return paths + [str(bad)]
+
+
+@pytest.mark.parametrize("command", [["summary"], ["breakeven", "--baseline-toks", "90"],
+                                     ["reconcile"]])
+def test_many_runs_every_worker_count(many_logs, monkeypatch, run, command):
+    """Issue 20: the runs of many inputs are analysed by forked processes (library.each_run);
+    every worker count gives the same output and the same errors, in input order."""
+    from eaglelog import library
+    assert len(many_logs) > library.PARALLEL_RUNS
+    outs = {}
+    for w in ("1", "2", "3"):
+        monkeypatch.setenv("EAGLELOG_WORKERS", w)
+        r = run("--no-cache", *command, "-f", "json", *many_logs)
+        outs[w] = (r.exit_code, r.stdout, r.stderr)
+    assert outs["1"] == outs["2"] == outs["3"]
+    code, out, err = outs["1"]
+    d = json.loads(out)
+    sources = [r["source"] for r in d["runs"]]
+    assert sources == sorted(sources) and set(sources) >= set(many_logs[:-1])
+    if command[0] == "summary":          # a run without speculation is summarised too
+        assert code == 0 and sources == many_logs and not d["errors"]
+    else:                                # … and is an error of its own for the others
+        assert code == 1 and sources == many_logs[:-1]
+        assert len(d["errors"]) == 1 and d["errors"][0].startswith(many_logs[-1] + ": ")
+        assert "eaglelog: error: " + many_logs[-1] in err
