@@ -16,7 +16,6 @@ Printed per case: configs predicted, the share whose measured per-stream rate li
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -26,26 +25,15 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import eaglelog  # noqa: E402
-from eaglelog.simulate import Hardware, Scenario, simulate  # noqa: E402
+from eaglelog.simulate import ConvexVerify, Scenario, simulate  # noqa: E402
 
 STEPS = (1, 2, 3, 5, 7)
 CURVE = (0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46)
 
 
-@dataclasses.dataclass(frozen=True)
-class Convex(Hardware):
-    """The simulator's hardware plus fwd2 ms per (verified token of the batch)²."""
-
-    fwd2: float = 0.004
-
-    def phases_ms(self, b, k):
-        d, v, e, o = super().phases_ms(b, k)
-        return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
-
-
 def scenario(clients: int) -> Scenario:
     return Scenario(name="w", clients=((0.0, clients),), think_s=0.05, output_median=250.0,
-                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=Convex(),
+                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=ConvexVerify(),
                     accept_probs=CURVE)
 
 

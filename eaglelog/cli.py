@@ -544,6 +544,31 @@ def results_output(result, fmt, output, block):
         emit(render_frame(result.to_frame(), fmt, output), output)
 
 
+def save_picture(fig, path: str, fmt: str | None = None) -> None:
+    """Write a figure (report.plot.save_figure); a path that cannot be written is one line."""
+    from .report.plot import save_figure
+    try:
+        save_figure(fig, path, fmt)
+    except OSError as e:
+        raise EaglelogError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def render_result(result, fmt, output, block, markdown_tables) -> None:
+    """The result of an analysis with its own human block: -f json its JSON, table the block,
+    markdown its rounded tables (``markdown_tables(result)``: lists of rows, one table each),
+    csv/jsonl/parquet its raw frame."""
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "table":
+        emit(block(result), output)
+    elif fmt == "markdown":
+        import pandas as pd
+        emit("\n".join(render_frame(pd.DataFrame(rows), fmt, output)
+                       for rows in markdown_tables(result) if rows), output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+
+
 @main.command("breakeven")
 @input_options
 @selection_options
@@ -814,16 +839,8 @@ def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
 
     result = library.requests(log, by=by, breakeven=breakeven, baseline=baseline,
                               confidence=confidence, outliers=outliers)
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt == "table":
-        emit(requests_block(result), output)
-    elif fmt == "markdown":
-        import pandas as pd
-        emit(render_frame(pd.DataFrame([{"run": r.run, **row} for r in result.runs
-                                        for row in group_rows(r, by)]), fmt, output), output)
-    else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+    render_result(result, fmt, output, requests_block, lambda res: [
+        [{"run": r.run, **row} for r in res.runs for row in group_rows(r, by)]])
     finish(ctx, log)
 
 
@@ -860,23 +877,12 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.acceptance", "eaglelog.report.acceptance"))
     from . import library
-    from .report.acceptance import acceptance_block, acceptance_figure, markdown_rows, save
+    from .report.acceptance import acceptance_block, acceptance_figure, markdown_rows
 
     result = library.acceptance(log, confidence=confidence)
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt == "table":
-        emit(acceptance_block(result), output)
-    elif fmt == "markdown":
-        import pandas as pd
-        emit(render_frame(pd.DataFrame(markdown_rows(result)), fmt, output), output)
-    else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+    render_result(result, fmt, output, acceptance_block, lambda r: [markdown_rows(r)])
     if plot_to:
-        try:
-            save(acceptance_figure(result), plot_to)
-        except OSError as e:
-            raise EaglelogError(f"{plot_to}: cannot write: {e.strerror or e}") from None
+        save_picture(acceptance_figure(result), plot_to)
     finish(ctx, log)
 
 
@@ -923,18 +929,8 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
 
     result = library.whatif(log, steps=wanted, baseline=baseline, confidence=confidence,
                             skip_warmup=warmup_of(ctx))
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt == "table":
-        emit(whatif_block(result), output)
-    elif fmt == "markdown":
-        import pandas as pd
-        text = render_frame(pd.DataFrame(prediction_rows(result)), fmt, output)
-        if result.checks:
-            text += "\n" + render_frame(pd.DataFrame(check_rows(result)), fmt, output)
-        emit(text, output)
-    else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+    render_result(result, fmt, output, whatif_block,
+                  lambda r: [prediction_rows(r), check_rows(r)])
     finish(ctx, log)
 
 
@@ -988,26 +984,15 @@ def schedule_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
     from .report.schedule import engine_config, schedule_block, schedule_figure, slot_rows
 
     result = library.schedule(log, baseline, confidence=confidence, skip_warmup=warmup_of(ctx))
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt in ("vllm", "sglang"):
+    if fmt in ("vllm", "sglang"):
         emit(engine_config(result, fmt), output)
-    elif fmt == "table":
-        emit(schedule_block(result), output)
-    elif fmt == "markdown":
-        import pandas as pd
-        emit(render_frame(pd.DataFrame(slot_rows(result)), fmt, output), output)
     else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+        render_result(result, fmt, output, schedule_block, lambda r: [slot_rows(r)])
     if fmt in ("vllm", "sglang") and not ctx.obj["quiet"]:
         for n in result.notes:
             click.echo(printable(f"eaglelog: note: {n}"), err=True)
     if plot_to:
-        from .report.plot import save_figure
-        try:
-            save_figure(schedule_figure(result), plot_to)
-        except OSError as e:
-            raise EaglelogError(f"{plot_to}: cannot write: {e.strerror or e}") from None
+        save_picture(schedule_figure(result), plot_to)
     finish(ctx, log)
 
 
@@ -1057,15 +1042,7 @@ def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_dat
     from .report.requests import paired_block, paired_group_rows
 
     r = library.compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by, confidence=confidence)
-    if fmt == "json":
-        emit(render_object(r.to_dict(), "json"), output)
-    elif fmt == "table":
-        emit(paired_block(r), output)
-    elif fmt == "markdown":
-        import pandas as pd
-        emit(render_frame(pd.DataFrame(paired_group_rows(r)), fmt, output), output)
-    else:
-        emit(render_frame(r.to_frame(), fmt, output), output)
+    render_result(r, fmt, output, paired_block, lambda res: [paired_group_rows(res)])
     if fail_on and r.verdict == "worse":
         if not ctx.obj["quiet"]:
             click.echo(f"eaglelog: regression: accept length per prompt {r.ratio.estimate:.4g}× "
@@ -1383,10 +1360,7 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
             fig = plot.sweep_figure(library.sweep(log, keys=list(keys), baseline=baseline,
                                                   confidence=confidence,
                                                   keep_going=keep_going))
-    try:
-        plot.save_figure(fig, output, fmt)
-    except OSError as e:
-        raise EaglelogError(f"{output}: cannot write: {e.strerror or e}") from None
+    save_picture(fig, output, fmt)
     if not ctx.obj["quiet"]:
         from .report import fmt_bytes
         click.echo(printable(f"eaglelog: wrote {output} ({fmt_bytes(os.path.getsize(output))})"),

@@ -87,6 +87,19 @@ class Hardware:
         return float(sum(self.phases_ms(b, k)))
 
 
+@dataclass(frozen=True)
+class ConvexVerify(Hardware):
+    """The same hardware with a verify that grows faster than linearly in the tokens it
+    checks: + fwd2 ms × (batch × (k + 1))² (attention over the verified tokens, the compute
+    roof coming near) — a shape the linear cost models of whatif do not have."""
+
+    fwd2: float = 0.004
+
+    def phases_ms(self, b: float, k: int) -> tuple[float, float, float, float]:
+        d, v, e, o = super().phases_ms(b, k)
+        return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
+
+
 def ramp(lo: int, hi: int, duration_s: float, steps: int | None = None) -> tuple:
     """A client schedule growing from lo to hi clients in equal time steps."""
     levels = list(range(lo, hi + 1)) if steps is None else \

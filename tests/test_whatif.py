@@ -4,10 +4,8 @@ The bundled sweep (sample_logs/make_samples.py) comes from a physical model that
 predictor's formula: conditional acceptance falling with depth (0.80, 0.70, 0.64, 0.60, 0.56,
 0.53, 0.50 — not geometric), draft steps that cost a little more with depth, a verify convex
 in K (25.0 + 0.12 K + 0.02 K² ms)."""
-import dataclasses
 import glob
 import json
-import math
 import os
 
 import numpy as np
@@ -16,7 +14,6 @@ import pytest
 import eaglelog
 from conftest import SAMPLES
 from eaglelog.analysis import whatif as W
-from eaglelog.errors import EaglelogError
 
 SWEEP = sorted(glob.glob(str(SAMPLES / "sweep" / "*.log")))
 STEPS = {int(os.path.basename(p)[5]): p for p in SWEEP}
@@ -159,18 +156,10 @@ def test_simulated_runs_with_another_verify_shape_are_covered():
     """The simulator (eaglelog.simulate) at batch 1, a verify with a quadratic term and a
     falling acceptance curve: single-run predictions from a 5-step run cover the measured rate
     of 1-, 2-, 3- and 7-step runs (docs/whatif.md quotes the larger run of this check)."""
-    from eaglelog.simulate import Hardware, Scenario, simulate
-
-    @dataclasses.dataclass(frozen=True)
-    class Convex(Hardware):
-        fwd2: float = 0.004
-
-        def phases_ms(self, b, k):
-            d, v, e, o = super().phases_ms(b, k)
-            return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
+    from eaglelog.simulate import ConvexVerify, Scenario, simulate
 
     base = Scenario(name="w", clients=((0.0, 1),), think_s=0.05, output_median=250.0,
-                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=Convex(),
+                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=ConvexVerify(),
                     accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46))
     inside = total = 0
     import tempfile

@@ -154,9 +154,3 @@ def acceptance_figure(result: "AcceptanceResult") -> "Figure":
         fig.suptitle(f"acceptance by position: "
                      f"{plot._logs_title([c.run for c in result.curves], 100)}")
     return fig
-
-
-def save(fig: "Figure", path: str) -> None:
-    from . import plot
-
-    plot.save_figure(fig, path)
