@@ -177,3 +177,8 @@ def test_simulated_runs_with_another_verify_shape_are_covered():
                 total += 1
                 assert abs(p.eff_tok_s.estimate / m - 1) < 0.08
     assert total == 24 and inside >= 22          # ≥ 90 % of the configs
+
+
+def test_a_vllm_log_is_said_to_be_no_source_yet(run):
+    r = run("-q", "whatif", str(SAMPLES / "vllm_v1.log"))
+    assert r.exit_code == 1 and "vllm_v1.log: a vllm log: whatif reads SGLang runs" in r.stderr

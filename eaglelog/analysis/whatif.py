@@ -94,6 +94,11 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         src = sub.sources[0].name
         cfg = sub.config(src)
         steps, topk = cfg.get("speculative_num_steps"), cfg.get("speculative_eagle_topk") or 1
+        engine = sub.sources[0].engine or ""
+        if engine and "sglang" not in engine:
+            raise EaglelogError(f"{label}: a {engine} log: whatif reads SGLang runs (their "
+                                "EAGLE3_PROF phases and Finish-line histograms); other engines "
+                                "are not a source of it yet (docs/whatif.md)")
         if not steps:
             raise EaglelogError(f"{label}: no speculative_num_steps in its server_args: whatif "
                                 "needs the draft steps of each run")
