@@ -3,6 +3,7 @@
 
     python benchmarks/remote_speed.py                # 100 MB log from shared/bench/genlog.py
     python benchmarks/remote_speed.py --noise 0.9    # a log that is 90 % noise lines
+    python benchmarks/remote_speed.py --many 2000    # 2,000 small logs on one host
 
 Starts a throwaway sshd (tests/sshd.py; needs root and openssh-server), puts the log in the test
 user's home, and times whole `eaglelog parse` processes: bytes transferred come from eaglelog's
@@ -38,8 +39,13 @@ def main() -> None:
     ap.add_argument("--log", help="use this log instead of generating one")
     ap.add_argument("--noise", type=float, default=0.0,
                     help="add this share of noise lines (HTTP access lines) to the log")
+    ap.add_argument("--many", type=int, metavar="N",
+                    help="instead: N copies of the bundled 5-step sample on the host, read with "
+                         "one glob (one ssh connection): parse and summary")
     args = ap.parse_args()
     from sshd import Sshd
+    if args.many:
+        return many(args.many, Sshd)
 
     log = args.log or f"/tmp/eaglelog-bench-{args.size_mb:g}MB.log"
     if not os.path.exists(log):
@@ -72,6 +78,36 @@ def main() -> None:
             item = json.loads(out)[0]
             moved = item.get("remote", {}).get("transferred", 0)
             print(f"{label:<34} {t:>7.2f} {moved / 1e6:>9.1f} {item['tables']['decode']:>17}")
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def many(n: int, Sshd) -> None:
+    """N small logs on the host, one `eaglelog parse|summary testhost:DIR/*.log` each."""
+    sample = open(os.path.join(HERE, "..", "sample_logs", "eagle3_5step.log"), "rb").read()
+    root = tempfile.mkdtemp(prefix="eaglelog-sshd-")
+    server = Sshd(root)
+    cache = tempfile.mkdtemp(prefix="eaglelog-cache-")
+    try:
+        for i in range(n):
+            path = server.put(f"many/log{i:05d}.log", sample)
+        folder = os.path.dirname(path)
+        env = {**os.environ, "EAGLELOG_SSH": server.ssh, "XDG_CACHE_HOME": cache,
+               "EAGLELOG_NO_CACHE": "1"}
+        eag = [shutil.which("eaglelog") or sys.executable, *([] if shutil.which("eaglelog")
+                                                              else ["-m", "eaglelog"])]
+        print(f"{n} logs of {len(sample) / 1e3:.0f} KB over ssh to 127.0.0.1 (2 cores, loopback)")
+        print("| how | wall s | per log ms |")
+        print("|---|---:|---:|")
+        ref, _ = timed(server.ssh.split() + ["testhost", f"cat {folder}/*.log | grep -c "
+                                             "'Decode batch'"], env)
+        print(f"| ssh cat … \\| grep -c (reference) | {ref:.2f} | {1000 * ref / n:.1f} |")
+        for cmd in ("parse", "summary"):
+            t, _ = timed(eag + ["-q", cmd, f"testhost:{folder}/*.log"], env)
+            print(f"| eaglelog {cmd} testhost:…/*.log | {t:.2f} | {1000 * t / n:.1f} |",
+                  flush=True)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
