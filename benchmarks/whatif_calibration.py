@@ -7,7 +7,9 @@ For each seed and batch size (1 and 4 clients), simulate runs with 1, 2, 3, 5 an
 steps on hardware whose verify is convex in the tokens verified (a quadratic term the cost
 model does not have) and with an acceptance that falls with depth (not geometric), then:
 
-* single run: predict the 1-, 2-, 3- and 7-step runs from the 5-step run alone;
+* single run: predict the 1-, 2-, 3- and 7-step runs from the 5-step run alone — with the
+  verify-slope prior, and with the hardware's plain step per batch size as the baseline
+  (``--baseline-toks B:rate,…``, whose growth per token then gives the verify's);
 * leave-one-run-out: predict each run from the other four.
 
 Printed per case: configs predicted, the share whose measured per-stream rate lies inside the
@@ -51,22 +53,27 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--clients", default="1,4", help="batch sizes (closed-loop clients)")
     a = ap.parse_args()
-    print(f"{'case':34} {'configs':>7} {'inside':>7} {'mean err':>9} {'σ err':>7}")
+    print(f"{'case':40} {'configs':>7} {'inside':>7} {'mean err':>9} {'σ err':>7}")
     with tempfile.TemporaryDirectory(prefix="eaglelog-whatif-") as d:
         for clients in (int(c) for c in a.clients.split(",")):
-            single, loo = [], []
+            single, based, loo = [], [], []
+            hw = ConvexVerify()
+            per_batch = ",".join(f"{b}:{1000 / float(hw.step_ms(b)):.6g}" for b in range(1, 65))
             for seed in range(a.seeds):
                 paths = runs(clients, seed, d)
                 meas = {s: eaglelog.summarize(p).eff_tok_s.estimate for s, p in paths.items()}
                 w = eaglelog.whatif(paths[5], steps=[1, 2, 3, 7])
                 single += [(p.eff_tok_s, meas[p.steps]) for p in w.predictions]
+                w = eaglelog.whatif(paths[5], steps=[1, 2, 3, 7], baseline_toks=per_batch)
+                based += [(p.eff_tok_s, meas[p.steps]) for p in w.predictions]
                 w = eaglelog.whatif([paths[s] for s in STEPS], steps=[1])
                 loo += [(c.predicted, c.measured.estimate) for c in w.checks]
             for name, got in ((f"batch {clients}: from the 5-step run", single),
+                              (f"batch {clients}: the same, baseline per batch", based),
                               (f"batch {clients}: leave-one-run-out", loo)):
                 inside = np.mean([e.ci_low <= m <= e.ci_high for e, m in got])
                 err = np.array([e.estimate / m - 1 for e, m in got])
-                print(f"{name:34} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "
+                print(f"{name:40} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "
                       f"{100 * err.std(ddof=1):6.2f}%", flush=True)
 
 

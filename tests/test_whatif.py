@@ -182,3 +182,24 @@ def test_simulated_runs_with_another_verify_shape_are_covered():
 def test_a_vllm_log_is_said_to_be_no_source_yet(run):
     r = run("-q", "whatif", str(SAMPLES / "vllm_v1.log"))
     assert r.exit_code == 1 and "vllm_v1.log: a vllm log: whatif reads SGLang runs" in r.stderr
+
+
+def test_a_baseline_per_batch_size_gives_the_verify_growth():
+    """One K measured and a baseline per batch size: the verify grows as the baseline's step
+    does from B to B·K tokens (a verify of K tokens for B requests is a forward of B·K),
+    ± 100 %, instead of the prior."""
+    rates = {1: 90.0, 2: 88.0, 4: 85.0, 8: 80.0}
+    w = eaglelog.whatif(STEPS[5], steps=[1, 7],
+                        baseline_toks=",".join(f"{b}:{v}" for b, v in rates.items()))
+    # batch 1, K0 = 6: the step at 6 is linear between 4 and 8 → secant (step(6) − step(1)) / 5
+    step6 = (1000 / 85 + 1000 / 80) / 2
+    slope = (step6 - 1000 / 90) / 5
+    assert w.model.v1 == pytest.approx(slope, rel=1e-6)
+    assert w.model.slope_from.startswith("one K (6) measured; verify +") and \
+        "the baseline's step grows" in w.model.slope_from and "(± 100 %)" in w.model.slope_from
+    assert W._token_slope(lambda b: 10 + 0.5 * np.asarray(b), 4.0, 6.0) == pytest.approx(0.5)
+    # a baseline that does not reach B·K: the prior again
+    assert W._token_slope(lambda b: np.where(np.asarray(b) <= 4, 10.0, np.nan), 1.0, 6.0) \
+        is None
+    w1 = eaglelog.whatif(STEPS[5], steps=[1], baseline_toks="1:90,4:85")
+    assert "the prior" in w1.model.slope_from

@@ -45,6 +45,7 @@ VERIFY_SLOPE_SD = 0.008  # … ± 0.8 % (σ).  A memory-bound forward of n token
 #                          T(1)·(1 + n / n½): n½ of 50–500 tokens spans 0.2–2 % a token (the
 #                          bundled sweep: 0.84 %, the simulator's hardware: 1.3 %); measured
 #                          verify times at two K replace the prior (docs/whatif.md)
+STEP_SLOPE_SD = 1.0      # a verified token costs what the baseline's decode token costs, ± 100 %
 MAX_STEPS = 16
 PHASES = ("Draft steps", "Target verify", "Draft re-extend", "Other overhead")
 
@@ -233,9 +234,24 @@ def _verify_fit(K: np.ndarray, v: np.ndarray, se: np.ndarray, degree: int):
     return coef, s2 * np.linalg.inv(A.T @ A), s2, dof, fitted
 
 
-def fit_costs(evs: list[Evidence], verify_slope: float | None = None) -> CostModel:
+def _token_slope(step_of, batch: float, k0: float) -> float | None:
+    """ms per extra token of a forward, from the baseline's step per batch size: its secant
+    from B to B·K0 tokens (a verify of K tokens for B requests is a forward of B·K tokens);
+    None where the baseline does not cover both."""
+    if step_of is None or k0 <= 1:
+        return None
+    lo, hi = np.asarray(step_of(np.array([batch, batch * k0])), dtype=float)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
+        return None
+    return float((hi - lo) / (batch * (k0 - 1)))
+
+
+def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
+              step_of=None) -> CostModel:
     """The cost model of ``evs``; ``verify_slope``: the relative verify growth per extra
-    verified token of the batch (0.01: 1 %), taken as known, instead of the prior.
+    verified token of the batch (0.01: 1 %), taken as known, instead of the prior;
+    ``step_of``: the baseline's step (ms) per batch size — with one K measured, its growth per
+    token gives the verify's (± STEP_SLOPE_SD) where it covers B … B·K.
 
     The verify: with 2–3 distinct K a line; with 4 or more a quadratic when its K² term is
     significant at 5 % (the simplest model the runs support; its residuals are printed); with
@@ -284,16 +300,21 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None) -> CostMod
         batch = float(np.mean([e.batch for e in evs]))
         rel = VERIFY_SLOPE if verify_slope is None else verify_slope
         k0 = float(ks[0])
-        v1 = vv * batch * rel
+        tok = _token_slope(step_of, batch, k0) if verify_slope is None else None
+        v1 = vv * batch * rel if tok is None else batch * tok
         v = [vv - v1 * k0, v1, 0.0]
         se_v = float(np.sqrt(np.mean(vf[:, 1] ** 2)))
         # var(v0 + v1 K) = se_v² + (K − k0)² σ1²: v0 = v − v1 k0 carries the slope's error
-        s1 = (vv * batch * VERIFY_SLOPE_SD) ** 2 if verify_slope is None else 0.0
+        s1 = 0.0 if verify_slope is not None else (STEP_SLOPE_SD * v1) ** 2 if tok is not None \
+            else (vv * batch * VERIFY_SLOPE_SD) ** 2
         cov[1, 1] = se_v ** 2 + k0 * k0 * s1
         cov[2, 2] = s1
         cov[1, 2] = cov[2, 1] = -k0 * s1
         resid_var, df = 0.0, math.inf
-        how = (f"one K ({int(k0)}) measured; verify +{100 * rel:.2g} % per extra token of the "
+        how = (f"one K ({int(k0)}) measured; verify +{v1:.3g} ms per extra K: the baseline's "
+               f"step grows {tok:.3g} ms a token from batch {batch:.3g} to {batch * k0:.3g} "
+               f"(± {100 * STEP_SLOPE_SD:.0f} %)" if tok is not None else
+               f"one K ({int(k0)}) measured; verify +{100 * rel:.2g} % per extra token of the "
                f"batch (mean batch {batch:.3g}) " +
                (f"± {100 * VERIFY_SLOPE_SD:.2g} %: the prior" if verify_slope is None
                 else "(--verify-slope)"))
@@ -327,12 +348,13 @@ def _d(e):
 
 
 def predict(evs: list[Evidence], s_new: int, confidence: float,
-            model: CostModel | None = None, verify_slope: float | None = None) -> Prediction:
+            model: CostModel | None = None, verify_slope: float | None = None,
+            step_of=None) -> Prediction:
     """The prediction for S' draft steps from ``evs``, anchored on the deepest run: its
     measured per-stream rate × τ_h(S') / τ_h(S) × c(S) / c(S') — the positions and the cost
     model give ratios, the anchor the level (its rate as break-even measures it)."""
     src = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
-    model = model or fit_costs(evs, verify_slope)
+    model = model or fit_costs(evs, verify_slope, step_of)
     if src.eff_tok_s is None or not math.isfinite(src.eff_tok_s.estimate):
         raise EaglelogError(f"{src.run}: no per-stream rate measured to anchor the predictions")
     ratio_t, se_t = tau_ratio(src, s_new)
@@ -467,7 +489,11 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
     if max(bs) > 1.25 * min(bs):
         notes.append(f"the runs' mean batch sizes differ ({min(bs):.3g}–{max(bs):.3g}): the "
                      "cost model pools them as one batch size")
-    model = fit_costs(evs, verify_slope)
+    step_of = None
+    if base is not None and (base.log is not None or base.per_batch):
+        from .breakeven import baseline_side
+        step_of = baseline_side(base, confidence, []).step_of
+    model = fit_costs(evs, verify_slope, step_of)
     preds = tuple(predict(evs, s, confidence, model) for s in wanted)
     checks = []
     if len(evs) >= 2:
@@ -475,17 +501,18 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
             rest = evs[:i] + evs[i + 1:]
             if e.eff_tok_s is None:
                 continue
-            p = predict(rest, e.steps, confidence, verify_slope=verify_slope)
+            p = predict(rest, e.steps, confidence, verify_slope=verify_slope, step_of=step_of)
             m = e.eff_tok_s
             inside = p.eff_tok_s.ci_low is not None and \
                 p.eff_tok_s.ci_low <= m.estimate <= p.eff_tok_s.ci_high
             checks.append(Check(e.run, e.steps, p.eff_tok_s, m,
                                 p.eff_tok_s.estimate / m.estimate - 1, inside))
-    if model.slope_from.startswith("one K") and verify_slope is None and \
+    if model.slope_from.startswith("one K") and "the prior" in model.slope_from and \
             max(e.batch for e in evs) > 2:
         notes.append(f"one num_steps measured at a mean batch of {max(bs):.3g}: how the verify "
                      "grows with K is the prior here, and at batch sizes above 1 the prior is "
-                     "weak (docs/whatif.md); a second run at another num_steps measures it")
+                     "weak (docs/whatif.md); a second run at another num_steps measures it, "
+                     "or a baseline per batch size gives its growth per token")
     if any(p.basis.startswith("extrapolated") for p in preds):
         notes.append("positions beyond the deepest run are a geometric tail of its last "
                      "conditional acceptance rate: an assumption, its interval holds only the "
