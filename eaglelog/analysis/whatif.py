@@ -214,12 +214,6 @@ class CostModel:
             self.resid_var / c ** 2
         return c / c0, math.sqrt(max(var, 0.0))
 
-    def cycle(self, s: int) -> tuple[float, float]:
-        """The predicted cycle (ms) and its standard error (ms), model error included."""
-        c, g = self._at(s)
-        var = float(g @ self.cov @ g) + self.rest_var + self.resid_var
-        return c, math.sqrt(max(var, 0.0))
-
 
 def _verify_fit(K: np.ndarray, v: np.ndarray, se: np.ndarray, degree: int):
     """Least squares of the verify times on 1, K (, K²): (coefficients, their covariance,
