@@ -62,9 +62,14 @@ def test_breakeven_and_summary_from_prometheus_agree_with_the_log(env, ref_log, 
     want, _ = run_json(["breakeven", "--baseline-toks", "90", "--no-cache", ref_log])
     (w,) = want["runs"]
     # SGLang's accept length from its counters and the #running-req gauge, vLLM's from its
-    # exact counters; the log's from its printed windows: within the resolution measured in
-    # docs/formats-metrics.md §6 (0.4 % and 1 % at 5 s windows), well inside the intervals
-    assert m["accept_len"]["estimate"] == pytest.approx(w["accept_len"]["estimate"], rel=0.01)
+    # exact counters; the log's from its printed windows: the resolution measured in
+    # docs/formats-metrics.md §6 is 0.4 % and 1 % at 5 s windows, and the scrapes of a loaded
+    # machine cover a slightly different span of the run (acceptance drifts over it: 1.3 %
+    # seen on a CI run), so each estimate lies inside the other's interval and within 2 %
+    ma, wa = m["accept_len"], w["accept_len"]
+    assert ma["estimate"] == pytest.approx(wa["estimate"], rel=0.02)
+    assert wa["ci_low"] <= ma["estimate"] <= wa["ci_high"]
+    assert ma["ci_low"] <= wa["estimate"] <= ma["ci_high"]
     assert m["speedup"]["estimate"] == pytest.approx(w["speedup"]["estimate"], rel=0.025)
     assert m["breakeven_accept_len"]["estimate"] == pytest.approx(
         w["breakeven_accept_len"]["estimate"], rel=0.025)
