@@ -330,8 +330,11 @@ class ParsedLog:
         configuration segment of a run whose speculative config changed at run time
         ('server.log [steps 5 from line 120]', ``segments``) — two configurations are never
         pooled.  Each unit comes with the engine corrections of analysis/engines.py applied."""
-        from .analysis import engines
+        return [(label, self.unit(plan)) for label, plan in self.unit_plans()]
 
+    def unit_plans(self) -> list[tuple[str, tuple]]:
+        """The units' labels and what each is made of, (source, start-up, segment), without
+        building their tables (``unit``): cheap, so that processes can build their own."""
         out = []
         for info in self.sources:
             if info.error and not any(info.counts.values()):
@@ -343,15 +346,19 @@ class ParsedLog:
                          "before the first start-up")
                 segs = self.segments(info.name, k)
                 if len(segs) <= 1:
-                    sub = self.subset(info.name, k)
                     out.append((f"{info.name} [{where}]" if where else info.name,
-                                engines.apply(sub, info.name)[0]))
+                                (info.name, k, None)))
                     continue
                 for seg in segs:
                     label = " · ".join(x for x in (where, seg.label) if x)
-                    sub = self.subset(info.name, k, seg)
-                    out.append((f"{info.name} [{label}]", engines.apply(sub, info.name)[0]))
+                    out.append((f"{info.name} [{label}]", (info.name, k, seg)))
         return out
+
+    def unit(self, plan: tuple) -> "ParsedLog":
+        """The ParsedLog of one unit_plans() entry, engine corrections applied."""
+        from .analysis import engines
+        source, startup, segment = plan
+        return engines.apply(self.subset(source, startup, segment), source)[0]
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())

@@ -133,44 +133,46 @@ class Runs(Sequence):
 
 
 PARALLEL_RUNS = 64        # from this many runs on, the runs are analysed by processes
-_JOB: tuple | None = None  # (analyse, units) of the parallel map, inherited by the fork
+_JOB: tuple | None = None  # (analyse, log, plans) of the parallel map, inherited by the fork
 
 
 def _analyse_one(i: int):
-    """Run ``i`` of the job, in a forked worker: the result, or the EaglelogError it raised
-    (another exception travels as itself)."""
-    analyse, units = _JOB
-    label, sub = units[i]
+    """Run ``i`` of the job, in a forked worker, its tables built there: the result, or the
+    EaglelogError it raised (another exception travels as itself)."""
+    analyse, log, plans = _JOB
+    label, plan = plans[i]
     try:
-        return dataclasses.replace(analyse(sub), source=label)
+        return dataclasses.replace(analyse(log.unit(plan)), source=label)
     except EaglelogError as e:
         return e
 
 
-def _map_runs(analyse: Callable, units: list, workers: int) -> list:
+def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
     """``analyse`` over the units, by ``workers`` forked processes when there are many runs
-    (a few milliseconds each: thousands of small logs) and fork is available; in order either
-    way, and the same results (each run's analysis depends on that run only)."""
+    (a few milliseconds each: thousands of small logs) and fork is available — each worker
+    builds its units' tables itself; in order either way, and the same results (each run's
+    analysis depends on that run only)."""
     global _JOB
     import multiprocessing as mp
     import threading
 
-    def one(unit):
-        label, sub = unit
+    def one(item):
+        label, plan = item
         try:
-            return dataclasses.replace(analyse(sub), source=label)
+            return dataclasses.replace(analyse(log.unit(plan)), source=label)
         except EaglelogError as e:
             return e
-    if workers <= 1 or len(units) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods():
-        return [one(u) for u in units]
+    if workers <= 1 or len(plans) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods():
+        return [one(p) for p in plans]
     for t in threading.enumerate():      # no thread may hold an import lock across the fork
         if t.name == "eaglelog-preload":
             t.join()
-    _JOB = (analyse, units)
+    log.unit(plans[0][1])                # the shared per-input row maps, built before the fork
+    _JOB = (analyse, log, plans)
     try:
-        with mp.get_context("fork").Pool(min(workers, len(units))) as pool:
-            return pool.map(_analyse_one, range(len(units)),
-                            chunksize=max(1, len(units) // (8 * workers)))
+        with mp.get_context("fork").Pool(min(workers, len(plans))) as pool:
+            return pool.map(_analyse_one, range(len(plans)),
+                            chunksize=max(1, len(plans) // (8 * workers)))
     finally:
         _JOB = None
 
@@ -181,15 +183,15 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
     numbers are never pooled).  With several runs, one that cannot be analysed is an entry of
     ``errors`` (and ``on_error(message)``); the others are still answered.  ``workers`` > 1:
     many runs are analysed by that many forked processes (the same results, in order)."""
-    units = log.units()
-    if not units:
+    plans = log.unit_plans()
+    if not plans:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
-    if len(units) == 1:
-        label, sub = units[0]
-        return Runs(command, (dataclasses.replace(analyse(sub), source=label),), confidence,
-                    rows_of=ROWS.get(command))
+    if len(plans) == 1:
+        label, plan = plans[0]
+        return Runs(command, (dataclasses.replace(analyse(log.unit(plan)), source=label),),
+                    confidence, rows_of=ROWS.get(command))
     out, errors, first = [], [], None
-    for (label, _), res in zip(units, _map_runs(analyse, units, workers)):
+    for (label, _), res in zip(plans, _map_runs(analyse, log, plans, workers)):
         if isinstance(res, EaglelogError):
             first = first or res
             msg = str(res)
