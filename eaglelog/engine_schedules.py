@@ -99,11 +99,9 @@ def vllm_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> lis
 def vllm_config(schedule: list[tuple[int, int, int]], method: str, draft: str | None) -> dict:
     """The ``--speculative-config`` object of a schedule (validated)."""
     k_max = max(k for _, _, k in schedule)
-    cfg = {"method": method, "num_speculative_tokens": k_max,
+    cfg = {"method": method, **({"model": draft} if draft else {}),
+           "num_speculative_tokens": k_max,
            "num_speculative_tokens_per_batch_size": [list(r) for r in schedule]}
-    if draft:
-        cfg = {"method": method, "model": draft, **{k: v for k, v in cfg.items()
-                                                     if k != "method"}}
     vllm_validate(cfg["num_speculative_tokens_per_batch_size"], k_max)
     return cfg
 

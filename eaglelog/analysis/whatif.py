@@ -58,7 +58,6 @@ class Evidence:
 
     run: str
     steps: int
-    topk: int
     batch: float                     # mean #running-req, request-step weighted
     tau: Estimate                    # decode-line accept length (break-even's)
     cycle: Estimate                  # EAGLE3_PROF cycle
@@ -127,7 +126,7 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         r = r[np.isfinite(r) & (r > 0)]
         batch = float((r * r).sum() / r.sum()) if len(r) else 1.0
         be = s.breakeven
-        out.append(Evidence(label, int(steps), int(topk), batch, s.accept_sglang, s.cycle_ms,
+        out.append(Evidence(label, int(steps), batch, s.accept_sglang, s.cycle_ms,
                             {p.phase: p.ms_per_cycle for p in s.phases}, s.eff_tok_s,
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
