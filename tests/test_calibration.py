@@ -28,7 +28,11 @@ def test_unbiased_and_covered_where_the_log_carries_it(name):
     r = run(name, 8)
     for m in ("speedup", "cycle_ms", "accept_len"):
         assert abs(r[m]["bias"]) < 0.01, (name, m, r[m])
-        assert r[m]["cover"] >= 6 / 8, (name, m, r[m])
+        # 8 runs: at a true 90–95 % coverage, 4 or fewer of 8 happen with probability < 1 %
+        assert r[m]["cover"] >= 5 / 8, (name, m, r[m])
+    # millisecond stamps measure each window's batch: the cycle's bias is well under 0.2 %
+    # (the trapezoid of whole-second stamps gives −0.4 % on continuous traffic)
+    assert abs(r["cycle_ms"]["bias"]) < 0.002, (name, r["cycle_ms"])
     assert r["wrong"] == 0, r
     assert r["insufficient data"] == 0, r
 

@@ -84,8 +84,8 @@ def test_human_output_and_config_diff(run):
                           "ratio; secondary metrics Holm-adjusted)")
     assert f"{TWO} vs reference" in out
     assert "  verdict: WORSE: per-stream rate 1.09x lower (p < 0.001)" in out
-    assert "per-stream rate (eff_tok_s) ← primary         83.79 tok/s" in out
-    assert "cycle time (cycle_ms)                         27.28 ms" in out
+    assert "per-stream rate (eff_tok_s) ← primary         83.75 tok/s" in out
+    assert "cycle time (cycle_ms)                         27.29 ms" in out
     assert "better (1.05x faster)" in out
     assert "worse (accept length 1.15x lower)" in out
     assert "not resolvable at the printed precision" in out      # 0.29 vs 0.28 ms
@@ -107,11 +107,11 @@ def test_formats_csv_markdown_jsonl(run):
         " verdict                                    "]
     assert len(table) == 2 + 8 and table[1].startswith("|---")
     assert table[2].startswith("| per-stream rate (eff_tok_s) ← primary ")
-    assert "| 83.79 tok/s " in table[2] and "| worse (per-stream rate 1.09x lower) " in table[2]
+    assert "| 83.75 tok/s " in table[2] and "| worse (per-stream rate 1.09x lower) " in table[2]
     sw = run("-q", "sweep", "-f", "markdown", "--baseline-toks", "90",
              *sorted((SAMPLES / "sweep").glob("*.log"))).stdout.splitlines()
     rows = [ln for ln in sw if ln.startswith("|")]
-    assert len(rows) == 7 and "| 109.0 [106.9 … 111.1] " in rows[2] and "| best " in rows[2]
+    assert len(rows) == 7 and "| 109.0 [107.0 … 111.0] " in rows[2] and "| best " in rows[2]
     be = run("-q", "breakeven", "-f", "markdown", "--baseline-toks", "90", FIVE).stdout
     assert be.startswith("```text\n" + f"{FIVE}  vs  baseline 90 tok/s") and \
         be.endswith("```\n")

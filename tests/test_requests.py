@@ -379,7 +379,7 @@ def test_cli_requests_baseline_breakeven(run):
     r = run("requests", "--no-cache", "--baseline-toks", "90",
             SAMPLES / "eagle3_5step.log")
     assert r.exit_code == 0, r.stderr
-    assert "of the requests have τ_r < 2.455 (eaglelog breakeven against 90 tok/s)" in r.stdout
+    assert "of the requests have τ_r < 2.456 (eaglelog breakeven against 90 tok/s)" in r.stdout
     r = run("requests", "--no-cache", "--baseline-toks", "90", F / "specbench_new.jsonl")
     assert r.exit_code == 1 and "give it with --breakeven X" in r.stderr
 

@@ -52,10 +52,11 @@ def test_every_bucket_gets_the_truly_best_k_or_one_tied_with_it(result):
             assert c.speedup.estimate == pytest.approx(truth[c.steps], rel=0.04), (b, c.steps)
     assert [s.steps for s in result.slots] == [5, 3, 3, 3, 1, 0]
     assert [s.status for s in result.slots] == ["pays"] * 5 + ["no speculation"]
-    # 1: 5 and 3 steps are 2.134 and 2.139 by the formulas; 8: 3 and 1 are 1.334 and 1.324
+    # 1: 5 and 3 steps are 2.134 and 2.139 by the formulas: tied.  8: 3 and 1 are 1.334 and
+    # 1.324, and the millisecond stamps measure each window's batch, so 0.8 % is resolved
     assert [c.steps for c in result.slots[0].candidates if c.tied] == [3]
-    assert [c.steps for c in result.slots[3].candidates if c.tied] == [1]
-    assert any("running_req 1, 8: the choice is not settled" in n for n in result.notes)
+    assert [c.steps for c in result.slots[3].candidates if c.tied] == []
+    assert any("running_req 1: the choice is not settled" in n for n in result.notes)
 
 
 def test_the_crossover_holds_the_true_one(result):

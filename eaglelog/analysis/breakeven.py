@@ -206,10 +206,11 @@ class BaseSide:
             return 0.0, math.inf
         sizes = np.array([s for s, _ in self.buckets], dtype=float)
         steps = np.array([e.estimate for _, e in self.buckets])
-        ok = np.isfinite(b) & (w > 0) & (b >= sizes[0] - 1e-9) & (b <= sizes[-1] + 1e-9)
+        ok = np.isfinite(b) & (w > 0) & (b >= sizes[0] * (1 - rate.EDGE_TOL)) & \
+            (b <= sizes[-1] * (1 + rate.EDGE_TOL))
         if not ok.any():
             return 0.0, math.inf
-        b, w = b[ok], w[ok]
+        b, w = np.clip(b[ok], sizes[0], sizes[-1]), w[ok]
         hi = np.clip(np.searchsorted(sizes, b), 0, len(sizes) - 1)
         lo = np.clip(hi - 1, 0, len(sizes) - 1)
         span = np.where(sizes[hi] > sizes[lo], sizes[hi] - sizes[lo], 1.0)

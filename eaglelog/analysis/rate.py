@@ -47,7 +47,8 @@ IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, h
 STALL_SIGMAS = 8       # a residual over this many robust σ …
 STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
 WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE off the rest
-N_X = 4                # prefill regressors: tokens and batches, this window and the one before
+N_X = 5                # prefill regressors: tokens and batches, this window and the one before,
+                       # and the batches that found the decode batch drained (idle before them)
 SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from the batch size
                        # inside a window, which no line prints: requests admitted and finishing
                        # inside every window moved the simulated cycle by 0.4 % (docs/statistics.md)
@@ -56,6 +57,8 @@ SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from t
 USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP = range(7)
 WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out",
        "batch size jump")
+EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's sizes is at its edge
+PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 decimals
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
                        # the mean batch of the window between them is not known
 
@@ -78,6 +81,9 @@ class Windows:
     spec: bool                   # the lines print an accept length
     steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
     rs: np.ndarray | None = None  # request-steps (vLLM: the window's drafts, exact)
+    measured: np.ndarray | None = None   # bool: b measured from the timestamps (else B̃)
+    bvar: np.ndarray | None = None       # variance of a measured b from the printed precision
+    bycov: np.ndarray | None = None      # its covariance with y's error (the shared stamps)
 
     @property
     def n(self) -> int:
@@ -88,7 +94,10 @@ class Windows:
         return Windows(self.interval, self.line[keep], None if self.ts is None else self.ts[keep],
                        self.series[keep], self.r[keep], self.b[keep], self.a[keep],
                        self.y[keep], self.x[keep], self.why[keep], self.spec,
-                       self.steps_throughput[keep], None if self.rs is None else self.rs[keep])
+                       self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
+                       None if self.measured is None else self.measured[keep],
+                       None if self.bvar is None else self.bvar[keep],
+                       None if self.bycov is None else self.bycov[keep])
 
     @property
     def w(self) -> np.ndarray:
@@ -138,6 +147,11 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
     ptok[~np.isfinite(ptok)] = 0.0
+    # a Prefill line printing #running-req: 0 found no decode batch running (SGLang:
+    # running_bs = len(self.running_batch.reqs)): the server sat idle before it, waiting for
+    # the request, for a time no line prints.  Its own regressor takes the mean of that idle
+    pdrain = (_col(prefill, "running_req", na=-1.0) == 0).astype(float) if len(prefill) \
+        else np.empty(0)
     for s in np.unique(key):
         idx = np.flatnonzero(key == s)
         why[idx[0]] = FIRST
@@ -160,6 +174,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             tok = np.bincount(at[inside], weights=ptok[pm][inside], minlength=len(idx))
             cnt = np.bincount(at[inside], minlength=len(idx)).astype(float)
             x[idx, 0], x[idx, 1] = tok / interval, cnt / interval
+            x[idx, 4] = np.bincount(at[inside], weights=pdrain[pm][inside],
+                                    minlength=len(idx)) / interval
             x[idx[1:], 2], x[idx[1:], 3] = x[idx[:-1], 0], x[idx[:-1], 1]
         if ts is not None and len(idx) > 2:
             t = ts[idx]
@@ -169,7 +185,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
                 if med > 0:
                     idle = (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S)
                     sub = why[idx[1:]]
-                    sub[idle & (sub == USED)] = IDLE
+                    sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
                     why[idx[1:]] = sub
     spec = bool(np.isfinite(a).any())
     tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
@@ -181,6 +197,9 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     rs = None
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
+    measured, bvar, bycov = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
+    if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
+        measured = _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov)
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
     if np.isfinite(drafts).any() and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
@@ -188,10 +207,10 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         iters = np.where(np.isfinite(drafts) & (b > 0), drafts / np.where(b > 0, b, 1), interval)
         if its is not None:
             iters = np.where(np.isfinite(its) & (its > 0), its, iters)
-        x[:, :2] *= (interval / np.maximum(iters, 1e-9))[:, None]
+        x[:, [0, 1, 4]] *= (interval / np.maximum(iters, 1e-9))[:, None]
         for s_ in np.unique(key):
             idx = np.flatnonzero(key == s_)
-            x[idx[1:], 2:] = x[idx[:-1], :2]
+            x[idx[1:], 2:4] = x[idx[:-1], :2]
     if np.isfinite(drafts).any() or np.isfinite(prompt).any():
         # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
         # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
@@ -202,7 +221,61 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for s_ in np.unique(key):
             idx = np.flatnonzero(key == s_)
             x[idx[1:], 2] = x[idx[:-1], 0]
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs)
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, measured, bvar,
+                   bycov)
+
+
+def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov) -> np.ndarray:
+    """Where a series' timestamps have sub-second resolution (SGLang with SGLANG_LOG_MS=1), the
+    mean batch of each window is measured instead of approximated: the window's tokens are
+    gen throughput × its wall time (the time between this line and the one before: SGLang
+    resets the throughput's clock, ``last_decode_stats_tic``, when it prints a decode line),
+    its request-steps are tokens / accept len (tokens without speculation), and the mean batch
+    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there and
+    returns where it did.  A series whose measured batches do not agree with the printed
+    #running-req (median ratio off by over 3 %: a wrong decode_log_interval, a log whose
+    clock is not the throughput's) keeps the trapezoid.
+
+    The measured batch carries the rounding of what it is computed from: accept len and gen
+    throughput to 2 decimals (uniform errors, variance 0.01² / 12) and two millisecond stamps
+    that logging truncates (variance 2 / 12 ms²).  ``bvar`` gets that variance per window, and
+    ``bycov`` its covariance with the error of y (the same two stamps are in both); the fit
+    corrects its normal equations for them (``_eiv``)."""
+    out = np.zeros(len(key), dtype=bool)
+    for s in np.unique(key):
+        idx = np.flatnonzero(key == s)
+        if len(idx) < 3:
+            continue
+        t = ts[idx]
+        if (t == np.iinfo(np.int64).min).any() or not (t % 1_000_000).any():
+            continue                       # a missing stamp, or whole seconds only
+        dt = np.diff(t).astype(float) / 1000.0          # ms
+        j = idx[1:]
+        per_tok = np.where(np.isfinite(a[j]) & ~steps[j], a[j], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bm = g[j] * dt / 1000.0 / per_tok / interval
+            lo = np.minimum(r[j], r[idx[:-1]])
+            hi = np.maximum(r[j], r[idx[:-1]])
+            ok = np.isfinite(bm) & (bm > 0) & (dt > 0) & (g[j] > 0) & \
+                (bm >= 0.5 * lo) & (bm <= 1.5 * hi + 0.5)
+        if ok.sum() < 3:
+            continue
+        ratio = bm[ok] / np.where(b[j][ok] > 0, b[j][ok], np.nan)
+        med = float(np.nanmedian(ratio))
+        if not (0.97 <= med <= 1.03):
+            continue
+        jj = j[ok]
+        b[jj] = bm[ok]
+        y[jj] = dt[ok] / interval
+        rel = PRINTED_STEP ** 2 / 12 * ((1 / g[jj]) ** 2 + np.where(
+            np.isfinite(a[jj]) & ~steps[jj], 1 / a[jj], 0.0) ** 2) + (2 / 12) / dt[ok] ** 2
+        bvar[jj] = bm[ok] ** 2 * rel
+        bycov[jj] = bm[ok] / dt[ok] / interval * (2 / 12)
+        sub = why[jj]
+        sub[sub == JUMP] = USED          # the window's mean batch is known
+        why[jj] = sub
+        out[jj] = True
+    return out
 
 
 # ----------------------------------------------------------------------------- warm-up
@@ -250,6 +323,46 @@ def _design(win: Windows, scale: tuple[float, float]) -> np.ndarray:
     return np.column_stack([np.ones(win.n), u, u * u, win.x])
 
 
+def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
+         omega: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the rounding error of a measured batch size adds to the weighted normal equations
+    of y on (1, u, u², x): the corrected-least-squares terms to subtract (errors-in-variables
+    for a quadratic: the error of u has variance s² = bvar / scale² and covariance bycov /
+    scale with the error of y, and is independent of everything else).
+    Without it the control in u is attenuated where the batch barely moves between windows
+    (continuous traffic: the spread of the batch is a few times its rounding error) and the
+    prefill coefficients take up what it misses."""
+    p = len(keep)
+    dA, drhs = np.zeros((p, p)), np.zeros(p)
+    if win.bvar is None or not (win.bvar[use] > 0).any():
+        return dA, drhs
+    om = omega[use]
+    s2 = win.bvar[use] / spec.scale[1] ** 2
+    u = (win.b[use] - spec.scale[0]) / spec.scale[1]
+    pos = {c: i for i, c in enumerate(keep)}
+    i0, i1, i2 = pos.get(0), pos.get(1), pos.get(2)
+
+    def sub(i, j, v):
+        dA[i, j] += v
+        if i != j:
+            dA[j, i] += v
+    cy = (win.bycov[use] if win.bycov is not None else np.zeros(len(om))) / spec.scale[1]
+    if i1 is not None:
+        sub(i1, i1, float(np.sum(om * s2)))
+        drhs[i1] = float(np.sum(om * cy))
+    if i2 is not None:
+        if i0 is not None:
+            sub(i0, i2, float(np.sum(om * s2)))
+        if i1 is not None:
+            sub(i1, i2, float(np.sum(om * 3 * u * s2)))
+        sub(i2, i2, float(np.sum(om * (6 * u * u * s2 - 3 * s2 * s2))))
+        for c, i in pos.items():
+            if c >= 3:
+                sub(i, i2, float(np.sum(om * win.x[use, c - 3] * s2)))
+        drhs[i2] = float(np.sum(om * (s2 * win.y[use] + 2 * u * cy)))
+    return dA, drhs
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Which regressors the fit carries (decided once, from all the windows)."""
@@ -268,8 +381,10 @@ def _beta_of(win: Windows, use: np.ndarray, spec: ModelSpec) -> np.ndarray:
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     Z = _design(win, spec.scale)[use][:, keep]
     wz = Z * win.w[use][:, None]
+    A, rhs = wz.T @ Z, wz.T @ win.y[use]
+    dA, drhs = _eiv(win, use, spec, keep, win.w)
     try:
-        coef = np.linalg.solve(wz.T @ Z, wz.T @ win.y[use])
+        coef = np.linalg.solve(A - dA, rhs - drhs)
     except np.linalg.LinAlgError:
         return np.full(N_X, np.nan)
     beta[list(spec.xs)] = coef[len(spec.smooth):]
@@ -417,18 +532,24 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     # the batch size inside a window is not printed: B̃ is the mean of the two lines'.  The same
     # fit with the printed (last-iteration) batch instead moves the cycle by some amount; half
     # of it is a systematic uncertainty of every figure that holds the cycle
+    # (where the timestamps measure each window's mean batch, ``win.measured``, there is
+    # nothing to approximate: those windows carry no systematic term)
     sys_rel = 0.0
-    if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and win.spec is not None:
+    approx = use if win.measured is None else use & ~win.measured
+    approx_share = float(win.w[approx].sum() / win.w[use].sum()) if use.any() else 0.0
+    if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and approx_share > 0:
         alt = win.restrict(np.ones(win.n, dtype=bool))
-        alt.y = np.where(alt.b > 0, win.y * win.r / np.where(win.b > 0, win.b, 1.0), np.nan)
-        alt.b = win.r.astype(float)
+        alt.y = np.where(approx & (alt.b > 0),
+                         win.y * win.r / np.where(win.b > 0, win.b, 1.0), win.y)
+        alt.b = np.where(approx, win.r.astype(float), win.b)
         th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec, prec,
                                      strata)
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
         # requests finishing and admitted inside a window move its mean batch in ways neither
-        # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature
-        sys_rel = math.hypot(sys_rel, SYS_FLOOR)
+        # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature, on the
+        # share of the request-steps whose windows approximate it
+        sys_rel = math.hypot(sys_rel, SYS_FLOOR * approx_share)
     out = {}
     for nm, e in zip(OUTPUTS, ests):
         if sys_rel and e.sufficient and nm != "accept_len" and nm != "step_ms":
@@ -617,8 +738,9 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         Zu = Z[use]
         omu = om[use]
         Zw = Zu * omu[:, None]
-        Ainv = np.linalg.pinv(Zw.T @ Zu)
-        gamma = Ainv @ (Zw.T @ y[use])
+        dA, drhs = _eiv(win, use, spec, keep, om)
+        Ainv = np.linalg.pinv(Zw.T @ Zu - dA)
+        gamma = Ainv @ (Zw.T @ y[use] - drhs)
         del Zw
         beta[list(spec.xs)] = gamma[ns:]
         e = np.where(use, y - Z @ gamma, 0.0)
@@ -680,13 +802,14 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
 
 def step_curve(sizes: np.ndarray, steps: np.ndarray):
     """A baseline step time for any mean batch size: linear between the given batch sizes
-    (ms per step), NaN outside them (no extrapolation)."""
+    (ms per step), NaN outside them (no extrapolation; a mean batch within EDGE_TOL of the end
+    sizes, the rounding of a measured batch, takes the end's step)."""
     order = np.argsort(sizes)
     xs, ys = np.asarray(sizes, float)[order], np.asarray(steps, float)[order]
 
     def of(b):
         b = np.asarray(b, dtype=float)
         out = np.interp(b, xs, ys)
-        out[(b < xs[0] - 1e-9) | (b > xs[-1] + 1e-9) | ~np.isfinite(b)] = np.nan
+        out[(b < xs[0] * (1 - EDGE_TOL)) | (b > xs[-1] * (1 + EDGE_TOL)) | ~np.isfinite(b)] = np.nan
         return out
     return of

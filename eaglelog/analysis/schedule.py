@@ -16,7 +16,9 @@ docs/statistics.md).  In each bucket:
 
 The **crossover** is the batch size at which the best speedup falls through 1, interpolated
 linearly in log speedup against log batch size between the buckets around it; its interval is
-where the lower and upper interval bounds cross 1 (pointwise bounds, not a joint band).  Nothing
+where the lower and upper interval bounds cross 1 (pointwise bounds, not a joint band),
+widened to where they cross under a linear interpolation in batch size too: between two
+buckets the curve's shape is not measured.  Nothing
 is extrapolated: batch sizes beyond the measured ones get the nearest measured entry, and the
 output says so.
 """
@@ -119,9 +121,9 @@ def _bounds(label: str) -> tuple[int, int]:
     return int(parts[0]), int(parts[-1])
 
 
-def _cross(xs: list[float], ys: list[float | None]) -> float | None:
-    """The first x where y falls through 1 (linear in log y against log x); xs[0] when it
-    starts below; None when it never does."""
+def _cross(xs: list[float], ys: list[float | None], log_x: bool = True) -> float | None:
+    """The first x where y falls through 1 (linear in log y against log x, or against x);
+    xs[0] when it starts below; None when it never does."""
     prev = None
     for x, y in zip(xs, ys):
         if y is None or not math.isfinite(y) or y <= 0:
@@ -131,6 +133,8 @@ def _cross(xs: list[float], ys: list[float | None]) -> float | None:
                 return x
             (x0, y0) = prev
             f = math.log(y0) / (math.log(y0) - math.log(y))
+            if not log_x:
+                return x0 + f * (x - x0)
             return math.exp(math.log(x0) + f * (math.log(x) - math.log(x0)))
         prev = (x, y)
     return None
@@ -142,8 +146,12 @@ def crossover(slots: list[Slot]) -> Crossover:
         return Crossover(None, None, None, "no bucket with an interval")
     xs = [float(s.lo) for s in live]
     est = _cross(xs, [s.best.speedup.estimate for s in live])
-    lo = _cross(xs, [s.best.speedup.ci_low for s in live])     # the lower bound falls first
-    hi = _cross(xs, [s.best.speedup.ci_high for s in live])
+    # the lower bound falls first; between two buckets the curve's shape is not measured, so
+    # the bounds hold both interpolations, in log batch size and in batch size
+    lows = [_cross(xs, [s.best.speedup.ci_low for s in live], g) for g in (True, False)]
+    highs = [_cross(xs, [s.best.speedup.ci_high for s in live], g) for g in (True, False)]
+    lo = None if None in lows else min(lows)
+    hi = None if None in highs else max(highs)
     top = live[-1].hi
     if est is None:
         text = f"speculation pays at every measured batch size (up to {top})" \
@@ -158,7 +166,8 @@ def crossover(slots: list[Slot]) -> Crossover:
     rng = f"{lo:.3g} … {hi:.3g}" if lo is not None and hi is not None else \
         f"{lo:.3g} … beyond {top}" if lo is not None else f"? … {hi:.3g}"
     return Crossover(est, lo, hi, f"speculation stops paying at running_req ≈ {est:.3g} "
-                                  f"[{rng}] (log-linear between buckets; pointwise bounds)")
+                                  f"[{rng}] (log-linear between buckets; pointwise bounds "
+                                  "that hold a linear interpolation too)")
 
 
 def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,

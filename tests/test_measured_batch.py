@@ -1,0 +1,142 @@
+"""The mean batch of a window measured from millisecond timestamps (SGLANG_LOG_MS=1), the
+errors-in-variables correction for its rounding, and the regressor of prefills that found the
+decode batch drained (eaglelog/analysis/rate.py; docs/statistics.md, 'What one sample is').
+
+SGLang (python/sglang/srt/managers/scheduler_metrics_mixin.py, log_decode_stats, v0.5.10):
+``gap_latency = time.perf_counter() - self.last_decode_stats_tic`` then
+``self.last_decode_stats_tic = time.perf_counter()`` and ``gen_throughput =
+self.num_generated_tokens / gap_latency``: the throughput of a decode line covers the time since
+the previous decode line, so tokens = throughput × the time between the two lines' stamps."""
+import numpy as np
+import pytest
+
+import eaglelog
+from eaglelog.analysis import rate
+from eaglelog.analysis.breakeven import run_windows
+
+I = 40
+
+
+def stamp(t_ms: float, ms: bool) -> str:
+    sec = int(t_ms // 1000)
+    frac = f".{int(t_ms - sec * 1000):03d}" if ms else ""
+    return f"[2026-03-02 14:{sec // 60:02d}:{sec % 60:02d}{frac} TP0] "
+
+
+def window_log(windows, ms=True, interval=I, t0=5_000.0):
+    """Decode lines of windows (printed #running-req r, true mean batch, accept len, wall ms):
+    tokens = accept × mean batch × interval, printed throughput = tokens / wall."""
+    out, t = [], t0
+    for r, mean_b, a, wall in windows:
+        t += wall
+        tok = a * mean_b * interval
+        out.append(stamp(t, ms) + f"Decode batch, #running-req: {r}, #token: 5000, token usage: "
+                   f"0.05, accept len: {a:.2f}, accept rate: {(a - 1) / 3:.2f}, cuda graph: True, "
+                   f"gen throughput (token/s): {tok / (wall / 1000):.2f}, #queue-req: 0\n")
+    return "".join(out)
+
+
+def windows_of(tmp_path, text, name="w.log"):
+    p = tmp_path / name
+    p.write_text(text)
+    log = eaglelog.parse(str(p))
+    return run_windows(log, log.sources[0].name)[1]
+
+
+# eight windows; the batch dips inside window 3 (mean 7.5 although both lines print 8) and
+# jumps 4 -> 8 inside window 6 (mean 6.0)
+WINDOWS = [(8, 8.0, 2.50, 800.0), (8, 8.0, 2.50, 800.0), (8, 7.5, 2.40, 760.0),
+           (8, 8.0, 2.60, 800.0), (4, 5.0, 2.50, 700.0), (8, 6.0, 2.50, 730.0),
+           (8, 8.0, 2.50, 800.0), (8, 8.0, 2.50, 800.0)]
+
+
+def test_millisecond_stamps_measure_the_mean_batch(tmp_path):
+    win = windows_of(tmp_path, window_log(WINDOWS))
+    assert not win.measured[0] and win.measured[1:].all()     # the first has no start
+    truth = np.array([w[1] for w in WINDOWS])
+    # rounding of accept len (2 decimals) and the truncated stamps: within 0.3 %
+    assert win.b[1:] == pytest.approx(truth[1:], rel=3e-3)
+    assert win.b[2] == pytest.approx(7.5, rel=3e-3)           # the trapezoid says 8
+    # wall per iteration straight from the stamps
+    assert win.y[1:] == pytest.approx(np.array([w[3] for w in WINDOWS])[1:] / I, abs=0.03)
+    # the 4 -> 8 jump is used: its mean batch is measured, not guessed
+    assert win.why[5] == rate.USED and win.b[5] == pytest.approx(6.0, rel=3e-3)
+    # the variance from the printed precision is carried (a relative σ of about 0.1 %)
+    assert (win.bvar[1:] > 0).all()
+    assert np.sqrt(win.bvar[1:]) / win.b[1:] == pytest.approx(0.0012, rel=0.3)
+
+
+def test_whole_second_stamps_keep_the_trapezoid(tmp_path):
+    slow = [(r, b, a, wall * 2) for r, b, a, wall in WINDOWS]   # windows of 1.4–1.6 s
+    win = windows_of(tmp_path, window_log(slow, ms=False))
+    assert not win.measured.any() and not win.bvar.any()
+    assert win.b[2] == 8.0 and win.b[4] == 6.0 and win.b[5] == 6.0   # (r_{j-1} + r_j) / 2
+    assert win.why[5] == rate.JUMP          # 4 -> 8: the mean batch is not known
+
+
+def test_a_wrong_decode_log_interval_keeps_the_trapezoid(tmp_path):
+    # lines written every 20 iterations but read with the default 40: the measured batch would
+    # be half the printed one, so the series keeps the trapezoid rather than halve the cycle
+    win = windows_of(tmp_path, window_log(WINDOWS, interval=20))
+    assert not win.measured.any()
+    assert win.b[3] == 8.0
+
+
+def test_the_derived_cycle_needs_no_systematic_floor_when_measured(tmp_path):
+    rows = [(8, 8.0, 2.50, 800.0 + 5 * ((k * 7) % 3)) for k in range(60)]
+    for ms, floor in ((True, False), (False, True)):
+        walls = rows if ms else [(r, b, a, w * 2) for r, b, a, w in rows]
+        r = eaglelog.breakeven(eaglelog.parse(str(_write(tmp_path, window_log(walls, ms=ms)))),
+                               baseline_toks=90)
+        sys_rel = r.runs[0].facts["cycle_systematic_rel"]
+        assert (sys_rel >= rate.SYS_FLOOR) is floor, (ms, sys_rel)
+
+
+def _write(tmp_path, text, name="f.log"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_errors_in_variables_correction_recovers_the_prefill_cost():
+    """y = c(B) + 6 ms × prefill batches per iteration; B barely moves between windows (its
+    spread is twice its rounding error) and the windows with a prefill have a lower batch (a
+    request left before the next was admitted).  Least squares on the measured batch leaks
+    the attenuated batch control into β; the corrected normal equations do not."""
+    rng = np.random.default_rng(7)
+    n = 200_000
+    cnt = rng.poisson(2.0, n).astype(float)
+    b_true = 16.0 - 0.05 * cnt + rng.normal(0, 0.03, n)
+    err_sd = 0.03
+    b_meas = b_true + rng.normal(0, err_sd, n)
+    y = 12.0 + 0.58 * b_true + 6.0 * cnt / I + rng.normal(0, 0.02, n)
+    x = np.zeros((n, rate.N_X))
+    x[:, 1] = cnt / I
+
+    def win(bvar):
+        return rate.Windows(I, np.arange(n), None, np.zeros(n, np.int64), np.round(b_meas),
+                            b_meas, np.full(n, 2.5), y, x, np.zeros(n, np.int8), True,
+                            np.zeros(n, bool), None, np.ones(n, bool), bvar, np.zeros(n))
+    use = np.ones(n, bool)
+    spec = rate.ModelSpec((1,), (0, 1), (16.0, 1.0))
+    naive = rate._beta_of(win(np.zeros(n)), use, spec)[1]
+    fixed = rate._beta_of(win(np.full(n, err_sd ** 2)), use, spec)[1]
+    assert abs(naive - 6.0) > 0.3                 # attenuated: about 3.4
+    assert fixed == pytest.approx(6.0, abs=0.1)
+
+
+def test_prefills_that_found_the_batch_drained_carry_the_idle_before_them(tmp_path):
+    """growing (1 → 32 clients): at one client every request finishes into an empty batch and
+    the server waits the client's 3 ms before the next prefill; the drained-prefill regressor
+    takes that wait (about 3 ms), so the prefill cost per batch stays the simulator's 6.0."""
+    from eaglelog import simulate as S
+    sc = S.SCENARIOS["growing"].replace(duration_s=300.0, clients=S.ramp(1, 8, 300.0),
+                                        log_requests=False)
+    run = S.simulate(sc, 3)
+    log = eaglelog.parse(run.write(str(tmp_path / "growing.log")))
+    _, win = run_windows(log, log.sources[0].name)
+    assert (win.x[:, 4] > 0).any()
+    f = rate.fit(win, 0.95, None)
+    assert f.beta[1] == pytest.approx(6.0, abs=0.6)
+    assert f.beta[4] == pytest.approx(3.0, abs=1.5)
+    assert f["cycle_ms"].estimate == pytest.approx(run.truth.sums.metrics().cycle_ms, rel=3e-3)
