@@ -69,7 +69,7 @@ def test_millisecond_stamps_measure_the_mean_batch(tmp_path):
 def test_whole_second_stamps_keep_the_trapezoid(tmp_path):
     slow = [(r, b, a, wall * 2) for r, b, a, wall in WINDOWS]   # windows of 1.4–1.6 s
     win = windows_of(tmp_path, window_log(slow, ms=False))
-    assert not win.measured.any() and not win.bvar.any()
+    assert win.measured is None and win.bvar is None
     assert win.b[2] == 8.0 and win.b[4] == 6.0 and win.b[5] == 6.0   # (r_{j-1} + r_j) / 2
     assert win.why[5] == rate.JUMP          # 4 -> 8: the mean batch is not known
 
@@ -78,7 +78,7 @@ def test_a_wrong_decode_log_interval_keeps_the_trapezoid(tmp_path):
     # lines written every 20 iterations but read with the default 40: the measured batch would
     # be half the printed one, so the series keeps the trapezoid rather than halve the cycle
     win = windows_of(tmp_path, window_log(WINDOWS, interval=20))
-    assert not win.measured.any()
+    assert win.measured is None
     assert win.b[3] == 8.0
 
 

@@ -200,6 +200,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     measured, bvar, bycov = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
         measured = _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov)
+    if not measured.any():               # whole-second stamps: nothing measured, nothing kept
+        measured = bvar = bycov = None
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
     if np.isfinite(drafts).any() and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
