@@ -33,7 +33,6 @@ stats / diags / checkpoint / restore …) and keeps the state that crosses lines
 """
 from __future__ import annotations
 
-import ast
 import datetime as _dt
 import json
 import math
