@@ -107,20 +107,26 @@ def test_errors_in_variables_correction_recovers_the_prefill_cost():
     n = 200_000
     cnt = rng.poisson(2.0, n).astype(float)
     b_true = 16.0 - 0.05 * cnt + rng.normal(0, 0.03, n)
+    y_true = 12.0 + 0.58 * b_true + 6.0 * cnt / I + rng.normal(0, 0.02, n)
+    # the errors of a real window: the accept-len rounding in b alone, and the two truncated
+    # stamps (variance STAMP_VAR ms² on Δt = y × I) in both b and y
     err_sd = 0.03
-    b_meas = b_true + rng.normal(0, err_sd, n)
-    y = 12.0 + 0.58 * b_true + 6.0 * cnt / I + rng.normal(0, 0.02, n)
+    stamps = rng.normal(0, np.sqrt(rate.STAMP_VAR), n)
+    dt = y_true * I
+    b_meas = b_true + rng.normal(0, err_sd, n) + b_true * stamps / dt
+    y = y_true + stamps / I
+    bvar = err_sd ** 2 + (b_meas / dt) ** 2 * rate.STAMP_VAR
     x = np.zeros((n, rate.N_X))
     x[:, 1] = cnt / I
 
     def win(bvar):
         return rate.Windows(I, np.arange(n), None, np.zeros(n, np.int64), np.round(b_meas),
                             b_meas, np.full(n, 2.5), y, x, np.zeros(n, np.int8), True,
-                            np.zeros(n, bool), None, np.ones(n, bool), bvar, np.zeros(n))
+                            np.zeros(n, bool), None, bvar)
     use = np.ones(n, bool)
     spec = rate.ModelSpec((1,), (0, 1), (16.0, 1.0))
-    naive = rate._beta_of(win(np.zeros(n)), use, spec)[1]
-    fixed = rate._beta_of(win(np.full(n, err_sd ** 2)), use, spec)[1]
+    naive = rate._beta_of(win(None), use, spec)[1]
+    fixed = rate._beta_of(win(bvar), use, spec)[1]
     assert abs(naive - 6.0) > 0.3                 # attenuated: about 3.4
     assert fixed == pytest.approx(6.0, abs=0.1)
 

@@ -206,8 +206,7 @@ class BaseSide:
             return 0.0, math.inf
         sizes = np.array([s for s, _ in self.buckets], dtype=float)
         steps = np.array([e.estimate for _, e in self.buckets])
-        ok = np.isfinite(b) & (w > 0) & (b >= sizes[0] * (1 - rate.EDGE_TOL)) & \
-            (b <= sizes[-1] * (1 + rate.EDGE_TOL))
+        ok = (w > 0) & rate.within(b, sizes[0], sizes[-1])
         if not ok.any():
             return 0.0, math.inf
         b, w = np.clip(b[ok], sizes[0], sizes[-1]), w[ok]

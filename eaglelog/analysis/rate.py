@@ -59,6 +59,7 @@ WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left ou
        "batch size jump")
 EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's sizes is at its edge
 PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 decimals
+STAMP_VAR = 2 / 12      # ms²: the variance of the difference of two truncated ms stamps
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
                        # the mean batch of the window between them is not known
 
@@ -81,9 +82,8 @@ class Windows:
     spec: bool                   # the lines print an accept length
     steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
     rs: np.ndarray | None = None  # request-steps (vLLM: the window's drafts, exact)
-    measured: np.ndarray | None = None   # bool: b measured from the timestamps (else B̃)
-    bvar: np.ndarray | None = None       # variance of a measured b from the printed precision
-    bycov: np.ndarray | None = None      # its covariance with y's error (the shared stamps)
+    bvar: np.ndarray | None = None  # variance of b where the stamps measured it (> 0), from
+                                    # the printed precision; 0 where b is the trapezoid B̃
 
     @property
     def n(self) -> int:
@@ -95,9 +95,22 @@ class Windows:
                        self.series[keep], self.r[keep], self.b[keep], self.a[keep],
                        self.y[keep], self.x[keep], self.why[keep], self.spec,
                        self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
-                       None if self.measured is None else self.measured[keep],
-                       None if self.bvar is None else self.bvar[keep],
-                       None if self.bycov is None else self.bycov[keep])
+                       None if self.bvar is None else self.bvar[keep])
+
+    @property
+    def measured(self) -> np.ndarray | None:
+        """Where the stamps measured the window's mean batch (None: nowhere)."""
+        return None if self.bvar is None else self.bvar > 0
+
+    @property
+    def bycov(self) -> np.ndarray | None:
+        """Covariance of a measured b's error with y's: both hold the window's two truncated
+        millisecond stamps (Δt = y × interval; ∂b/∂Δt = b/Δt, ∂y/∂Δt = 1/interval)."""
+        if self.bvar is None:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.bvar > 0, self.b / (self.y * self.interval ** 2) * STAMP_VAR,
+                            0.0)
 
     @property
     def w(self) -> np.ndarray:
@@ -197,11 +210,9 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     rs = None
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
-    measured, bvar, bycov = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
+    bvar = None
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
-        measured = _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov)
-    if not measured.any():               # whole-second stamps: nothing measured, nothing kept
-        measured = bvar = bycov = None
+        bvar = _measured_batch(key, ts, r, a, g, steps, interval, b, y, why)
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
     if np.isfinite(drafts).any() and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
@@ -223,27 +234,25 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for s_ in np.unique(key):
             idx = np.flatnonzero(key == s_)
             x[idx[1:], 2] = x[idx[:-1], 0]
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, measured, bvar,
-                   bycov)
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar)
 
 
-def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov) -> np.ndarray:
+def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray | None:
     """Where a series' timestamps have sub-second resolution (SGLang with SGLANG_LOG_MS=1), the
     mean batch of each window is measured instead of approximated: the window's tokens are
     gen throughput × its wall time (the time between this line and the one before: SGLang
     resets the throughput's clock, ``last_decode_stats_tic``, when it prints a decode line),
     its request-steps are tokens / accept len (tokens without speculation), and the mean batch
-    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there and
-    returns where it did.  A series whose measured batches do not agree with the printed
+    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there.  A series whose measured batches do not agree with the printed
     #running-req (median ratio off by over 3 %: a wrong decode_log_interval, a log whose
     clock is not the throughput's) keeps the trapezoid.
 
     The measured batch carries the rounding of what it is computed from: accept len and gen
     throughput to 2 decimals (uniform errors, variance 0.01² / 12) and two millisecond stamps
-    that logging truncates (variance 2 / 12 ms²).  ``bvar`` gets that variance per window, and
-    ``bycov`` its covariance with the error of y (the same two stamps are in both); the fit
-    corrects its normal equations for them (``_eiv``)."""
-    out = np.zeros(len(key), dtype=bool)
+    that logging truncates (variance 2 / 12 ms², STAMP_VAR).  Returns that variance per window
+    (0 where b stays the trapezoid; None when no window was measured); the fit corrects its
+    normal equations for it and for its covariance with y (``Windows.bycov``, ``_eiv``)."""
+    bvar = np.zeros(len(key))
     for s in np.unique(key):
         idx = np.flatnonzero(key == s)
         if len(idx) < 3:
@@ -253,7 +262,8 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov) -
             continue                       # a missing stamp, or whole seconds only
         dt = np.diff(t).astype(float) / 1000.0          # ms
         j = idx[1:]
-        per_tok = np.where(np.isfinite(a[j]) & ~steps[j], a[j], 1.0)
+        spec_tok = np.isfinite(a[j]) & ~steps[j]
+        per_tok = np.where(spec_tok, a[j], 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             bm = g[j] * dt / 1000.0 / per_tok / interval
             lo = np.minimum(r[j], r[idx[:-1]])
@@ -270,14 +280,12 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why, bvar, bycov) -
         b[jj] = bm[ok]
         y[jj] = dt[ok] / interval
         rel = PRINTED_STEP ** 2 / 12 * ((1 / g[jj]) ** 2 + np.where(
-            np.isfinite(a[jj]) & ~steps[jj], 1 / a[jj], 0.0) ** 2) + (2 / 12) / dt[ok] ** 2
+            spec_tok[ok], 1 / per_tok[ok], 0.0) ** 2) + STAMP_VAR / dt[ok] ** 2
         bvar[jj] = bm[ok] ** 2 * rel
-        bycov[jj] = bm[ok] / dt[ok] / interval * (2 / 12)
         sub = why[jj]
         sub[sub == JUMP] = USED          # the window's mean batch is known
         why[jj] = sub
-        out[jj] = True
-    return out
+    return bvar if bvar.any() else None
 
 
 # ----------------------------------------------------------------------------- warm-up
@@ -348,7 +356,7 @@ def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
         dA[i, j] += v
         if i != j:
             dA[j, i] += v
-    cy = (win.bycov[use] if win.bycov is not None else np.zeros(len(om))) / spec.scale[1]
+    cy = win.bycov[use] / spec.scale[1]
     if i1 is not None:
         sub(i1, i1, float(np.sum(om * s2)))
         drhs[i1] = float(np.sum(om * cy))
@@ -812,6 +820,14 @@ def step_curve(sizes: np.ndarray, steps: np.ndarray):
     def of(b):
         b = np.asarray(b, dtype=float)
         out = np.interp(b, xs, ys)
-        out[(b < xs[0] * (1 - EDGE_TOL)) | (b > xs[-1] * (1 + EDGE_TOL)) | ~np.isfinite(b)] = np.nan
+        out[~within(b, xs[0], xs[-1])] = np.nan
         return out
     return of
+
+
+def within(b: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Mean batch sizes a baseline measured from lo to hi covers: inside, or within EDGE_TOL
+    of an end (the rounding of a measured batch); NaN is not covered."""
+    b = np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (b >= lo * (1 - EDGE_TOL)) & (b <= hi * (1 + EDGE_TOL))
