@@ -891,22 +891,26 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
 @baseline_option
 @click.option("--steps", "steps", default="1..8", show_default=True, metavar="LIST",
               help="The draft-step counts to predict: a range 1..8 or a list 1,2,3,7.")
+@click.option("--draft-tokens", "draft_tokens", default=None, metavar="LIST",
+              help="A tree's num_draft_tokens to predict (topk > 1 runs): 8,16,32 or 8..12; "
+                   "default: the run's own.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Level of every prediction interval.")
 @output_options
 @click.pass_context
 def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, steps,
-               confidence, fmt, output):
+               draft_tokens, confidence, fmt, output):
     """What if the server ran another number of draft steps? Predictions from measured runs.
 
-    For each candidate num_steps S (chain drafts, topk 1): the accept length from the runs'
+    For each candidate num_steps S: the accept length from the runs'
     per-position acceptance (SGLang Finish lines' spec_accept_histogram: measured for S up to
     the deepest run, a geometric tail beyond, marked), the cycle from a cost model of the
     EAGLE3_PROF phases (draft ∝ steps, verify linear in K = S + 1: fitted across runs with
     different K, else a memory-bound prior), the per-stream rate and, with a baseline, the
     speedup — each with a prediction interval for what such a run would measure. With several
     runs, each is also predicted from the others (leave-one-run-out) against what it measured.
-    docs/whatif.md.
+    A tree run (topk > 1) is predicted for trees of its topk with --draft-tokens N verified
+    tokens, as an approximation that says which way it errs. docs/whatif.md.
 
     \b
     Examples:
@@ -914,13 +918,19 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
       eaglelog whatif --steps 1,2,3,7 --baseline-toks 90 steps5.log
       eaglelog whatif --baseline-toks 90 steps-*.log          # a sweep: with its leave-one-out
       eaglelog whatif -f json steps5.log
+      eaglelog whatif --steps 3..6 --draft-tokens 8,16 tree.log   # topk > 1: approximate
     """
     from .errors import UsageProblem
-    from .analysis.whatif import parse_steps
+    from .analysis.whatif import parse_steps, parse_tokens
     try:
         wanted = parse_steps(steps)
     except UsageProblem as e:
         raise click.BadParameter(str(e).split(": ", 1)[-1], param_hint="--steps") from None
+    try:
+        tokens = parse_tokens(draft_tokens)
+    except UsageProblem as e:
+        raise click.BadParameter(str(e).split(": ", 1)[-1],
+                                 param_hint="--draft-tokens") from None
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.whatif", "eaglelog.report.whatif"))
@@ -928,7 +938,7 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     from .report.whatif import check_rows, prediction_rows, whatif_block
 
     result = library.whatif(log, steps=wanted, baseline=baseline, confidence=confidence,
-                            skip_warmup=warmup_of(ctx))
+                            skip_warmup=warmup_of(ctx), draft_tokens=tokens)
     render_result(result, fmt, output, whatif_block,
                   lambda r: [prediction_rows(r), check_rows(r)])
     finish(ctx, log)

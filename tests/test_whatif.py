@@ -118,7 +118,7 @@ def test_cli_table_json_markdown(run):
     md = run("-q", "whatif", "-f", "markdown", "--steps", "2", *SWEEP).stdout
     assert md.startswith("| steps ") and md.count("| sample_logs") == 0 or "steps1.log" in md
     csv = run("-q", "whatif", "-f", "csv", "--steps", "2,9", STEPS[5]).stdout.splitlines()
-    assert csv[0].startswith("steps,basis,accept_len,accept_len_pi_low,") and len(csv) == 3
+    assert csv[0].startswith("steps,topk,draft_tokens,basis,accept_len,accept_len_pi_low,") and len(csv) == 3
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -145,11 +145,88 @@ def test_what_whatif_cannot_use_is_said(run, tmp_path):
     cut.write_text("".join(ln for ln in text.splitlines(True) if "Finish:" not in ln))
     r = run("whatif", str(cut))
     assert r.exit_code == 1 and "spec_accept_histogram" in r.stderr
+    # a tree without the tokens each verify checks cannot be costed
     tree = tmp_path / "tree.log"
     assert text.count("speculative_eagle_topk=1") == 1
-    tree.write_text(text.replace("speculative_eagle_topk=1", "speculative_eagle_topk=4"))
+    assert text.count("speculative_num_draft_tokens=6") == 1
+    tree.write_text(text.replace("speculative_eagle_topk=1", "speculative_eagle_topk=4")
+                    .replace("speculative_num_draft_tokens=6, ", ""))
     r = run("whatif", str(tree))
-    assert r.exit_code == 1 and "topk 4" in r.stderr and "chain drafts" in r.stderr
+    assert r.exit_code == 1 and "speculative_eagle_topk 4 (a tree) without " \
+        "speculative_num_draft_tokens" in r.stderr and "Traceback" not in r.stderr
+
+
+def _tree(tmp_path, topk=4, n=16):
+    """The 5-step sample as a tree run: topk 4, 16 draft tokens (its histograms and phases
+    stay the chain's, so every figure below follows from the chain's by the stated model)."""
+    text = open(STEPS[5], encoding="utf-8").read()
+    p = tmp_path / "tree.log"
+    p.write_text(text.replace("speculative_eagle_topk=1", f"speculative_eagle_topk={topk}")
+                 .replace("speculative_num_draft_tokens=6", f"speculative_num_draft_tokens={n}"))
+    return str(p)
+
+
+def test_a_tree_run_is_predicted_as_an_approximation_that_says_which_way(tmp_path):
+    """topk > 1 (issue 17): τ(S', N') from the accepted path truncated as a chain, the
+    verify costed at K = N' draft tokens (not S + 1), each row saying which way it errs."""
+    tree = _tree(tmp_path)
+    w = eaglelog.whatif(tree, steps=[3, 5, 6], baseline_toks=90, draft_tokens=[8, 16])
+    got = {(p.steps, p.draft_tokens): p for p in w.predictions}
+    assert sorted(got) == [(3, 8), (3, 16), (5, 8), (5, 16), (6, 8), (6, 16)]
+    assert all(p.topk == 4 for p in w.predictions)
+    # the measured configuration is the run itself: its rate, no approximation
+    own = got[(5, 16)]
+    assert own.basis == "measured positions" and \
+        own.eff_tok_s.estimate == pytest.approx(measured(tree).estimate, rel=1e-9)
+    assert own.measured_eff_tok_s is not None
+    # fewer steps, as many draft tokens: at least this accept length (a lower bound)
+    assert "tree approximation (topk 4, draft tokens 16 → 16" in got[(3, 16)].basis and \
+        "τ at least this" in got[(3, 16)].basis
+    # as many steps, fewer draft tokens: at most this
+    assert "τ at most this" in got[(5, 8)].basis
+    assert "direction of its error unknown" in got[(3, 8)].basis
+    # τ does not depend on N' in the approximation; the chain's truncation gives it
+    chain = eaglelog.whatif(STEPS[5], steps=[3], baseline_toks=90).predictions[0]
+    assert got[(3, 8)].accept_len.estimate == pytest.approx(chain.accept_len.estimate, rel=1e-9)
+    assert got[(3, 16)].accept_len.estimate == pytest.approx(chain.accept_len.estimate,
+                                                             rel=1e-9)
+    # the verify grows with the draft tokens: one K measured (16), the prior's slope
+    m = w.model
+    assert m.k_range == (16, 16) and m.slope_from.startswith("one K (16) measured")
+    for s_ in (3, 5, 6):
+        # the anchored cycles keep the model's ratio, and K = 16 costs v1 × 8 over K = 8
+        r = got[(s_, 16)].cycle_ms.estimate / got[(s_, 8)].cycle_ms.estimate
+        assert r == pytest.approx(m._at(s_, 16)[0] / m._at(s_, 8)[0], rel=1e-9)
+        assert m._at(s_, 16)[0] - m._at(s_, 8)[0] == pytest.approx(m.v1 * 8, rel=1e-9)
+        assert m.v1 > 0
+    assert any("drafts a tree (topk 4, 16 draft tokens)" in n for n in w.notes)
+
+
+def test_tree_limits_and_chain_misuse_are_usage_errors(run, tmp_path):
+    tree = _tree(tmp_path)
+    # SGLang picks N − 1 of topk + (S − 1)·topk² candidates: 1 step of topk 4 holds 5
+    assert W.tree_limit(4, 1) == 5 and W.tree_limit(4, 3) == 37 and W.tree_limit(1, 5) == 6
+    w = eaglelog.whatif(tree, steps=[1, 2], draft_tokens=[16])
+    assert [(p.steps, p.draft_tokens) for p in w.predictions] == [(2, 16)]
+    assert any("left out, more draft tokens than the tree has candidates" in n and
+               "1 steps × 16" in n for n in w.notes)
+    r = run("whatif", "--steps", "1", "--draft-tokens", "30", tree)
+    assert r.exit_code == 2 and "with topk 4, 1 steps verify at most 5 draft tokens" in r.stderr
+    r = run("whatif", "--draft-tokens", "8", STEPS[5])
+    assert r.exit_code == 2 and "drafts a chain (topk 1)" in r.stderr
+    r = run("whatif", "--draft-tokens", "1", tree)
+    assert r.exit_code == 2 and "--draft-tokens" in r.stderr and "Traceback" not in r.stderr
+    r = run("whatif", "--draft-tokens", "x", tree)
+    assert r.exit_code == 2 and "--draft-tokens" in r.stderr
+    # the human block names the draft tokens and the bound
+    out = run("whatif", "--steps", "3,5", "--draft-tokens", "16", "--baseline-toks", "90",
+              tree).stdout
+    assert "verify(K = draft tokens)" in out and "draft tokens" in out.splitlines()[3]
+    assert "tree approx.: τ ≥" in out
+    d = json.loads(run("-q", "whatif", "-f", "json", "--steps", "5", "--draft-tokens", "8,16",
+                       tree).stdout)
+    assert [(p["steps"], p["topk"], p["draft_tokens"]) for p in d["predictions"]] == \
+        [(5, 4, 8), (5, 4, 16)]
 
 
 def test_simulated_runs_with_another_verify_shape_are_covered():

@@ -11,7 +11,16 @@ The model, stated (every part is a choice the docs justify and the output names)
   tail is geometric with the last conditional rate q_S = P(≥S) / P(≥S−1):
   τ_h(S') = τ_h(S) + P(≥S) Σ_{j=1}^{S'−S} q^j — an **extrapolation**, marked as such.  The
   prediction is the run's own decode-line accept length (what break-even uses) times
-  τ_h(S') / τ_h(S).  A tree draft (topk > 1) is refused: its acceptance does not truncate.
+  τ_h(S') / τ_h(S).
+* **Trees (topk > 1): an approximation, said so.**  SGLang drafts a beam of topk per step and
+  verifies the N − 1 highest-scoring of its topk + (S − 1)·topk² candidates
+  (``eagle_utils.py``, ``organize_draft_results``: ``torch.topk(score_list, num_draft_token −
+  1)``; a child's score, the product along its path, is at most its parent's, so the selection
+  is a tree).  The accepted path is a chain whose depths the histogram measures, and τ(S', N')
+  is taken as the chain truncation above.  Which way that errs is known: fewer draft tokens
+  (N' < N) verify a subset of the same candidates — τ at most this; fewer steps with the same
+  N keep every selected node at depth ≤ S' (their competitors below are gone) and may add
+  others — τ at least this.  The verify checks K = N tokens a request (not S + 1).
 * **Cycle c(S)** from the EAGLE3_PROF phases of the runs: draft time proportional to the steps
   (d·S), verify linear in the K = S + 1 tokens verified (v0 + v1·K; + v2·K² when four or more
   K show a significant curvature), re-extend and other overhead constant.  With two or more
@@ -67,6 +76,18 @@ class Evidence:
     step_ms: float | None            # the baseline step at the run's batch mix
     hist_x: np.ndarray = field(repr=False, default=None)   # verifies per request
     hist_y: np.ndarray = field(repr=False, default=None)   # n × S: verifies reaching ≥ i
+    topk: int = 1                    # speculative_eagle_topk (> 1: a tree)
+    draft_tokens: int = 0            # tokens verified a request (N; a chain: steps + 1)
+
+    @property
+    def k(self) -> int:
+        return self.draft_tokens or self.steps + 1
+
+
+def tree_limit(topk: int, steps: int) -> int:
+    """The most draft tokens SGLang can verify for a tree of ``steps`` and ``topk``: 1 + the
+    candidates organize_draft_results picks from, topk + (steps − 1)·topk²."""
+    return 1 + topk + (steps - 1) * topk * topk
 
 
 def _histograms(req: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
@@ -102,10 +123,14 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         if not steps:
             raise EaglelogError(f"{label}: no speculative_num_steps in its server_args: whatif "
                                 "needs the draft steps of each run")
+        ntok = int(steps) + 1
         if int(topk) != 1:
-            raise EaglelogError(f"{label}: speculative_eagle_topk {topk}: whatif predicts chain "
-                                "drafts (topk 1) only; a tree's acceptance does not truncate "
-                                "to fewer steps")
+            nd = cfg.get("speculative_num_draft_tokens")
+            if not nd or int(nd) < 2:
+                raise EaglelogError(f"{label}: speculative_eagle_topk {topk} (a tree) without "
+                                    "speculative_num_draft_tokens in its server_args: whatif "
+                                    "needs the tokens each verify checks")
+            ntok = int(nd)
         s = summarize(sub, baseline=baseline, confidence=confidence, warmup=warmup)
         if s.cycle_ms is None or not s.phases:
             raise EaglelogError(f"{label}: no no-sync EAGLE3_PROF blocks: whatif needs the "
@@ -130,7 +155,7 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                             {p.phase: p.ms_per_cycle for p in s.phases}, s.eff_tok_s,
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
-                            hist[0].astype(float), y))
+                            hist[0].astype(float), y, int(topk), ntok))
     if not out:
         raise EaglelogError("no run to predict from")
     return out
@@ -180,8 +205,8 @@ def tau_ratio(ev: Evidence, s_new: int) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class CostModel:
-    """c(S) = d·S + v0 + v1·K + v2·K² + rest (K = S + 1; v2 = 0 unless the runs show a
-    curvature), with the covariance of (d, v0, v1, v2) and the verify fit's residual variance
+    """c(S) = d·S + v0 + v1·K + v2·K² + rest (K the tokens verified a request: S + 1 for a
+    chain, num_draft_tokens for a tree; v2 = 0 unless the runs show a curvature), with the covariance of (d, v0, v1, v2) and the verify fit's residual variance
     (ms²) as the model error of a new point."""
 
     d: float
@@ -197,17 +222,21 @@ class CostModel:
     residuals: tuple                # (run, K, measured verify, fitted) per run
     df: float = math.inf            # degrees of freedom of the verify fit's error
 
-    def _at(self, s: int) -> tuple[float, np.ndarray]:
-        k = s + 1.0
+    def _at(self, s: int, k: float | None = None) -> tuple[float, np.ndarray]:
+        k = s + 1.0 if k is None else float(k)
         g = np.array([s, 1.0, k, k * k])
         return float(g @ np.array([self.d, self.v0, self.v1, self.v2])) + self.rest, g
 
-    def ratio(self, s: int, s0: int) -> tuple[float, float]:
-        """c(s) / c(s0) and the standard error of its log: the parameters' error through the
-        difference of the two gradients, the model error of the new point (none at s0)."""
-        if s == s0:
+    def ratio(self, s: int, s0: int, k: float | None = None,
+              k0: float | None = None) -> tuple[float, float]:
+        """c(s, k) / c(s0, k0) and the standard error of its log: the parameters' error through
+        the difference of the two gradients, the model error of the new point (none at s0).
+        k, k0: tokens verified (default: steps + 1, a chain)."""
+        k = s + 1 if k is None else k
+        k0 = s0 + 1 if k0 is None else k0
+        if s == s0 and k == k0:
             return 1.0, 0.0
-        (c, g), (c0, g0) = self._at(s), self._at(s0)
+        (c, g), (c0, g0) = self._at(s, k), self._at(s0, k0)
         grad = g / c - g0 / c0
         var = float(grad @ self.cov @ grad) + self.rest_var * (1 / c - 1 / c0) ** 2 + \
             self.resid_var / c ** 2
@@ -253,7 +282,7 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
         e = ev.phases.get(name)
         return (e.estimate, (e.se_log or 0.0) * e.estimate) if e is not None else (0.0, 0.0)
     S = np.array([e.steps for e in evs], dtype=float)
-    K = S + 1
+    K = np.array([e.k for e in evs], dtype=float)
     dr = np.array([ph(e, PHASES[0]) for e in evs])
     vf = np.array([ph(e, PHASES[1]) for e in evs])
     rest = np.array([ph(e, PHASES[2])[0] + ph(e, PHASES[3])[0] for e in evs])
@@ -327,13 +356,16 @@ class Prediction:
     speedup: Estimate | None
     basis: str                       # 'measured positions', 'extrapolated …'
     measured_eff_tok_s: Estimate | None = None   # a run that ran this S
+    draft_tokens: int | None = None  # a tree's num_draft_tokens (None: a chain, S + 1)
+    topk: int = 1
 
     def to_dict(self) -> dict:
         d = _d
         return {"steps": self.steps, "accept_len": d(self.accept_len),
                 "cycle_ms": d(self.cycle_ms), "eff_tok_s": d(self.eff_tok_s),
                 "speedup": d(self.speedup), "basis": self.basis,
-                "measured_eff_tok_s": d(self.measured_eff_tok_s)}
+                "measured_eff_tok_s": d(self.measured_eff_tok_s), "topk": self.topk,
+                "draft_tokens": self.draft_tokens if self.draft_tokens else self.steps + 1}
 
 
 def _d(e):
@@ -342,16 +374,27 @@ def _d(e):
 
 def predict(evs: list[Evidence], s_new: int, confidence: float,
             model: CostModel | None = None, verify_slope: float | None = None,
-            step_of=None) -> Prediction:
+            step_of=None, draft_tokens: int | None = None) -> Prediction:
     """The prediction for S' draft steps from ``evs``, anchored on the deepest run: its
     measured per-stream rate × τ_h(S') / τ_h(S) × c(S) / c(S') — the positions and the cost
-    model give ratios, the anchor the level (its rate as break-even measures it)."""
+    model give ratios, the anchor the level (its rate as break-even measures it).  A tree
+    anchor (topk > 1) predicts trees of its topk with ``draft_tokens`` (default: its own)
+    verified tokens, as the approximation the module docstring states."""
     src = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
     model = model or fit_costs(evs, verify_slope, step_of)
+    tree = src.topk > 1
+    if not tree and draft_tokens is not None and draft_tokens != s_new + 1:
+        raise UsageProblem(f"--draft-tokens {draft_tokens}: {src.run} drafts a chain (topk 1), "
+                           "which verifies num_steps + 1 tokens; --draft-tokens sets a tree's")
+    k_new = (draft_tokens or src.k) if tree else s_new + 1
+    if tree and k_new > tree_limit(src.topk, s_new):
+        raise UsageProblem(f"--draft-tokens {k_new}: a tree of {s_new} steps and topk "
+                           f"{src.topk} has at most {tree_limit(src.topk, s_new)} (SGLang picks "
+                           "num_draft_tokens − 1 of topk + (steps − 1)·topk² candidates)")
     if src.eff_tok_s is None or not math.isfinite(src.eff_tok_s.estimate):
         raise EaglelogError(f"{src.run}: no per-stream rate measured to anchor the predictions")
     ratio_t, se_t = tau_ratio(src, s_new)
-    ratio_c, se_c = model.ratio(s_new, src.steps)
+    ratio_c, se_c = model.ratio(s_new, src.steps, k_new, src.k)
     eff_a = src.eff_tok_s
     se_a = eff_a.se_log or 0.0
     se_tau_a = src.tau.se_log or 0.0
@@ -361,7 +404,14 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     se_ca = math.sqrt(max(se_a ** 2 - se_tau_a ** 2, 0.0))
     basis = "measured positions" if s_new <= src.steps else \
         f"extrapolated: positions {src.steps + 1}–{s_new} from a geometric tail"
-    k = s_new + 1
+    if tree and not (s_new == src.steps and k_new == src.k):
+        n0 = src.k
+        how = ("τ at least this" if s_new <= src.steps and k_new >= n0 else
+               "τ at most this" if s_new == src.steps and k_new < n0 else
+               "the direction of its error unknown")
+        basis += (f"; tree approximation (topk {src.topk}, draft tokens {n0} → {k_new}: the "
+                  f"accepted path truncated as a chain, {how})")
+    k = k_new
     if k < model.k_range[0] or k > model.k_range[1]:
         basis += f"; verify beyond the measured K {model.k_range[0]}–{model.k_range[1]}"
     df = max(len(src.hist_x) - 1, 1)
@@ -384,8 +434,9 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     if src.step_ms:
         sp = stats.from_log_se(rate_v * src.step_ms / 1000.0, se_rate, df_rate, 0, confidence,
                                "per-stream rate × baseline step")
-    meas = next((e.eff_tok_s for e in evs if e.steps == s_new), None)
-    return Prediction(s_new, acc, cyc, rate, sp, basis, meas)
+    meas = next((e.eff_tok_s for e in evs if e.steps == s_new and e.k == k_new), None)
+    return Prediction(s_new, acc, cyc, rate, sp, basis, meas, k_new if tree else None,
+                      src.topk)
 
 
 @dataclass(frozen=True)
@@ -428,7 +479,8 @@ class WhatifResult:
     def to_frame(self) -> pd.DataFrame:
         rows = []
         for p in self.predictions:
-            row = {"steps": p.steps, "basis": p.basis}
+            row = {"steps": p.steps, "topk": p.topk,
+                   "draft_tokens": p.draft_tokens or p.steps + 1, "basis": p.basis}
             for k in ("accept_len", "cycle_ms", "eff_tok_s", "speedup"):
                 e = getattr(p, k)
                 row.update({k: e.estimate if e else None, f"{k}_pi_low": e.ci_low if e else None,
@@ -439,7 +491,8 @@ class WhatifResult:
         return pd.DataFrame(rows)
 
 
-def parse_steps(text: str) -> list[int]:
+def parse_steps(text: str, what: str = "--steps", lo_ok: int = 1,
+                hi_ok: int = MAX_STEPS) -> list[int]:
     """'1..8', '1,2,3,7' or '3' → sorted distinct draft-step counts."""
     out: set[int] = set()
     for part in str(text).replace(" ", "").split(","):
@@ -455,15 +508,33 @@ def parse_steps(text: str) -> list[int]:
             else:
                 out.add(int(part))
         except ValueError:
-            raise UsageProblem(f"--steps {text!r}: give counts like 1..8 or 1,2,3,7") from None
-    if not out or min(out) < 1 or max(out) > MAX_STEPS:
-        raise UsageProblem(f"--steps {text!r}: draft steps from 1 to {MAX_STEPS}")
+            raise UsageProblem(f"{what} {text!r}: give counts like 1..8 or 1,2,3,7") from None
+    if not out or min(out) < lo_ok or max(out) > hi_ok:
+        raise UsageProblem(f"{what} {text!r}: from {lo_ok} to {hi_ok}" if what != "--steps"
+                           else f"--steps {text!r}: draft steps from 1 to {MAX_STEPS}")
     return sorted(out)
+
+
+def parse_tokens(text) -> list[int] | None:
+    """'8,16,32' or '8..12' → sorted distinct num_draft_tokens (None: none given)."""
+    if text is None or text == "" or text == []:
+        return None
+    if not isinstance(text, str):
+        vals = sorted({int(v) for v in text})
+    else:
+        try:
+            vals = parse_steps(text, "--draft-tokens", 2, 1024)
+        except UsageProblem:
+            raise UsageProblem(f"--draft-tokens {text!r}: give counts like 8,16,32 or 8..12 "
+                               "(2 to 1024)") from None
+    if min(vals) < 2:
+        raise UsageProblem(f"--draft-tokens {text!r}: at least 2 (the bonus and one draft)")
+    return vals
 
 
 def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_log=None,
            confidence: float = 0.95, verify_slope: float | None = None, skip_warmup="auto",
-           engine: str = "auto") -> WhatifResult:
+           engine: str = "auto", draft_tokens=None) -> WhatifResult:
     """Predicted accept length, cycle, per-stream rate and speedup for other numbers of draft
     steps, from measured runs (each with EAGLE3_PROF blocks and Finish lines); with several
     runs, each is also predicted from the others.
@@ -487,14 +558,51 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         from .breakeven import baseline_side
         step_of = baseline_side(base, confidence, []).step_of
     model = fit_costs(evs, verify_slope, step_of)
-    preds = tuple(predict(evs, s, confidence, model) for s in wanted)
+    tokens = parse_tokens(draft_tokens)
+    anchor = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
+    if tokens is not None and anchor.topk == 1:
+        raise UsageProblem(f"--draft-tokens: {anchor.run} drafts a chain (topk 1), which "
+                           "verifies num_steps + 1 tokens; --draft-tokens sets a tree's")
+    preds_l, over = [], []
+    for s_ in wanted:
+        for n_ in (tokens or [None]):
+            if anchor.topk > 1 and (n_ or anchor.k) > tree_limit(anchor.topk, s_):
+                over.append((s_, n_ or anchor.k))
+                continue
+            preds_l.append(predict(evs, s_, confidence, model, draft_tokens=n_))
+    if not preds_l:
+        raise UsageProblem(f"no candidate is a tree SGLang can build: with topk {anchor.topk}, "
+                           f"{over[0][0]} steps verify at most "
+                           f"{tree_limit(anchor.topk, over[0][0])} draft tokens")
+    preds = tuple(preds_l)
+    if over:
+        notes.append("left out, more draft tokens than the tree has candidates (SGLang "
+                     "organize_draft_results picks num_draft_tokens − 1 of topk + (steps − 1)"
+                     "·topk²): " + ", ".join(f"{a} steps × {b}" for a, b in over))
+    if anchor.topk > 1:
+        notes.append(f"{anchor.run} drafts a tree (topk {anchor.topk}, {anchor.k} draft "
+                     "tokens): its predictions are an approximation — each verify's accepted "
+                     "path is taken as a chain and truncated; fewer draft tokens accept at most, "
+                     "fewer steps with as many draft tokens at least, what it predicts "
+                     "(docs/whatif.md)")
+    if len({e.topk for e in evs}) > 1:
+        notes.append("the runs draft with different topk (" + ", ".join(
+            sorted({str(e.topk) for e in evs})) + "): the cost model pools them by the tokens "
+            f"each verify checks; the predictions are for topk {anchor.topk}")
     checks = []
     if len(evs) >= 2:
         for i, e in enumerate(evs):
             rest = evs[:i] + evs[i + 1:]
             if e.eff_tok_s is None:
                 continue
-            p = predict(rest, e.steps, confidence, verify_slope=verify_slope, step_of=step_of)
+            other = max(rest, key=lambda x: (x.steps, len(x.hist_x)))
+            if other.topk != e.topk:
+                continue                  # a chain does not predict a tree, nor the reverse
+            try:
+                p = predict(rest, e.steps, confidence, verify_slope=verify_slope,
+                            step_of=step_of, draft_tokens=e.k if e.topk > 1 else None)
+            except UsageProblem:
+                continue                  # its config is not one the others' anchor can build
             m = e.eff_tok_s
             inside = p.eff_tok_s.ci_low is not None and \
                 p.eff_tok_s.ci_low <= m.estimate <= p.eff_tok_s.ci_high

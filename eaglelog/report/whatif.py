@@ -18,6 +18,9 @@ def _basis(text: str) -> str:
             parts.append("positions extrapolated")
         elif p.startswith("verify beyond"):
             parts.append("verify extrapolated")
+        elif p.startswith("tree approximation"):
+            parts.append("tree approx." + (": τ ≥" if "at least" in p else ": τ ≤"
+                                           if "at most" in p else ""))
     return ", ".join(parts)
 
 
@@ -32,8 +35,12 @@ def _poly(m) -> str:
 
 def prediction_rows(w: "WhatifResult") -> list[dict]:
     rows = []
+    tree = any(p.draft_tokens for p in w.predictions)
     for p in w.predictions:
-        row = {"steps": p.steps, "accept len": _with_ci(p.accept_len, 3),
+        row = {"steps": p.steps}
+        if tree:
+            row["draft tokens"] = p.draft_tokens or p.steps + 1
+        row |= {"accept len": _with_ci(p.accept_len, 3),
                "cycle ms": _with_ci(p.cycle_ms, 4), "eff tok/s": _with_ci(p.eff_tok_s, 4)}
         if p.speedup is not None:
             row["speedup"] = _with_ci(p.speedup, 3)
@@ -54,7 +61,8 @@ def whatif_block(w: "WhatifResult") -> str:
     m = w.model
     lines = [f"what if: predictions from {', '.join(w.runs)}   "
              f"({w.confidence:.0%} prediction intervals: what a run like these would measure)",
-             f"  cost model  cycle = {m.d:.3g} ms × steps + verify(K = steps + 1) + "
+             f"  cost model  cycle = {m.d:.3g} ms × steps + verify(K = "
+             f"{'draft tokens' if any(p.draft_tokens for p in w.predictions) else 'steps + 1'}) + "
              f"{m.rest:.3g} ms;  verify = {_poly(m)} ms  ({m.slope_from})",
              ""]
     rows = prediction_rows(w)
