@@ -97,10 +97,11 @@ def test_the_report_opens_with_the_answer_then_tables_then_pictures(sweep_report
     assert page.count("<svg ") == 5 and page.count("<figure") == 5
     conclusion = text_of(section(page, "conclusion"))
     assert conclusion.count("\n") <= 3              # one paragraph
+    # 7 steps is 1.5 % slower in truth and told apart here (tests/test_compare_sweep.py)
+    assert "tied with" not in conclusion
     for said in ("Best config of the 5 runs: speculative_num_steps 5 · "
                  f"speculative_num_draft_tokens 6 ({S['steps5']}), 109.0 tok/s "
-                 f"per stream [107.0 … 111.0]; tied with {S['steps7']} (not distinguishable "
-                 "from it at 95%)",
+                 "per stream [107.0 … 111.0].",
                  "Verdict of the best: ABOVE break-even: 1.21× the baseline (21.1% faster; 95% "
                  "CI 18.9% – 23.3% faster); accept length 3.029 measured against 2.502 needed",
                  "Against 90 tok/s: 3 above, 1 inconclusive, 1 below (of 5 runs).",
@@ -112,7 +113,7 @@ def test_the_report_opens_with_the_answer_then_tables_then_pictures(sweep_report
     # several runs: each run's detail folds away, one <details> per run in "Each run"
     runs = section(page, "runs")
     assert runs.count("<details>") == 5 and "<details open" not in page
-    assert f'<summary>{S["steps1"]} <span class="verdict below">below</span> 0.775×</summary>' \
+    assert f'<summary>{S["steps1"]} <span class="verdict below">below</span> 0.774×</summary>' \
         in runs
 
 

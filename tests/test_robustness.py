@@ -122,7 +122,7 @@ def test_sync_mode_blocks_give_the_phase_shares(run, tmp_path):
     assert "not measured: 42 sync-mode blocks only (exact phase shares" in out
     assert "Target verify      95.5% of the cycle   ← bottleneck" in out
     # the cycle time comes from the decode lines, never from the sync-mode blocks' TOTAL
-    assert "derived cycle   27.29 ms  [27.24 … 27.34]   decode lines" in out
+    assert "derived cycle   27.29 ms  [27.26 … 27.31]   decode lines" in out
     assert "27.28 ms  [27.27" not in out
     d = strict_json(run("-q", "summary", "-f", "json", p).stdout)["runs"][0]
     assert d["cycle_ms"] is None and d["phases_from"] == "42 sync-mode blocks"

@@ -46,7 +46,7 @@ IDLE_FACTOR = 5        # a window whose wall time is over this × its series' me
 IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, held an idle gap
 STALL_SIGMAS = 8       # a residual over this many robust σ …
 STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
-WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE off the rest
+WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE above the rest
 N_X = 5                # prefill regressors: tokens and batches, this window and the one before,
                        # and the batches that found the decode batch drained (idle before them)
 SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from the batch size
@@ -57,6 +57,8 @@ SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from t
 USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP = range(7)
 WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out",
        "batch size jump")
+COV_REL = 0.25         # relative uncertainty of the within-window covariance term (within_cov):
+                       # its one-step model missed 8–20 % of the simulated term (docs/statistics.md)
 EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's sizes is at its edge
 PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 decimals
 STAMP_VAR = 2 / 12      # ms²: the variance of the difference of two truncated ms stamps
@@ -84,6 +86,9 @@ class Windows:
     rs: np.ndarray | None = None  # request-steps (vLLM: the window's drafts, exact)
     bvar: np.ndarray | None = None  # variance of b where the stamps measured it (> 0), from
                                     # the printed precision; 0 where b is the trapezoid B̃
+    rp: np.ndarray | None = None    # the #running-req printed by the line before (NaN: none)
+    nin: np.ndarray | None = None   # requests its own prefill lines admitted into a running
+                                    # batch (#new-seq; not those of a drained one)
 
     @property
     def n(self) -> int:
@@ -95,7 +100,9 @@ class Windows:
                        self.series[keep], self.r[keep], self.b[keep], self.a[keep],
                        self.y[keep], self.x[keep], self.why[keep], self.spec,
                        self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
-                       None if self.bvar is None else self.bvar[keep])
+                       None if self.bvar is None else self.bvar[keep],
+                       None if self.rp is None else self.rp[keep],
+                       None if self.nin is None else self.nin[keep])
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -156,6 +163,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
     why = np.zeros(n, dtype=np.int8)
     b = r.copy()
+    rp = np.full(n, np.nan)
+    nin = np.zeros(n)
     x = np.zeros((n, N_X))
     pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
@@ -165,10 +174,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     # the request, for a time no line prints.  Its own regressor takes the mean of that idle
     pdrain = (_col(prefill, "running_req", na=-1.0) == 0).astype(float) if len(prefill) \
         else np.empty(0)
+    pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
+    pseq[~np.isfinite(pseq)] = 1.0
     for s in np.unique(key):
         idx = np.flatnonzero(key == s)
         why[idx[0]] = FIRST
         rs = r[idx]
+        rp[idx[1:]] = rs[:-1]
         bs = rs.copy()
         bs[1:] = (rs[1:] + rs[:-1]) / 2
         b[idx] = bs
@@ -190,6 +202,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             x[idx, 4] = np.bincount(at[inside], weights=pdrain[pm][inside],
                                     minlength=len(idx)) / interval
             x[idx[1:], 2], x[idx[1:], 3] = x[idx[:-1], 0], x[idx[:-1], 1]
+            own = (pkey[pm] == s)[inside] if dp_attention and len(np.unique(key)) > 1 else \
+                np.ones(int(inside.sum()), dtype=bool)
+            # (a prefill into a drained batch refilled no slot of running iterations: the
+            # server idled, no iteration ran at a smaller batch)
+            nin[idx] = np.bincount(at[inside][own],
+                                   weights=(pseq * (1 - pdrain))[pm][inside][own],
+                                   minlength=len(idx))
         if ts is not None and len(idx) > 2:
             t = ts[idx]
             if not (t == np.iinfo(np.int64).min).any():
@@ -234,7 +253,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for s_ in np.unique(key):
             idx = np.flatnonzero(key == s_)
             x[idx[1:], 2] = x[idx[:-1], 0]
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar)
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin)
 
 
 def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray | None:
@@ -293,8 +312,11 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray 
 def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
     """How many leading windows a warm-up holds: MSER-5 (the truncation point d that minimises
     Σ_{i>d} (m_i − m̄_d)² / (k − d)² over the means m of 5 windows), kept only when the
-    truncated windows' mean is WARMUP_SIGMAS standard errors away from the rest's.  0 when the
-    start looks like the rest."""
+    truncated windows' mean is WARMUP_SIGMAS standard errors above the rest's (their SE with the
+    autocorrelation time of the rest's means: a batch-size level lasts many windows).  One-sided:
+    a warm-up is slower than what follows; a start that is faster is the traffic (in the
+    simulator's random batch levels a two-sided test cut a faster start in 5 % of runs, moving
+    the cycle by up to 1.7 %).  0 when the start looks like the rest."""
     ok = np.flatnonzero(np.isfinite(z) & (w > 0))
     n = len(ok)
     if n < 40:
@@ -313,9 +335,13 @@ def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
     if cut == 0:
         return 0
     head, tail = m[:cut], m[cut:]
-    var = float(np.var(tail, ddof=1))
+    # the means are not independent (a batch-size level, a drifting acceptance lasts many
+    # windows): their variance is τ × the naive one, τ the autocorrelation time of the rest
+    var = float(np.var(tail, ddof=1)) * stats.autocorr_time(tail)
     se = math.sqrt(var / cut + var / len(tail))
-    if se == 0 or abs(head.mean() - tail.mean()) < WARMUP_SIGMAS * se:
+    # a warm-up is slower than what follows (compilation, graph capture, cold caches): a start
+    # that is faster is the batch mix or the traffic, not a warm-up
+    if se == 0 or head.mean() - tail.mean() < WARMUP_SIGMAS * se:
         return 0
     return int(ok[5 * cut])
 
@@ -450,6 +476,7 @@ class RateFit:
     acc: np.ndarray | None = field(default=None, repr=False)    # windows of the accept length
     sys_rel: float = 0.0         # systematic relative uncertainty of the cycle (in the CIs)
     batch_logs: dict = field(default_factory=dict, repr=False)  # output -> per-batch log est.
+    cov: np.ndarray | None = field(default=None, repr=False)    # within_cov per window
 
     def __getitem__(self, name: str) -> Estimate:
         return self.estimates[name]
@@ -507,6 +534,18 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             use &= ~stall
             why[stall] = STALL
         spec, kind = _choose(win, use)
+    trend = 0.0
+    if cut and use.sum() >= 20:
+        # what a warm-up left behind: the residuals' mean in the first half of the windows
+        # kept against the second's (residuals from the fitted curve: the batch mix moves
+        # nothing here); a decaying tail the cut missed shows as that difference
+        _, fitted, res, _ = residuals(use, spec)
+        idx = np.flatnonzero(use)
+        h = len(idx) // 2
+        ww = win.w[idx]
+        trend = float(np.average(res[idx[:h]], weights=ww[:h])
+                      - np.average(res[idx[h:]], weights=ww[h:]))
+        trend /= float(np.average(fitted[idx], weights=ww)) or 1.0
     beta = _beta_of(win, use, spec)
     step = None
     coverage = 1.0
@@ -530,11 +569,15 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         prec = precision(win, use, res0)
     thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
     beta = thetas.pop("_beta")
-    n = win.n
+    cor = thetas.pop("_cor", None)
+    # the batches run over the windows that count (a warm-up left out, stalls, the first
+    # window: none of them in a batch), so their length in windows is what the data hold
+    counted = use | acc
+    n = int(counted.sum())
     ests, facts = stats.influence_estimates(
         [thetas[k] for k in OUTPUTS],
-        [None if terms[k] is None else stats.block_sums(terms[k], n) for k in OUTPUTS], n,
-        confidence, tau_of=(0, 1, 2) if win.spec else (1,))
+        [None if terms[k] is None else stats.block_sums(terms[k][counted], n)
+         for k in OUTPUTS], n, confidence, tau_of=(0, 1, 2) if win.spec else (1,))
     src = {"accept_len": f"{what} ({int(acc.sum())} windows, request-step weighted)",
            "cycle_ms": f"{what} ({int(use.sum())} windows of {win.n}, "
                        + {"clean": "none with prefill work", "corrected": "prefill time removed",
@@ -560,6 +603,17 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature, on the
         # share of the request-steps whose windows approximate it
         sys_rel = math.hypot(sys_rel, SYS_FLOOR * approx_share)
+    if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
+            thetas["cycle_ms"] > 0:
+        # the within-window covariance term is a model (one step between two lines)
+        term = float((win.w[use] * cor[use]).sum() / win.w[use].sum()) / thetas["cycle_ms"]
+        sys_rel = math.hypot(sys_rel, COV_REL * term)
+    se_c = ests[OUTPUTS.index("cycle_ms")].se_log
+    if trend and se_c is not None and math.isfinite(se_c):
+        # after a warm-up cut: half the halves' difference, less what their noise gives it
+        # (var(d/2) = the cycle's se²), as a systematic uncertainty: the residual warm-up
+        # the simulator left after the cut was +0.1 % of the cycle, at the cycle's own se
+        sys_rel = math.hypot(sys_rel, math.sqrt(max((trend / 2) ** 2 - se_c ** 2, 0.0)))
     out = {}
     for nm, e in zip(OUTPUTS, ests):
         if sys_rel and e.sufficient and nm != "accept_len" and nm != "step_ms":
@@ -576,7 +630,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
                    cut, tuple(notes), use, acc, sys_rel,
-                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))))
+                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor)
 
 
 def bucket_of(r: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -614,7 +668,8 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     """The fit's figures per #running-req bucket (each from its own windows, in time order)."""
     codes, labels = bucket_of(win.r)
     beta = np.asarray(fit_.beta)
-    zc = win.y - win.x @ beta
+    zi = win.y - win.x @ beta
+    zc = zi if fit_.cov is None else zi + fit_.cov
     use, acc = fit_.use, fit_.acc
     w = win.w
     total = float(w[use | acc].sum())
@@ -633,7 +688,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
             c = float((w[mu] * zc[mu]).sum() / Wu)
             th["cycle_ms"] = c
             terms["cycle_ms"] = np.where(mu, w * (zc - c) / Wu / c, 0.0)[idx]
-            th["cycle_ms_iter"] = float(zc[mu].mean())
+            th["cycle_ms_iter"] = float(zi[mu].mean())
             if step_all is not None:
                 st = step_all[mu]
                 if np.isfinite(st).all():
@@ -694,25 +749,101 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     return out
 
 
+PREC_LEAST = 30         # a precision group needs this many windows …
+PREC_SHARE = 0.05      # … and this share of the used ones, else it joins the prefill group
+
+
 def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     """Weights for a heteroskedastic fit: windows without prefill work (here and in the window
-    before) and windows with it scatter differently (a prefill brings its own spread, and the
-    idle time around a request boundary); each group's inverse robust variance."""
+    before), windows with it, and windows with a prefill that found the batch drained scatter
+    differently (a prefill brings its own spread; a drained batch sat idle for as long as the
+    next request took to come, which no line prints); each group's inverse robust variance.
+
+    A group of fewer than PREC_LEAST windows or PREC_SHARE of the used ones joins the prefill
+    group: a few similar windows give a variance near zero and weights that pin the fit to
+    them (simulated, a batch growing from 1: 34 clean windows at batch 1–2 took weights 10⁴
+    times the others', and the prefill cost came out 6.4 ms a batch instead of 6.0, the cycle
+    −0.7 %)."""
     out = np.ones(win.n)
+    least = max(PREC_LEAST, PREC_SHARE * float(use.sum()))
     clean = (win.x == 0).all(axis=1)
-    groups = [use & clean, use & ~clean]
+    drained = win.x[:, 4] > 0
+    if (use & clean).sum() < least:
+        clean = np.zeros(win.n, dtype=bool)
+    if (use & drained).sum() < least:
+        drained = np.zeros(win.n, dtype=bool)
+    groups = [g for g in (clean, ~clean & ~drained, drained) if (use & g).sum() >= least]
+    if len(groups) < 2:
+        return out
     var = []
     for g in groups:
-        if g.sum() < 5:
-            return out
-        r = res[g]
+        r = res[use & g]
         mad = float(np.median(np.abs(r - np.median(r)))) * 1.4826
         var.append(mad * mad)
     if min(var) <= 0:
         return out
     ref = min(var)
-    out[clean] = ref / var[0]
-    out[~clean] = ref / var[1]
+    for g, v in zip(groups, var):
+        out[g] = ref / v
+    return out
+
+
+def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    """What each window adds to the request-step weighted cycle through the covariance of the
+    batch size and the cycle across its own iterations, per request-step: cov(B, c(B)) / b.
+
+    The truth weights each iteration's cycle by its own batch, Σ_i B_i c_i; a window gives
+    (Σ_i B_i) × its mean c̄, short by I × cov_i(B_i, c_i) = I × var_i(B) × the slope of c.
+
+    * Where the batch moved between the line before (r′) and this one (r), it is taken as one
+      step from r′ to r (exact for one request finishing or joining): the share p of
+      iterations at r solves the window's mean batch, b = r′ + p (r − r′), and
+      var = p (1 − p) (r − r′)²; a window whose mean batch is the trapezoid (r′ + r)/2 takes
+      the mean of p (1 − p) over a step at a uniform time, 1/6.  The slope is the secant of
+      the fitted c(B) from r′ to r.
+    * Requests that joined (the #new-seq of the window's own prefill lines) beyond the rise
+      the two lines show took the slots of requests that finished inside the window.  A slot
+      stays empty for at least one iteration: SGLang sends a finished request's reply after
+      the forward, and a new request is taken in only at the top of a later pass of the event
+      loop (``scheduler.py``, ``event_loop_normal``: ``recv_requests`` →
+      ``process_input_requests`` → ``get_next_batch_to_run``).  Each such pair adds that one
+      iteration's share, (1/I)(1 − 1/I), to the variance, at the slope of c at b — the least
+      it can be (a closed loop refills within about an iteration; a pair at independent
+      uniform times, 1/6, overshot the simulated term fivefold).
+
+    Slopes are clipped to [0, c/B] (a cycle grows with the batch, and not faster than in
+    proportion).  SGLang windows only (vLLM's windows of seconds hold many moves that no
+    endpoint shows): 0 elsewhere."""
+    out = np.zeros(win.n)
+    if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
+        return out
+    rp, r, b = win.rp, win.r, win.b
+    d = r - rp
+    ok = np.isfinite(d) & (b > 0)
+    if not ok.any():
+        return out
+    g = np.zeros(3)
+    g[list(spec.smooth)] = gamma[:len(spec.smooth)]
+    c0, c1 = spec.scale
+
+    def c(B):
+        u = (B - c0) / c1
+        return g[0] + g[1] * u + g[2] * u * u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo, hi = np.minimum(rp, r), np.maximum(rp, r)
+        sec = np.where(hi > lo, (c(hi) - c(lo)) / np.where(hi > lo, hi - lo, 1.0), 0.0)
+        sec = np.clip(sec, 0.0, np.maximum(c(hi), 0.0) / np.where(hi > 0, hi, 1.0))
+        meas = win.measured if win.measured is not None else np.zeros(win.n, dtype=bool)
+        p = np.clip(np.where(d != 0, (b - rp) / np.where(d != 0, d, 1.0), 0.0), 0.0, 1.0)
+        step_var = np.where(meas, p * (1 - p), 1 / 6) * d * d
+        nin = win.nin if win.nin is not None else np.zeros(win.n)
+        pairs = np.maximum(np.minimum(nin, nin - d), 0.0)
+        gap = 1.0 / win.interval
+        slope = np.clip((g[1] + 2 * g[2] * (b - c0) / c1) / c1, 0.0,
+                        np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
+        cov = sec * step_var + slope * pairs * gap * (1 - gap)
+        out[ok] = (cov / b)[ok]
+    out[~np.isfinite(out)] = 0.0
     return out
 
 
@@ -754,7 +885,9 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         del Zw
         beta[list(spec.xs)] = gamma[ns:]
         e = np.where(use, y - Z @ gamma, 0.0)
-        zc = np.where(use, y - win.x @ beta, 0.0)
+        cor = within_cov(win, gamma, spec)
+        th["_cor"] = cor
+        zi = np.where(use, y - win.x @ beta, 0.0)        # per iteration
         direct, xbar = np.zeros(win.n), np.zeros(len(keep))
         g = st[use]
         if len(g) and g.min() < 0:           # windows of no stratum: one of their own
@@ -764,12 +897,22 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         share = np.bincount(g, weights=wu[use], minlength=ng) / W
         live = Og > 0
         inv = np.divide(1.0, Og, out=np.zeros(ng), where=live)
-        cg = np.bincount(g, weights=(om * zc)[use], minlength=ng) * inv
-        cyc = float(np.sum(share[live] * cg[live]))
-        direct[use] = share[g] * om[use] * (zc[use] - cg[g]) * inv[g]
-        for c in range(ns, len(keep)):
+        # within a stratum the precision weights set how each window's error counts, not the
+        # mix: the cycle is the request-step weighted mean of the fitted curve at each
+        # window's own batch (plus its within-window term) and the precision-weighted mean
+        # residual of each stratum, combined with the strata's request-step shares.  With
+        # equal precisions this is the stratum means of y − β·x.
+        fs = Z[:, :ns] @ gamma[:ns]
+        eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
+        cyc = float(np.sum(share[live] * eg[live]) + np.sum((wu * (fs + cor))[use]) / W)
+        # a window's own error is its residual, not its deviation from its stratum's mean:
+        # the mean batch moves inside a stratum (a window the batch jumped in sits far from
+        # its printed size), and that is the run's mix, which the cycle is conditional on
+        direct[use] = share[g] * om[use] * (e[use] - eg[g]) * inv[g]
+        for c in range(len(keep)):
             xbar[c] = float(np.sum(share * np.bincount(g, weights=Zu[:, c] * omu,
                                                        minlength=ng) * inv))
+        xbar[:ns] -= (wu[use] @ Zu[:, :ns]) / W
         # each window's share of γ's error, (Z_j · ω_j e_j) Ainv, taken through the
         # sensitivity of the output to γ (xbar): a vector, not an n × p matrix
         ve = om * e
@@ -779,11 +922,11 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         th["cycle_ms"] = cyc
         terms["cycle_ms"] = (direct - through(xbar)) / cyc
         n1 = float(use.sum())
-        cyc_it = float(zc.sum() / n1)
+        cyc_it = float(zi.sum() / n1)
         x1 = np.zeros(len(keep))
         x1[ns:] = Zu[:, ns:].mean(axis=0)
         th["cycle_ms_iter"] = cyc_it
-        terms["cycle_ms_iter"] = (np.where(use, (zc - cyc_it) / n1, 0.0) - through(x1)) / cyc_it
+        terms["cycle_ms_iter"] = (np.where(use, (zi - cyc_it) / n1, 0.0) - through(x1)) / cyc_it
         if step is not None:
             th["step_ms"] = float((wu * step).sum() / W)
     wa = np.where(acc, win.w, 0.0)
