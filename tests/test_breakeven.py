@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 import eaglelog
-from eaglelog import stats
 from eaglelog.analysis.breakeven import Baseline, breakeven
 from eaglelog.api import ParsedLog, SourceInfo
 from eaglelog.schema import TABLES
