@@ -163,8 +163,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
     why = np.zeros(n, dtype=np.int8)
     b = r.copy()
-    rp = np.full(n, np.nan)
-    nin = np.zeros(n)
+    rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
+    nin = np.zeros(n, dtype=np.float32)
     x = np.zeros((n, N_X))
     pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
@@ -817,11 +817,14 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     out = np.zeros(win.n)
     if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
         return out
-    rp, r, b = win.rp, win.r, win.b
-    d = r - rp
-    ok = np.isfinite(d) & (b > 0)
-    if not ok.any():
+    nin_all = win.nin if win.nin is not None else np.zeros(win.n, dtype=np.float32)
+    with np.errstate(invalid="ignore"):
+        d_all = win.r - win.rp
+        live = np.flatnonzero(np.isfinite(d_all) & (win.b > 0) & ((d_all != 0) | (nin_all > 0)))
+    if not len(live):
         return out
+    rp, r, b = win.rp[live].astype(float), win.r[live], win.b[live]
+    d, nin = d_all[live], nin_all[live].astype(float)
     g = np.zeros(3)
     g[list(spec.smooth)] = gamma[:len(spec.smooth)]
     c0, c1 = spec.scale
@@ -829,21 +832,33 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     def c(B):
         u = (B - c0) / c1
         return g[0] + g[1] * u + g[2] * u * u
+    # (a few arrays of the moved windows at a time: this runs inside the fit, on every window
+    # of a large log)
     with np.errstate(invalid="ignore", divide="ignore"):
+        # the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r
+        moved = d != 0
         lo, hi = np.minimum(rp, r), np.maximum(rp, r)
-        sec = np.where(hi > lo, (c(hi) - c(lo)) / np.where(hi > lo, hi - lo, 1.0), 0.0)
-        sec = np.clip(sec, 0.0, np.maximum(c(hi), 0.0) / np.where(hi > 0, hi, 1.0))
-        meas = win.measured if win.measured is not None else np.zeros(win.n, dtype=bool)
-        p = np.clip(np.where(d != 0, (b - rp) / np.where(d != 0, d, 1.0), 0.0), 0.0, 1.0)
-        step_var = np.where(meas, p * (1 - p), 1 / 6) * d * d
-        nin = win.nin if win.nin is not None else np.zeros(win.n)
+        span = np.where(moved, hi - lo, 1.0)
+        chi = c(hi)
+        sec = (chi - c(lo)) / span
+        np.clip(sec, 0.0, np.maximum(chi, 0.0) / np.where(hi > 0, hi, 1.0), out=sec)
+        del lo, chi, span
+        p = np.clip((b - rp) / np.where(moved, d, 1.0), 0.0, 1.0)
+        if win.measured is not None:
+            p *= 1 - p
+            p[~win.measured[live]] = 1 / 6
+        else:
+            p[:] = 1 / 6
+        cov = sec * p * d * d * moved
+        del sec, p
+        # the joins beyond the rise: one iteration's share each, at the slope of c at b
         pairs = np.maximum(np.minimum(nin, nin - d), 0.0)
         gap = 1.0 / win.interval
         slope = np.clip((g[1] + 2 * g[2] * (b - c0) / c1) / c1, 0.0,
                         np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
-        cov = sec * step_var + slope * pairs * gap * (1 - gap)
-        out[ok] = (cov / b)[ok]
-    out[~np.isfinite(out)] = 0.0
+        cov += slope * pairs * (gap * (1 - gap))
+        cov /= b
+    out[live] = np.where(np.isfinite(cov), cov, 0.0)
     return out
 
 
@@ -856,10 +871,12 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     β comes from the weighted fit (request-steps × ``prec``, the precision of the window's
     group); the cycle is post-stratified by the printed batch size (``strata``): within each
     stratum the precision-weighted mean of y − β·x, the strata combined with the run's own
-    request-step shares.  Its terms are each window's deviation from its stratum's mean and
-    its share of β's error (the regression's score through the sensitivity of the cycle to
-    β) — not the spread of the batch sizes, so a run whose batch grows over time is not taken
-    for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
+    request-step shares (with unequal precisions, the fitted curve at each window's own batch
+    carries the mix and the strata's precision-weighted residuals the error).  Its terms are
+    each window's residual from the fitted curve, centred in its stratum, and its share of
+    the fit's error (the regression's score through the sensitivity of the cycle to it) —
+    not the spread of the batch sizes, so a run whose batch grows over time or jumps inside a
+    window is not taken for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
     baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     Z = _design(win, spec.scale)[:, keep]
@@ -902,9 +919,9 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # window's own batch (plus its within-window term) and the precision-weighted mean
         # residual of each stratum, combined with the strata's request-step shares.  With
         # equal precisions this is the stratum means of y − β·x.
-        fs = Z[:, :ns] @ gamma[:ns]
         eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
-        cyc = float(np.sum(share[live] * eg[live]) + np.sum((wu * (fs + cor))[use]) / W)
+        mix = float(wu[use] @ (Zu[:, :ns] @ gamma[:ns] + cor[use])) / W
+        cyc = float(np.sum(share[live] * eg[live])) + mix
         # a window's own error is its residual, not its deviation from its stratum's mean:
         # the mean batch moves inside a stratum (a window the batch jumped in sits far from
         # its printed size), and that is the run's mix, which the cycle is conditional on
