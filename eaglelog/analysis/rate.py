@@ -315,8 +315,8 @@ def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
     truncated windows' mean is WARMUP_SIGMAS standard errors above the rest's (their SE with the
     autocorrelation time of the rest's means: a batch-size level lasts many windows).  One-sided:
     a warm-up is slower than what follows; a start that is faster is the traffic (in the
-    simulator's random batch levels a two-sided test cut a faster start in 5 % of runs, moving
-    the cycle by up to 1.7 %).  0 when the start looks like the rest."""
+    simulator's random batch levels the two-sided test with independent means cut the start
+    of 5 of 40 runs, moving the cycle by −1.1 to +1.7 %; this test, none).  0 when the start looks like the rest."""
     ok = np.flatnonzero(np.isfinite(z) & (w > 0))
     n = len(ok)
     if n < 40:
@@ -803,10 +803,12 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
       the fitted c(B) from r′ to r.
     * Requests that joined (the #new-seq of the window's own prefill lines) beyond the rise
       the two lines show took the slots of requests that finished inside the window.  A slot
-      stays empty for at least one iteration: SGLang sends a finished request's reply after
-      the forward, and a new request is taken in only at the top of a later pass of the event
-      loop (``scheduler.py``, ``event_loop_normal``: ``recv_requests`` →
-      ``process_input_requests`` → ``get_next_batch_to_run``).  Each such pair adds that one
+      stays empty for at least one iteration: SGLang sends a finished request's reply in
+      ``process_batch_result``, after the forward, and takes new requests in only at the top
+      of a later pass of its loop (``python/sglang/srt/managers/scheduler.py``,
+      ``event_loop_normal``: ``recv_requests`` → ``process_input_requests`` →
+      ``get_next_batch_to_run`` → ``run_batch`` → ``process_batch_result``; v0.5.21 receives
+      with ``ingest_requests``).  Each such pair adds that one
       iteration's share, (1/I)(1 − 1/I), to the variance, at the slope of c at b — the least
       it can be (a closed loop refills within about an iteration; a pair at independent
       uniform times, 1/6, overshot the simulated term fivefold).
