@@ -176,7 +176,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         else np.empty(0)
     pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
     pseq[~np.isfinite(pseq)] = 1.0
-    for s in np.unique(key):
+    series = np.unique(key)
+    for s in series:
         idx = np.flatnonzero(key == s)
         why[idx[0]] = FIRST
         rs = r[idx]
@@ -191,7 +192,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         why[idx[1:]] = sub
         # prefill lines of this series (or of every rank, with DP attention) between its
         # previous decode line and this one
-        pm = np.ones(len(pline), dtype=bool) if dp_attention or len(np.unique(key)) == 1 \
+        pm = np.ones(len(pline), dtype=bool) if dp_attention or len(series) == 1 \
             else (pkey == s)
         if pm.any():
             at = np.searchsorted(line[idx], pline[pm])
@@ -202,7 +203,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             x[idx, 4] = np.bincount(at[inside], weights=pdrain[pm][inside],
                                     minlength=len(idx)) / interval
             x[idx[1:], 2], x[idx[1:], 3] = x[idx[:-1], 0], x[idx[:-1], 1]
-            own = (pkey[pm] == s)[inside] if dp_attention and len(np.unique(key)) > 1 else \
+            own = (pkey[pm] == s)[inside] if dp_attention and len(series) > 1 else \
                 np.ones(int(inside.sum()), dtype=bool)
             # (a prefill into a drained batch refilled no slot of running iterations: the
             # server idled, no iteration ran at a smaller batch)

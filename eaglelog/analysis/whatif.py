@@ -84,6 +84,11 @@ class Evidence:
         return self.draft_tokens or self.steps + 1
 
 
+def anchor_of(evs: list[Evidence]) -> Evidence:
+    """The run predictions are anchored on: the deepest, then the one with most requests."""
+    return max(evs, key=lambda e: (e.steps, len(e.hist_x)))
+
+
 def tree_limit(topk: int, steps: int) -> int:
     """The most draft tokens SGLang can verify for a tree of ``steps`` and ``topk``: 1 + the
     candidates organize_draft_results picks from, topk + (steps − 1)·topk²."""
@@ -380,7 +385,7 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     model give ratios, the anchor the level (its rate as break-even measures it).  A tree
     anchor (topk > 1) predicts trees of its topk with ``draft_tokens`` (default: its own)
     verified tokens, as the approximation the module docstring states."""
-    src = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
+    src = anchor_of(evs)
     model = model or fit_costs(evs, verify_slope, step_of)
     tree = src.topk > 1
     if not tree and draft_tokens is not None and draft_tokens != s_new + 1:
@@ -559,10 +564,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         step_of = baseline_side(base, confidence, []).step_of
     model = fit_costs(evs, verify_slope, step_of)
     tokens = parse_tokens(draft_tokens)
-    anchor = max(evs, key=lambda e: (e.steps, len(e.hist_x)))
-    if tokens is not None and anchor.topk == 1:
-        raise UsageProblem(f"--draft-tokens: {anchor.run} drafts a chain (topk 1), which "
-                           "verifies num_steps + 1 tokens; --draft-tokens sets a tree's")
+    anchor = anchor_of(evs)
     preds_l, over = [], []
     for s_ in wanted:
         for n_ in (tokens or [None]):
@@ -595,8 +597,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
             rest = evs[:i] + evs[i + 1:]
             if e.eff_tok_s is None:
                 continue
-            other = max(rest, key=lambda x: (x.steps, len(x.hist_x)))
-            if other.topk != e.topk:
+            if anchor_of(rest).topk != e.topk:
                 continue                  # a chain does not predict a tree, nor the reverse
             try:
                 p = predict(rest, e.steps, confidence, verify_slope=verify_slope,
