@@ -407,12 +407,14 @@ def main() -> None:
     ap.add_argument("--power", action="store_true", help="with --compare: power at 5 and 10 %%")
     ap.add_argument("--requests", action="store_true", help="keep the Finish: lines")
     ap.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
+    ap.add_argument("--seed0", type=int, default=0,
+                    help="the first seed (default 0: seeds 0 … reps−1 in every scenario)")
     a = ap.parse_args()
     names = a.scenario or ROWS
     results = []
     for n in names:
         t = time.perf_counter()
-        r = calibrate(n, a.reps, a.jobs, requests=a.requests)
+        r = calibrate(n, a.reps, a.jobs, seed0=a.seed0, requests=a.requests)
         results.append(r)
         print(f"# {n}: {time.perf_counter() - t:.0f} s (simulation {r['sim_s_per_run']:.2f} s "
               f"and {r['mb_per_run']:.2f} MB a run, {r['windows']:.0f} windows)", file=sys.stderr)
