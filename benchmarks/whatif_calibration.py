@@ -10,7 +10,10 @@ model does not have) and with an acceptance that falls with depth (not geometric
 * single run: predict the 1-, 2-, 3- and 7-step runs from the 5-step run alone — with the
   verify-slope prior, and with the hardware's plain step per batch size as the baseline
   (``--baseline-toks B:rate,…``, whose growth per token then gives the verify's);
-* leave-one-run-out: predict each run from the other four.
+* leave-one-run-out: predict each run from the other four;
+* by batch size (``--by-batch``): the clients step 2 → 8 → 16 (120 s each), and every
+  #running-req bucket of the 1-, 2-, 3- and 7-step runs is predicted from the 5-step run's
+  same bucket (``whatif --by batch``), and each run's buckets from the other four.
 
 Printed per case: configs predicted, the share whose measured per-stream rate lies inside the
 95 % prediction interval, and the mean and σ of predicted / measured − 1.
@@ -39,19 +42,62 @@ def scenario(clients: int) -> Scenario:
                     accept_probs=CURVE)
 
 
-def runs(clients: int, seed: int, workdir: str) -> dict[int, str]:
+LEVELS = ((0.0, 2), (120.0, 8), (240.0, 16))
+
+
+def varying() -> Scenario:
+    return scenario(1).replace(clients=LEVELS, duration_s=360.0)
+
+
+def runs(clients: int, seed: int, workdir: str, sc: Scenario | None = None) -> dict[int, str]:
     out = {}
+    sc = sc or scenario(clients)
     for s in STEPS:
-        p = os.path.join(workdir, f"c{clients}-s{s}-{seed}.log")
-        simulate(scenario(clients).replace(num_steps=s), seed * 10 + s).write(p)
+        p = os.path.join(workdir, f"{sc.name}c{clients}-s{s}-{seed}.log")
+        simulate(sc.replace(num_steps=s), seed * 10 + s).write(p)
         out[s] = p
     return out
+
+
+def by_batch(seeds: int, workdir: str) -> None:
+    """Per-bucket predictions on runs whose batch size steps 2 → 8 → 16."""
+    hw = ConvexVerify()
+    per_batch = ",".join(f"{b}:{1000 / float(hw.step_ms(b)):.6g}" for b in range(1, 129))
+    single, based, loo = [], [], []
+    for seed in range(seeds):
+        paths = runs(0, seed, workdir, varying())
+        meas = {}
+        for s, p in paths.items():
+            w = eaglelog.whatif(p, steps=[s], by_batch=True)
+            meas[s] = {r.batch: r.measured for r in w.by_batch}
+        for base, got in ((None, single), (per_batch, based)):
+            w = eaglelog.whatif(paths[5], steps=[1, 2, 3, 7], baseline_toks=base, by_batch=True)
+            for r in w.by_batch:
+                for p in r.predictions:
+                    m = meas[p.steps].get(r.batch)
+                    if m is not None and m.sufficient and p.eff_tok_s.sufficient:
+                        got.append((p.eff_tok_s, m.estimate))
+        w = eaglelog.whatif([paths[s] for s in STEPS], steps=[1], by_batch=True)
+        loo += [(c.predicted, c.measured.estimate) for c in w.batch_checks]
+    for name, got in (("by batch: from the 5-step run", single),
+                      ("by batch: the same, baseline per batch", based),
+                      ("by batch: leave-one-run-out", loo)):
+        line(name, got)
+
+
+def line(name: str, got: list) -> None:
+    inside = np.mean([e.ci_low <= m <= e.ci_high for e, m in got])
+    err = np.array([e.estimate / m - 1 for e, m in got])
+    print(f"{name:40} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "
+          f"{100 * err.std(ddof=1):6.2f}%", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--clients", default="1,4", help="batch sizes (closed-loop clients)")
+    ap.add_argument("--by-batch", action="store_true",
+                    help="also the per-bucket predictions on runs of varying batch size")
     a = ap.parse_args()
     print(f"{'case':40} {'configs':>7} {'inside':>7} {'mean err':>9} {'σ err':>7}")
     with tempfile.TemporaryDirectory(prefix="eaglelog-whatif-") as d:
@@ -71,10 +117,9 @@ def main() -> None:
             for name, got in ((f"batch {clients}: from the 5-step run", single),
                               (f"batch {clients}: the same, baseline per batch", based),
                               (f"batch {clients}: leave-one-run-out", loo)):
-                inside = np.mean([e.ci_low <= m <= e.ci_high for e, m in got])
-                err = np.array([e.estimate / m - 1 for e, m in got])
-                print(f"{name:40} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "
-                      f"{100 * err.std(ddof=1):6.2f}%", flush=True)
+                line(name, got)
+        if a.by_batch:
+            by_batch(a.seeds, d)
 
 
 if __name__ == "__main__":

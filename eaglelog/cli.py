@@ -894,12 +894,15 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
 @click.option("--draft-tokens", "draft_tokens", default=None, metavar="LIST",
               help="A tree's num_draft_tokens to predict (topk > 1 runs): 8,16,32 or 8..12; "
                    "default: the run's own.")
+@click.option("--by", "by", type=click.Choice(["batch"]), default=None,
+              help="Also predict per #running-req bucket of the anchor run (the verify grows "
+                   "with batch × tokens verified).")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Level of every prediction interval.")
 @output_options
 @click.pass_context
 def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, steps,
-               draft_tokens, confidence, fmt, output):
+               draft_tokens, by, confidence, fmt, output):
     """What if the server ran another number of draft steps? Predictions from measured runs.
 
     For each candidate num_steps S: the accept length from the runs'
@@ -919,6 +922,7 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
       eaglelog whatif --baseline-toks 90 steps-*.log          # a sweep: with its leave-one-out
       eaglelog whatif -f json steps5.log
       eaglelog whatif --steps 3..6 --draft-tokens 8,16 tree.log   # topk > 1: approximate
+      eaglelog whatif --by batch --baseline-log base.log steps-*.log   # per batch size
     """
     from .errors import UsageProblem
     from .analysis.whatif import parse_steps, parse_tokens
@@ -935,12 +939,15 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.whatif", "eaglelog.report.whatif"))
     from . import library
-    from .report.whatif import check_rows, prediction_rows, whatif_block
+    from .report.whatif import batch_check_rows, batch_rows, check_rows, prediction_rows, \
+        whatif_block
 
     result = library.whatif(log, steps=wanted, baseline=baseline, confidence=confidence,
-                            skip_warmup=warmup_of(ctx), draft_tokens=tokens)
+                            skip_warmup=warmup_of(ctx), draft_tokens=tokens,
+                            by_batch=by == "batch")
     render_result(result, fmt, output, whatif_block,
-                  lambda r: [prediction_rows(r), check_rows(r)])
+                  lambda r: [prediction_rows(r), check_rows(r), batch_rows(r),
+                             batch_check_rows(r)])
     finish(ctx, log)
 
 

@@ -187,13 +187,18 @@ def write_prof(lines, rng, prof, phases, prof_accept, prefix):
 
 def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, port: int,
                      batch_sizes=(1, 2, 4, 8, 16, 32), iters_per_batch: int = 2000,
-                     cycle=None) -> None:
+                     cycle=None, phases=None) -> None:
     """Continuous batching at a fixed concurrency per phase (1, 2, 4, … requests), long requests
     replaced as they finish (each replacement is a prefill).  A decode iteration at batch size b
     takes cycle(b) ms ± 1 %; by default 27.28 + 1.9 (b − 1) ms with speculation and
     11.1 + 0.45 (b − 1) ms without: speculation's fixed cost grows faster with the batch than a
-    plain step does."""
+    plain step does.  ``phases(b)``: the cycle's phases at batch size b (ms) — then EAGLE3_PROF
+    blocks every 100 cycles and a Finish line (with its spec_accept_histogram) for every request
+    that completes are printed too, drawn from a second random stream, so the decode and
+    prefill lines are those of the same seed without them."""
     rng = random.Random(seed)
+    extra = random.Random(seed + 1000)     # the profiler blocks' and Finish lines' own draws
+    prof = {"n": 0, "ms": 0.0, "tok": 0, "req": 0, "parts": {}}
     t = dt.datetime(2026, 3, 3, 9, 0, 0, 120000)
     lines = [HEADER]
 
@@ -206,8 +211,24 @@ def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, po
     k = steps + 1
     it = 0
     win_tok = win_steps = 0
+    def new_request():
+        return {"rid": f"{extra.getrandbits(64):016x}", "done": 1, "verifies": 0,
+                "hist": [0] * (steps + 1)}
+
+    def finish(q):
+        drafts = sum(i * n for i, n in enumerate(q["hist"]))
+        meta = {"id": q["rid"], "finish_reason": {"type": "stop", "matched": 128009},
+                "prompt_tokens": 512, "weight_version": "default", "total_retractions": 0,
+                "completion_tokens": q["done"], "cached_tokens": 0,
+                "spec_accept_rate": drafts / (q["verifies"] * steps),
+                "spec_accept_length": q["done"] / q["verifies"],
+                "spec_verify_ct": q["verifies"], "spec_accept_histogram": q["hist"]}
+        log(f"Finish: obj=GenerateReqInput(rid='{q['rid']}', stream=False), "
+            f"out={{'meta_info': {meta!r}}}", "")
+
     for b in batch_sizes:
         left = [rng.randint(1500, 2500) for _ in range(b)]
+        reqs = [new_request() for _ in range(b)] if phases else []
         last_line_t = t
         t += dt.timedelta(seconds=2)      # the benchmark client switches concurrency
         for _ in range(b):
@@ -220,19 +241,42 @@ def simulate_batches(name: str, *, seed: int, spec: dict | None, accept_dist, po
         for i in range(iters_per_batch):
             base = cycle(b) if cycle is not None else \
                 (27.28 + 1.9 * (b - 1)) if spec else (11.1 + 0.45 * (b - 1))
-            t += dt.timedelta(milliseconds=rng.gauss(base, base * 0.01))
+            c_ms = rng.gauss(base, base * 0.01)
+            t += dt.timedelta(milliseconds=c_ms)
             it += 1
+            cyc_tok = 0
             for r in range(b):
                 a = rng.choices(range(len(accept_dist)), accept_dist)[0] if spec else 0
                 win_tok += a + 1
                 win_steps += 1
+                cyc_tok += a + 1
                 left[r] -= a + 1
+                if phases:
+                    q = reqs[r]
+                    q["done"] += a + 1
+                    q["verifies"] += 1
+                    q["hist"][a] += 1
                 if left[r] <= 0:                    # finished: a new request takes its place
+                    if phases:
+                        finish(reqs[r])
+                        reqs[r] = new_request()
                     left[r] = rng.randint(1500, 2500)
                     t += dt.timedelta(milliseconds=40)
                     log(f"Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 0, "
                         f"token usage: 0.01, #running-req: {b - 1}, #queue-req: 0, cuda graph: "
                         "False, input throughput (token/s): 12800.00")
+            if phases:                              # the profiled cycle, as the patch sums it
+                prof["n"] += 1
+                prof["ms"] += c_ms
+                prof["tok"] += cyc_tok
+                prof["req"] += b
+                ph = phases(b)
+                for label, ms in ph.items():
+                    prof["parts"][label] = prof["parts"].get(label, 0.0) + \
+                        ms * c_ms / sum(ph.values())
+                if prof["n"] == 100:
+                    write_prof(lines, extra, prof, prof["parts"], prof["tok"] / prof["req"], "")
+                    prof = {"n": 0, "ms": 0.0, "tok": 0, "req": 0, "parts": {}}
             if it % 40 == 0:
                 log(decode_line(b, b * 2000, 0.02, win_tok, win_steps,
                                 (t - last_line_t).total_seconds(), k if spec else None))
@@ -257,6 +301,16 @@ def schedule_cycle(steps: int):
         n = b * (steps + 1)
         return 10.5 + 0.45 * n * (1 + n / 256) + steps * (0.4 + 0.02 * b) + 0.5 + 0.02 * b
     return cycle
+
+
+def schedule_phases(steps: int):
+    """The phases of schedule_cycle at batch size b (ms): the EAGLE3_PROF blocks' split."""
+    def phases(b: int) -> dict:
+        n = b * (steps + 1)
+        return {"Draft steps": steps * (0.4 + 0.02 * b),
+                "Target verify": 10.5 + 0.45 * n * (1 + n / 256), "Draft re-extend": 0.0,
+                "Other overhead": 0.5 + 0.02 * b}
+    return phases
 
 
 def accept_dist_of(steps: int) -> tuple[float, ...]:
@@ -311,7 +365,8 @@ def main() -> None:
         simulate_batches(f"schedule/steps{steps}.log", seed=40 + steps, port=32000 + steps,
                          accept_dist=accept_dist_of(steps), cycle=schedule_cycle(steps),
                          spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3",
-                               "steps": steps}, iters_per_batch=2400)
+                               "steps": steps}, iters_per_batch=2400,
+                         phases=schedule_phases(steps))
     vllm_sample("vllm_v1.log")
 
 

@@ -280,3 +280,155 @@ def test_a_baseline_per_batch_size_gives_the_verify_growth():
         is None
     w1 = eaglelog.whatif(STEPS[5], steps=[1], baseline_toks="1:90,4:85")
     assert "the prior" in w1.model.slope_from
+
+
+# ----------------------------------------------------------------------------- --by batch
+
+def _varying_sweep(d, seed):
+    """Runs of 1, 2, 3, 5 and 7 steps whose clients step 2 → 8 → 16 (120 s each), on hardware
+    whose verify is convex in batch × K (benchmarks/whatif_calibration.py --by-batch)."""
+    from eaglelog.simulate import ConvexVerify, Scenario, simulate
+    sc = Scenario(name="wb", clients=((0.0, 2), (120.0, 8), (240.0, 16)), think_s=0.05,
+                  output_median=250.0, output_sigma=0.4, duration_s=360.0, prof_every=100,
+                  hw=ConvexVerify(), accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46))
+    paths = {}
+    for s in (1, 2, 3, 5, 7):
+        p = os.path.join(d, f"s{s}-{seed}.log")
+        simulate(sc.replace(num_steps=s), seed * 10 + s).write(p)
+        paths[s] = p
+    return paths
+
+
+def test_by_batch_predicts_each_bucket_of_a_sweep_from_the_other_runs(tmp_path):
+    """A sweep whose batch size steps 2 → 8 → 16: every #running-req bucket of every run
+    predicted from the other runs (the verify grows with batch × K) holds its measured rate
+    in ≥ 80 % of 20 checks over two seeds (benchmarks/whatif_calibration.py --by-batch: 90 %
+    on 25 seeds), and the best K falls as the batch grows, as the hardware's truth does."""
+    from eaglelog.simulate import ConvexVerify
+    inside = total = 0
+    errs = []
+    for seed in (0, 1):
+        paths = _varying_sweep(str(tmp_path), seed)
+        w = eaglelog.whatif([paths[s] for s in sorted(paths)], steps="1..7", by_batch=True)
+        assert {r.batch for r in w.by_batch} >= {"2", "8"}
+        assert sum(r.share for r in w.by_batch) == pytest.approx(1.0, abs=1e-6)
+        for c in w.batch_checks:
+            inside += c.inside
+            total += 1
+            errs.append(c.error)
+        best = {r.batch: r.best.steps for r in w.by_batch if r.measured.sufficient}
+        assert best["2"] > best["8"]
+    assert total == 20 and inside >= 16
+    assert abs(float(np.median(errs))) < 0.03
+    # the truth the best K is judged against: rate = τ(S) / cycle(b, S) on this hardware
+    hw, probs = ConvexVerify(), (0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46)
+
+    def true_best(b):
+        tau = [1 + sum(np.prod(probs[:i + 1]) for i in range(s)) for s in range(1, 8)]
+        return 1 + int(np.argmax([t / hw.cycle_ms(b, s) for s, t in zip(range(1, 8), tau)]))
+    assert true_best(2) > true_best(8)
+
+
+def test_by_batch_cost_ratio_scales_the_verify_by_batch_times_k():
+    """c_b(S', K') = c_b + d·f·(S' − S) + v1·b/E[B]·(K' − K) + v2·b²/E[B²]·(K'² − K²), with f
+    the midpoint between a flat draft step and one growing as the bucket's cycle."""
+    from eaglelog.analysis import whatif_batch as WB
+    from eaglelog.stats import Estimate
+    m = W.CostModel(0.5, 10.0, 1.0, 0.0, 1.0, np.zeros((4, 4)), 0.0, 0.0, "fit", (2, 6), (),
+                    batch=4.0, batch2=16.0)
+    bk = WB.Bucket("8", 0.5, 8.0, Estimate(100.0, 90.0, 110.0, 50, 0.95, 0.05, 20),
+                   Estimate(20.0, 19.0, 21.0, 50, 0.95, 0.0, 20), None)
+    # the bucket's cycle is the run's: f = 1; 5 → 3 steps: −2 × 0.5 − 2 × (8 / 4) × 1.0
+    r, se = WB.cost_ratio(m, bk, 20.0, 3, 5, 4, 6)
+    assert r == pytest.approx(15.0 / 20.0) and se == pytest.approx(0.0)
+    # a bucket cycle twice the run's: the draft grows by half of it (f = 1.5), σ of half the
+    # draft change over the new cycle
+    r, se = WB.cost_ratio(m, bk, 10.0, 3, 5, 4, 6)
+    assert r == pytest.approx((20.0 - 1.5 - 4.0) / 20.0)
+    assert se == pytest.approx(0.5 * 2 * 0.5 / 14.5)
+    # a K² term scales by b² / E[B²]
+    m2 = W.CostModel(0.5, 10.0, 0.0, 0.1, 1.0, np.zeros((4, 4)), 0.0, 0.0, "fit", (2, 6), (),
+                     batch=4.0, batch2=32.0)
+    r, _ = WB.cost_ratio(m2, bk, 20.0, 5, 5, 4, 6)
+    assert r == pytest.approx((20.0 + 0.1 * 64 / 32 * (16 - 36)) / 20.0)
+
+
+def test_the_verify_fit_scales_each_run_by_its_batch_mix():
+    """Runs whose cycles sit at different batch sizes: verify = 10 + 0.5·K·E[B] is fitted
+    as 10 + 0.5·E̅[B]·K at the pooled mix, not as a line through the raw K."""
+    K = np.array([2.0, 4.0, 6.0])
+    m1 = np.array([2.0, 4.0, 8.0])
+    v = 10 + 0.5 * K * m1
+    mix = np.column_stack([m1 / m1.mean(), np.ones(3)])
+    coef, *_ = W._verify_fit(K, v, np.zeros(3), 1, mix)
+    assert coef == pytest.approx([10.0, 0.5 * m1.mean()])
+
+
+def test_cli_by_batch_table_and_json(run, tmp_path):
+    paths = _varying_sweep(str(tmp_path), 0)
+    r = run("-q", "whatif", "--by", "batch", "--steps", "1..7", paths[5])
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "by batch size: each #running-req bucket of the anchor run" in out
+    assert "running_req" in out and "best tok/s" in out and "S7" in out
+    d = json.loads(run("-q", "whatif", "--by", "batch", "-f", "json", "--steps", "3,5",
+                       paths[5]).stdout)
+    rows = {x["running_req"]: x for x in d["by_batch"]}
+    assert {2, 8, 16} <= set(rows)
+    p5 = next(p for p in rows[8]["predictions"] if p["steps"] == 5)
+    # the anchor's own config: its measured rate, an exact cycle ratio
+    assert p5["eff_tok_s"]["estimate"] == pytest.approx(rows[8]["measured_eff_tok_s"]
+                                                        ["estimate"])
+    assert d["by_batch_leave_one_out"] == []
+    csv = run("-q", "whatif", "--by", "batch", "-f", "csv", "--steps", "3,5", paths[5]).stdout
+    assert "running_req" in csv.splitlines()[0] and ",by batch," in csv
+
+
+SCHEDULE = sorted(glob.glob(str(SAMPLES / "schedule" / "*.log")))
+
+
+def test_the_per_batch_cost_model_recovers_the_samples_hardware():
+    """sample_logs/make_samples.py writes the schedule runs' EAGLE3_PROF phases from a verify
+    of 10.5 + 0.45 n (1 + n / 256) ms (n = batch × K) and a draft step of 0.4 + 0.02 B ms: the
+    cells of their blocks (run × #running-req) give both back."""
+    from eaglelog.analysis import whatif_batch as WB
+    from eaglelog.library import load
+    cells = []
+    for p in SCHEDULE:
+        log = load(p)
+        steps = log.config(p)["speculative_num_steps"]
+        cells += WB.cells_of(log, p, p, steps, steps + 1)
+    # 3 runs × 6 batch sizes; the blocks that span a change of batch size are left out
+    assert len(cells) == 18
+    assert sorted({round(c.m1) for c in cells}) == [1, 2, 4, 8, 16, 32]
+    assert all(c.m2 == pytest.approx(c.m1 ** 2) for c in cells)
+    bc = WB.fit_batch_cost(cells)
+    assert bc.verify == pytest.approx([10.5, 0.45, 0.45 / 256], rel=0.01)
+    assert bc.draft == pytest.approx([0.4, 0.02], rel=0.02)
+    assert bc.n_range == (2.0, 192.0)
+    assert "verify = 10.5 + 0.4501·n + 0.00176·n² ms" in bc.text
+    # one batch size and one K: nothing to fit on
+    one = [c for c in cells if round(c.m1) == 8 and c.k == 4]
+    assert WB.fit_batch_cost(one * 4) is None
+
+
+def test_by_batch_on_the_schedule_samples_predicts_each_run_from_the_others():
+    """docs/whatif.md quotes this: 16 of the 18 buckets inside, errors −0.4 % … +1.7 %; the two
+    outside are the 5-step run at batch 16 and 32 predicted from the 3-step one (positions 4
+    and 5 from the geometric tail)."""
+    w = eaglelog.whatif(SCHEDULE, steps="1..8",
+                        baseline_log=str(SAMPLES / "batch_baseline.log"), by_batch=True)
+    assert w.batch_model.startswith("per batch size from 18 cells")
+    got = {(c.steps, c.batch): (round(100 * c.error, 1), c.inside) for c in w.batch_checks}
+    assert len(got) == 18
+    assert [k for k, (_, ok) in got.items() if not ok] == [(5, "16"), (5, "32")]
+    assert max(abs(e) for e, _ in got.values()) <= 1.7
+    # the anchor (5 steps) bucket by bucket: the best predicted K falls with the batch size
+    best = [(r.batch, r.best.steps) for r in w.by_batch]
+    assert best == [("1", 4), ("2", 3), ("4", 3), ("8", 2), ("16", 1), ("32", 1)]
+    row32 = next(r for r in w.by_batch if r.batch == "32")
+    p1 = next(p for p in row32.predictions if p.steps == 1)
+    # measured by the 1-step run in the same bucket: 36.94 tok/s
+    assert p1.measured_eff_tok_s.estimate == pytest.approx(36.94, abs=0.01)
+    assert p1.eff_tok_s.ci_low <= 36.94 <= p1.eff_tok_s.ci_high
+    assert p1.speedup.estimate < 1            # at 32, even one step does not pay here

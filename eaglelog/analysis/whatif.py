@@ -78,6 +78,7 @@ class Evidence:
     hist_y: np.ndarray = field(repr=False, default=None)   # n × S: verifies reaching ≥ i
     topk: int = 1                    # speculative_eagle_topk (> 1: a tree)
     draft_tokens: int = 0            # tokens verified a request (N; a chain: steps + 1)
+    cycle_b: tuple = (1.0, 1.0)      # mean batch and mean batch² over cycles (decode lines)
 
     @property
     def k(self) -> int:
@@ -155,12 +156,13 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         r = sub.decode["running_req"].to_numpy(dtype=float, na_value=np.nan)
         r = r[np.isfinite(r) & (r > 0)]
         batch = float((r * r).sum() / r.sum()) if len(r) else 1.0
+        moments = (float(r.mean()), float((r * r).mean())) if len(r) else (1.0, 1.0)
         be = s.breakeven
         out.append(Evidence(label, int(steps), batch, s.accept_sglang, s.cycle_ms,
                             {p.phase: p.ms_per_cycle for p in s.phases}, s.eff_tok_s,
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
-                            hist[0].astype(float), y, int(topk), ntok))
+                            hist[0].astype(float), y, int(topk), ntok, moments))
     if not out:
         raise EaglelogError("no run to predict from")
     return out
@@ -226,33 +228,44 @@ class CostModel:
     k_range: tuple[int, int]        # verified tokens measured
     residuals: tuple                # (run, K, measured verify, fitted) per run
     df: float = math.inf            # degrees of freedom of the verify fit's error
+    batch: float = 1.0              # the runs' mean batch over cycles, where v1 holds …
+    batch2: float = 1.0             # … and their mean batch², where v2 does (a verify is a
+    #                                 forward over B·K tokens: whatif_batch scales by them)
 
-    def _at(self, s: int, k: float | None = None) -> tuple[float, np.ndarray]:
+    def _at(self, s: int, k: float | None = None,
+            mix: tuple[float, float] = (1.0, 1.0)) -> tuple[float, np.ndarray]:
         k = s + 1.0 if k is None else float(k)
-        g = np.array([s, 1.0, k, k * k])
+        g = np.array([s, 1.0, k * mix[0], k * k * mix[1]])
         return float(g @ np.array([self.d, self.v0, self.v1, self.v2])) + self.rest, g
 
     def ratio(self, s: int, s0: int, k: float | None = None,
-              k0: float | None = None) -> tuple[float, float]:
+              k0: float | None = None, mix: tuple[float, float] | None = None
+              ) -> tuple[float, float]:
         """c(s, k) / c(s0, k0) and the standard error of its log: the parameters' error through
         the difference of the two gradients, the model error of the new point (none at s0).
-        k, k0: tokens verified (default: steps + 1, a chain)."""
+        k, k0: tokens verified (default: steps + 1, a chain); ``mix``: the run's mean batch
+        and batch² over its cycles (Evidence.cycle_b; default: the pooled ones)."""
         k = s + 1 if k is None else k
         k0 = s0 + 1 if k0 is None else k0
         if s == s0 and k == k0:
             return 1.0, 0.0
-        (c, g), (c0, g0) = self._at(s, k), self._at(s0, k0)
+        f = (1.0, 1.0) if mix is None else (mix[0] / self.batch, mix[1] / self.batch2)
+        (c, g), (c0, g0) = self._at(s, k, f), self._at(s0, k0, f)
         grad = g / c - g0 / c0
         var = float(grad @ self.cov @ grad) + self.rest_var * (1 / c - 1 / c0) ** 2 + \
             self.resid_var / c ** 2
         return c / c0, math.sqrt(max(var, 0.0))
 
 
-def _verify_fit(K: np.ndarray, v: np.ndarray, se: np.ndarray, degree: int):
+def _verify_fit(K: np.ndarray, v: np.ndarray, se: np.ndarray, degree: int,
+                mix: np.ndarray | None = None):
     """Least squares of the verify times on 1, K (, K²): (coefficients, their covariance,
     residual variance, its df, fitted values).  The residual variance is at least the phases'
-    own measurement variance."""
-    A = np.column_stack([K ** j for j in range(degree + 1)])
+    own measurement variance.  ``mix``: per run, (E[B], E[B²]) over its cycles relative to
+    the pooled ones — a verify is a forward over B·K tokens, so a run whose cycles sit at
+    larger batches has its K terms scaled by them (the coefficients hold at the pooled mix)."""
+    f = np.ones((len(K), 2)) if mix is None else mix
+    A = np.column_stack([np.ones(len(K)), K * f[:, 0], K * K * f[:, 1]][:degree + 1])
     coef, *_ = np.linalg.lstsq(A, v, rcond=None)
     fitted = A @ coef
     dof = len(K) - (degree + 1)
@@ -303,11 +316,14 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
     cov = np.zeros((4, 4))
     cov[0, 0] = d_var
     ks = np.unique(K)
+    mom = np.array([e.cycle_b for e in evs], dtype=float)
+    pooled = mom.mean(axis=0)
+    mix = mom / pooled
     if len(ks) >= 2:
-        fit = _verify_fit(K, vf[:, 0], vf[:, 1], 1)
+        fit = _verify_fit(K, vf[:, 0], vf[:, 1], 1, mix)
         degree = 1
         if len(ks) >= 4:
-            q = _verify_fit(K, vf[:, 0], vf[:, 1], 2)
+            q = _verify_fit(K, vf[:, 0], vf[:, 1], 2, mix)
             t = abs(q[0][2]) / math.sqrt(q[1][2, 2]) if q[1][2, 2] > 0 else math.inf
             if q[3] > 0 and t > _tq(q[3], 0.95):
                 fit, degree = q, 2
@@ -347,7 +363,8 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
                 else "(--verify-slope)"))
         residuals = [(e.run, int(k), float(m), float(m)) for e, k, m in zip(evs, K, vf[:, 0])]
     return CostModel(d, float(v[0]), float(v[1]), float(v[2]), r_mean, cov, r_var, resid_var,
-                     how, (int(K.min()), int(K.max())), tuple(residuals), df)
+                     how, (int(K.min()), int(K.max())), tuple(residuals), df,
+                     float(pooled[0]), float(pooled[1]))
 
 
 # ----------------------------------------------------------------------------- predictions
@@ -399,7 +416,7 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     if src.eff_tok_s is None or not math.isfinite(src.eff_tok_s.estimate):
         raise EaglelogError(f"{src.run}: no per-stream rate measured to anchor the predictions")
     ratio_t, se_t = tau_ratio(src, s_new)
-    ratio_c, se_c = model.ratio(s_new, src.steps, k_new, src.k)
+    ratio_c, se_c = model.ratio(s_new, src.steps, k_new, src.k, src.cycle_b)
     eff_a = src.eff_tok_s
     se_a = eff_a.se_log or 0.0
     se_tau_a = src.tau.se_log or 0.0
@@ -468,6 +485,9 @@ class WhatifResult:
     predictions: tuple[Prediction, ...]
     checks: tuple[Check, ...]
     notes: tuple[str, ...] = ()
+    by_batch: tuple = ()             # whatif_batch.BatchRow per bucket of the anchor (--by batch)
+    batch_checks: tuple = ()         # whatif_batch.BatchCheck: leave-one-run-out per bucket
+    batch_model: str | None = None   # the per-batch cost model, stated
 
     def to_dict(self) -> dict:
         m = self.model
@@ -479,7 +499,11 @@ class WhatifResult:
                           "residuals": [{"run": r, "k": k, "verify_ms": v, "fitted_ms": f}
                                         for r, k, v, f in m.residuals]},
                 "predictions": [p.to_dict() for p in self.predictions],
-                "leave_one_out": [c.to_dict() for c in self.checks], "notes": list(self.notes)}
+                "leave_one_out": [c.to_dict() for c in self.checks], "notes": list(self.notes),
+                **({"by_batch_model": self.batch_model,
+                    "by_batch": [r.to_dict() for r in self.by_batch],
+                    "by_batch_leave_one_out": [c.to_dict() for c in self.batch_checks]}
+                   if self.by_batch else {})}
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -493,6 +517,18 @@ class WhatifResult:
             row["measured_eff_tok_s"] = p.measured_eff_tok_s.estimate \
                 if p.measured_eff_tok_s else None
             rows.append(row)
+        for r in self.by_batch:         # --by batch: one row per bucket and candidate
+            for p in r.predictions:
+                row = {"running_req": r.batch, "share": r.share, "mean_batch": r.mean_batch,
+                       "steps": p.steps, "draft_tokens": p.draft_tokens, "basis": "by batch"}
+                for k in ("cycle_ms", "eff_tok_s", "speedup"):
+                    e = getattr(p, k)
+                    row.update({k: e.estimate if e else None,
+                                f"{k}_pi_low": e.ci_low if e else None,
+                                f"{k}_pi_high": e.ci_high if e else None})
+                row["measured_eff_tok_s"] = p.measured_eff_tok_s.estimate \
+                    if p.measured_eff_tok_s else None
+                rows.append(row)
         return pd.DataFrame(rows)
 
 
@@ -539,10 +575,11 @@ def parse_tokens(text) -> list[int] | None:
 
 def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_log=None,
            confidence: float = 0.95, verify_slope: float | None = None, skip_warmup="auto",
-           engine: str = "auto", draft_tokens=None) -> WhatifResult:
+           engine: str = "auto", draft_tokens=None, by_batch: bool = False) -> WhatifResult:
     """Predicted accept length, cycle, per-stream rate and speedup for other numbers of draft
     steps, from measured runs (each with EAGLE3_PROF blocks and Finish lines); with several
-    runs, each is also predicted from the others.
+    runs, each is also predicted from the others.  ``by_batch``: also per #running-req
+    bucket of the anchor run (analysis/whatif_batch.py).
 
         >>> w = eaglelog.whatif("sample_logs/sweep/steps5.log", steps="1..7", baseline_toks=90)
         >>> [(p.steps, round(p.eff_tok_s.estimate, 1)) for p in w.predictions][:2]
@@ -557,7 +594,10 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
     bs = [e.batch for e in evs]
     if max(bs) > 1.25 * min(bs):
         notes.append(f"the runs' mean batch sizes differ ({min(bs):.3g}–{max(bs):.3g}): the "
-                     "cost model pools them as one batch size")
+                     "whole-run predictions are for the anchor's batch mix, and a run with "
+                     "another mix measures another rate" + ("" if by_batch else
+                                                            " (--by batch predicts per batch "
+                                                            "size)"))
     step_of = None
     if base is not None and (base.log is not None or base.per_batch):
         from .breakeven import baseline_side
@@ -619,5 +659,26 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         notes.append("positions beyond the deepest run are a geometric tail of its last "
                      "conditional acceptance rate: an assumption, its interval holds only the "
                      "sampling error of that rate")
+    rows, bchecks, batch_model = (), (), None
+    if by_batch:
+        from . import whatif_batch as wb
+        per_run, cells = {}, {}
+        ev_of = {e.run: e for e in evs}
+        for label, sub in log.units():
+            src_name = sub.sources[0].name
+            per_run[label] = wb.buckets(sub, src_name, base, confidence, skip_warmup)
+            e = ev_of[label]
+            cells[label] = wb.cells_of(sub, src_name, label, e.steps, e.k)
+        bc = wb.fit_batch_cost([c for cs in cells.values() for c in cs])
+        configs = [(p.steps, p.draft_tokens or p.steps + 1) for p in preds]
+        rows = wb.by_batch(evs, per_run, model, configs, confidence, bc)
+        bchecks = wb.checks(evs, per_run, lambda rest: fit_costs(rest, verify_slope, step_of),
+                            confidence, cells)
+        batch_model = bc.text if bc is not None else (
+            "the whole-run cost model, its growth per verified token scaled by batch / E[B] "
+            "(the profiler blocks do not span enough batch sizes to fit one per batch size)")
+        if not rows:
+            notes.append(f"{anchor.run}: no batch-size bucket with a per-stream rate: no "
+                         "predictions by batch size")
     return WhatifResult(confidence, tuple(e.run for e in evs), model, preds, tuple(checks),
-                        tuple(notes))
+                        tuple(notes), rows, bchecks, batch_model)

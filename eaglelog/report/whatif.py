@@ -57,6 +57,56 @@ def check_rows(w: "WhatifResult") -> list[dict]:
              "inside": "yes" if c.inside else "NO"} for c in w.checks]
 
 
+def batch_rows(w: "WhatifResult") -> list[dict]:
+    """One row per #running-req bucket of the anchor with an interval: its share, its measured
+    rate, each candidate's predicted rate, and the best candidate with its interval (and its
+    speedup, with a baseline)."""
+    rows = []
+    for r in w.by_batch:
+        if not r.measured.sufficient:
+            continue
+        row = {"running_req": r.batch, "share": f"{100 * r.share:.1f}%",
+               "measured tok/s": f"{r.measured.estimate:.4g}"}
+        for p in r.predictions:
+            key = f"S{p.steps}" + (f"/{p.draft_tokens}" if any(
+                q.draft_tokens for q in w.predictions) else "")
+            row[key] = f"{p.eff_tok_s.estimate:.4g}" if p.eff_tok_s.sufficient else "–"
+        b = r.best
+        row["best"] = b.steps if b else ""
+        row["best tok/s"] = _with_ci(b.eff_tok_s, 4) if b else ""
+        if b is not None and b.speedup is not None:
+            row["speedup"] = _with_ci(b.speedup, 3)
+        rows.append(row)
+    return rows
+
+
+def batch_check_rows(w: "WhatifResult") -> list[dict]:
+    return [{"run": c.run, "steps": c.steps, "running_req": c.batch,
+             "predicted tok/s": _with_ci(c.predicted, 4),
+             "measured tok/s": f"{c.measured.estimate:.4g}", "error": f"{100 * c.error:+.1f}%",
+             "inside": "yes" if c.inside else "NO"} for c in w.batch_checks]
+
+
+def _batch_lines(w: "WhatifResult") -> list[str]:
+    rows = batch_rows(w)
+    if not rows:
+        return []
+    left = sum(1 for r in w.by_batch if not r.measured.sufficient)
+    lines = ["", "by batch size: each #running-req bucket of the anchor run, its measured rate "
+             "× the accept-length ratio / the cycle ratio there",
+             f"  cost model  {w.batch_model}",
+             tabulate([list(r.values()) for r in rows], list(rows[0]))]
+    if left:
+        lines.append(f"  ({left} bucket(s) with too few windows for an interval left out)")
+    if w.batch_checks:
+        inside = sum(c.inside for c in w.batch_checks)
+        lines += ["", f"leave-one-run-out by batch size ({inside} of {len(w.batch_checks)} "
+                      "inside their intervals)"]
+        rows = batch_check_rows(w)
+        lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
+    return lines
+
+
 def whatif_block(w: "WhatifResult") -> str:
     m = w.model
     lines = [f"what if: predictions from {', '.join(w.runs)}   "
@@ -76,6 +126,7 @@ def whatif_block(w: "WhatifResult") -> str:
                       f"({inside} of {len(w.checks)} inside their intervals)"]
         rows = check_rows(w)
         lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
+    lines += _batch_lines(w)
     for n in w.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,445 @@
+"""What if, per batch size: whatif's predictions for each #running-req bucket of the anchor run
+(``eaglelog whatif --by batch``; docs/whatif.md, "Per batch size").
+
+The model, stated:
+
+* **The level** of each bucket is the anchor run's own per-stream rate at that batch size, as
+  ``breakeven --by batch`` measures it (the rate model's per-bucket cycle and accept length,
+  docs/statistics.md).  The positions give τ(S') / τ(S) as for the whole run: a draft is per
+  request, so its acceptance by position is taken not to depend on the batch size.
+* **The verify grows with B·K**: a verify of K tokens for B requests is one forward over B·K
+  tokens, so the cost model's growth per extra verified token (fitted across K, or the prior,
+  from profiler phases that are means over cycles) is scaled by b / E[B] in a bucket of mean
+  batch b, its K² term by b² / E[B²] (E over the runs' cycles: a quadratic in B·K averaged
+  over a mix holds E[B²], not E[B]²), and the verify fit's residual error with it.
+* **Draft steps** cost d per step at the runs' mix (a mean over cycles, as the profiler's
+  cycle c̄ is).  How a draft step grows with the batch is not in the logs: between flat and
+  growing as the bucket's cycle does (c_b / c̄), the midpoint is taken and half the
+  difference is its σ.
+* Re-extend and other overhead do not change with S: the bucket's measured cycle carries them.
+
+c_b(S', K') = c_b + d·f·(S' − S) + v1·b/E[B]·(K' − K) + v2·b²/E[B²]·(K'² − K²), and the
+prediction is the bucket's rate × τ ratio × c_b / c_b(S', K'), with a prediction interval built
+as whatif's: twice the bucket rate's own variance (the anchor's error and a new run's), the τ
+ratio's, and the cost ratio's (parameters, model error, the draft's batch growth, the bucket
+cycle's own error).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import stats
+from ..stats import Estimate
+from . import engines, rate
+from .requests import _tq
+from .whatif import CostModel, Evidence, _d, anchor_of, tau_ratio
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One #running-req bucket of a measured run."""
+
+    label: str
+    share: float                 # of the run's request-steps
+    batch: float                 # request-step weighted mean printed #running-req in it
+    eff_tok_s: Estimate          # per-stream rate measured there
+    cycle_ms: Estimate
+    step_ms: float | None        # the baseline step at its mix
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The EAGLE3_PROF blocks of one run in one #running-req bucket: each block placed at the
+    batch of the decode lines printed since the block before it."""
+
+    run: str
+    steps: int
+    k: int
+    blocks: int
+    m1: float                    # mean batch over the blocks' cycles
+    m2: float                    # mean batch²
+    draft: float                 # ms per cycle (cycle-weighted mean over its blocks)
+    verify: float
+
+
+@dataclass(frozen=True)
+class BatchCost:
+    """Fitted on cells (runs × buckets) of profiler blocks: verify = v0 + u1·n (+ u2·n²) with
+    n = B·K the tokens one verify forward checks (E[n²] = K²·E[B²] within a cell), and a draft
+    step = d0 + d1·B; weighted least squares with relative errors (each cell weighted by its
+    blocks over its value²), the residual variance from the cells (a new cell's model error:
+    that relative variance at the mean weight)."""
+
+    verify: np.ndarray           # (v0, u1, u2)
+    verify_cov: np.ndarray
+    verify_var: float            # a new cell's relative model variance (× verify²)
+    draft: np.ndarray            # (d0, d1)
+    draft_cov: np.ndarray
+    draft_var: float             # … and a draft step's (× step²)
+    cells: int
+    n_range: tuple[float, float]  # tokens a verify checked, measured
+    df: float
+    text: str
+
+    def verify_at(self, b: float, k: float) -> tuple[float, np.ndarray]:
+        g = np.array([1.0, b * k, (b * k) ** 2])
+        return float(g @ self.verify), g
+
+    def draft_at(self, b: float) -> tuple[float, np.ndarray]:
+        g = np.array([1.0, b])
+        return float(g @ self.draft), g
+
+
+def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray):
+    """Weighted least squares with a **relative** error model (a cell of w blocks has
+    variance σ² y² / w: times scale with the work): (coefficients, covariance, σ² / w̄ — a new
+    cell's relative model variance at the mean weight — and the df)."""
+    wr = w / np.maximum(y * y, 1e-12)
+    sw = np.sqrt(wr)
+    coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
+    res = y - X @ coef
+    dof = len(y) - X.shape[1]
+    s2 = float(wr @ (res * res)) / dof if dof > 0 else 0.0
+    cov = s2 * np.linalg.pinv((X * wr[:, None]).T @ X)
+    return coef, cov, s2 / float(w.mean()), dof
+
+
+def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
+    """The per-batch cost model of the cells, or None when they do not identify it (fewer
+    than 4 cells, or the tokens a verify checks spanning less than ×1.5)."""
+    if len(cells) < 4:
+        return None
+    w = np.array([c.blocks for c in cells], dtype=float)
+    k = np.array([c.k for c in cells], dtype=float)
+    m1 = np.array([c.m1 for c in cells])
+    m2 = np.array([c.m2 for c in cells])
+    n1, n2 = k * m1, k * k * m2
+    if n1.max() < 1.5 * n1.min():
+        return None
+    v = np.array([c.verify for c in cells])
+    X = np.column_stack([np.ones(len(cells)), n1])
+    coef, cov, var, dof = _wls(X, v, w)
+    quad = False
+    if len(cells) >= 5:
+        q = _wls(np.column_stack([X, n2]), v, w)
+        se2 = math.sqrt(q[1][2, 2]) if q[1][2, 2] > 0 else math.inf
+        if q[3] > 0 and abs(q[0][2]) / se2 > _tq(q[3], 0.95):
+            coef, cov, var, dof, quad = q[0], q[1], q[2], q[3], True
+    vc = np.zeros(3)
+    vc[:len(coef)] = coef
+    vcov = np.zeros((3, 3))
+    vcov[:len(coef), :len(coef)] = cov
+    steps = np.array([c.steps for c in cells], dtype=float)
+    dr = np.array([c.draft for c in cells]) / steps
+    dX = np.column_stack([np.ones(len(cells)), m1])
+    if m1.max() > 1.2 * m1.min() and len(cells) >= 3:
+        dco, dcov, dvar, _ = _wls(dX, dr, w * steps)
+    else:                                   # one batch size: the draft step is flat in it
+        dco, dcov, dvar, _ = _wls(dX[:, :1], dr, w * steps)
+        dco = np.array([dco[0], 0.0])
+        dcov = np.diag([dcov[0, 0], 0.0])
+    text = (f"per batch size from {len(cells)} cells of EAGLE3_PROF blocks (runs × "
+            f"#running-req): verify = {vc[0]:.4g} + {vc[1]:.4g}·n"
+            + (f" + {vc[2]:.3g}·n²" if quad else "")
+            + f" ms, n = batch × K; draft step = {dco[0]:.3g} + {dco[1]:.3g}·batch ms")
+    return BatchCost(vc, vcov, var, dco, dcov, dvar, len(cells),
+                     (float(n1.min()), float(n1.max())), float(dof) if dof > 0 else math.inf,
+                     text)
+
+
+def cells_of(sub, source: str, run: str, steps: int, k: int) -> list[Cell]:
+    """The complete no-sync EAGLE3_PROF blocks of one run, each placed at the batch of the
+    decode lines printed between the block before it and itself (or the next decode line),
+    grouped by #running-req bucket."""
+    p = sub.prof[sub.prof["source"] == source]
+    if p.empty:
+        return []
+    keep = p["complete"].fillna(False).astype(bool).to_numpy() & \
+        ~(p["mode"] == "sync").fillna(False).to_numpy(dtype=bool)
+    p = p[keep].sort_values("line_no")
+    if p.empty:
+        return []
+    lines = p["line_no"].to_numpy(dtype=np.int64)
+    cyc = p["cycles"].to_numpy(dtype=float)
+    ph = sub.rows_of(source, "prof_phases", ["block", "phase", "ms_per_cycle"])
+    blk = ph["block"].to_numpy(dtype=np.int64)
+    name = ph["phase"].astype(str).to_numpy()
+    ms = ph["ms_per_cycle"].to_numpy(dtype=float, na_value=np.nan)
+    pos = np.searchsorted(lines, blk)
+    ok = (pos < len(lines)) & (lines[np.minimum(pos, len(lines) - 1)] == blk)
+    draft = np.zeros(len(lines))
+    verify = np.full(len(lines), np.nan)
+    np.add.at(draft, pos[ok & (name == "Draft steps")], ms[ok & (name == "Draft steps")])
+    vm = ok & (name == "Target verify")
+    verify[pos[vm]] = ms[vm]
+    dec = sub.rows_of(source, "decode", ["line_no", "running_req"])
+    dl = dec["line_no"].to_numpy(dtype=np.int64)
+    r = dec["running_req"].to_numpy(dtype=float, na_value=np.nan)
+    good = np.isfinite(r) & (r > 0)
+    dl, r = dl[good], r[good]
+    order = np.argsort(dl, kind="stable")
+    dl, r = dl[order], r[order]
+    if not len(dl):
+        return []
+    c1 = np.concatenate([[0.0], np.cumsum(r)])
+    c2 = np.concatenate([[0.0], np.cumsum(r * r)])
+    hi = np.searchsorted(dl, lines)                     # decode lines before each block …
+    lo = np.concatenate([[0], hi[:-1]])                 # … and after the one before it
+    empty = hi <= lo
+    lo = np.where(empty, np.minimum(hi, len(dl) - 1), lo)
+    hi = np.where(empty, lo + 1, hi)
+    cnt = hi - lo
+    b1 = (c1[hi] - c1[lo]) / cnt
+    b2 = (c2[hi] - c2[lo]) / cnt
+    # a block whose decode lines fall in two buckets spans a change of load: its batch is
+    # not known well enough to place it (left out)
+    codes_r, labels = rate.bucket_of(r)
+    first = codes_r[lo]
+    one = np.minimum.reduceat(codes_r, lo) == np.maximum.reduceat(codes_r, lo)
+    one &= (np.maximum.reduceat(codes_r, lo) == first)
+    # reduceat runs to the next start, not to hi: recheck the spans that end before it
+    ends = np.concatenate([lo[1:], [len(dl)]])
+    short = hi < ends
+    for i in np.flatnonzero(short & one):
+        one[i] = (codes_r[lo[i]:hi[i]] == first[i]).all()
+    codes = np.where(one, first, -1)
+    out = []
+    for g, label in enumerate(labels):
+        m = (codes == g) & np.isfinite(verify)
+        if not m.any():
+            continue
+        w = cyc[m]
+        out.append(Cell(run, steps, k, int(m.sum()), float((w * b1[m]).sum() / w.sum()),
+                        float((w * b2[m]).sum() / w.sum()),
+                        float((w * draft[m]).sum() / w.sum()),
+                        float((w * verify[m]).sum() / w.sum())))
+    return out
+
+
+@dataclass(frozen=True)
+class BatchPrediction:
+    steps: int
+    draft_tokens: int            # tokens a verify checks (a chain: steps + 1)
+    cycle_ms: Estimate
+    eff_tok_s: Estimate
+    speedup: Estimate | None
+    measured_eff_tok_s: Estimate | None = None   # a run with this config, in this bucket
+
+    def to_dict(self) -> dict:
+        return {"steps": self.steps, "draft_tokens": self.draft_tokens,
+                "cycle_ms": _d(self.cycle_ms), "eff_tok_s": _d(self.eff_tok_s),
+                "speedup": _d(self.speedup), "measured_eff_tok_s": _d(self.measured_eff_tok_s)}
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """The predictions of one bucket of the anchor run."""
+
+    batch: str
+    share: float
+    mean_batch: float
+    measured: Estimate           # the anchor's own rate there
+    predictions: tuple[BatchPrediction, ...]
+
+    @property
+    def best(self) -> BatchPrediction | None:
+        ok = [p for p in self.predictions if math.isfinite(p.eff_tok_s.estimate)]
+        return max(ok, key=lambda p: p.eff_tok_s.estimate) if ok else None
+
+    def to_dict(self) -> dict:
+        b = self.best
+        return {"running_req": int(self.batch) if self.batch.isdigit() else self.batch,
+                "share": self.share, "mean_batch": self.mean_batch,
+                "measured_eff_tok_s": _d(self.measured),
+                "best_steps": b.steps if b else None,
+                "predictions": [p.to_dict() for p in self.predictions]}
+
+
+@dataclass(frozen=True)
+class BatchCheck:
+    """One bucket of one run predicted from the others (leave-one-run-out)."""
+
+    run: str
+    steps: int
+    batch: str
+    predicted: Estimate
+    measured: Estimate
+    error: float
+    inside: bool
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "steps": self.steps, "running_req": self.batch,
+                "predicted": _d(self.predicted), "measured": _d(self.measured),
+                "error": self.error, "inside": self.inside}
+
+
+def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
+    """The #running-req buckets of one run: what ``breakeven --by batch`` measures there (with
+    a baseline), or the rate model's per-bucket rate (without)."""
+    from .breakeven import breakeven, run_windows
+    applied, _ = engines.apply(sub, source)
+    _, win = run_windows(applied, source)
+    codes, labels = rate.bucket_of(win.r)
+    mean = {}                  # the printed #running-req, as the cost model's cells hold it
+    for g, label in enumerate(labels):
+        m = (codes == g) & (win.w > 0)
+        if m.any():
+            mean[label] = float((win.w[m] * win.r[m]).sum() / win.w[m].sum())
+    out = []
+    if base is not None:
+        be = breakeven(sub, base, source=source, confidence=confidence, by_batch=True,
+                       warmup=warmup)
+        for x in be.by_batch:
+            if x.eff_tok_s is None or x.batch not in mean:
+                continue
+            st = x.baseline_step_ms.estimate
+            out.append(Bucket(x.batch, x.share, mean[x.batch], x.eff_tok_s, x.cycle_ms,
+                              st if math.isfinite(st) else None))
+        return out
+    fit = rate.fit(win, confidence, None, warmup=warmup)
+    for bk in rate.by_bucket(win, fit, confidence):
+        if bk.label not in mean:
+            continue
+        r = bk["rate"]
+        eff = Estimate(1000 * r.estimate, 1000 * r.ci_low if r.ci_low is not None else None,
+                       1000 * r.ci_high if r.ci_high is not None else None, r.n, r.confidence,
+                       r.se_log, r.df, "1000 × accept length / cycle")
+        out.append(Bucket(bk.label, bk.share, mean[bk.label], eff, bk["cycle_ms"], None))
+    return out
+
+
+def cost_ratio(model: CostModel, bk: Bucket, run_cycle: float, s_new: int, s0: int, k_new: int,
+               k0: int) -> tuple[float, float]:
+    """c_b(S', K') / c_b(S, K) in bucket ``bk`` and the standard error of its log (the module
+    docstring's model)."""
+    c_b = bk.cycle_ms.estimate
+    if s_new == s0 and k_new == k0:
+        return 1.0, 0.0
+    scale = bk.batch / model.batch if model.batch > 0 else 1.0
+    scale2 = bk.batch ** 2 / model.batch2 if model.batch2 > 0 else scale * scale
+    grow = c_b / run_cycle - 1.0 if run_cycle > 0 else 0.0
+    f_d, sd_f = 1.0 + grow / 2, abs(grow) / 2
+    ds, dk, dk2 = s_new - s0, k_new - k0, k_new * k_new - k0 * k0
+    delta = model.d * f_d * ds + model.v1 * scale * dk + model.v2 * scale2 * dk2
+    c_new = c_b + delta
+    if not c_new > 0:
+        return math.nan, math.nan
+    g = np.array([f_d * ds, 0.0, scale * dk, scale2 * dk2]) / c_new
+    var = float(g @ model.cov @ g)
+    var += (model.d * ds * sd_f / c_new) ** 2
+    var += model.resid_var * max(scale, 1.0) ** 2 / c_new ** 2
+    var += (delta / c_new * (bk.cycle_ms.se_log or 0.0)) ** 2
+    return c_new / c_b, math.sqrt(max(var, 0.0))
+
+
+def batch_cost_ratio(bc: BatchCost, bk: Bucket, s_new: int, s0: int, k_new: int, k0: int
+                     ) -> tuple[float, float]:
+    """c_b(S', K') / c_b(S, K) from the per-batch cost model: the bucket's measured cycle plus
+    the draft steps' and the verify's change at its mean batch b, and the standard error of
+    its log (the parameters' covariance, a new cell's model error for the verify and for each
+    changed draft step, the bucket cycle's own error)."""
+    c_b = bk.cycle_ms.estimate
+    if s_new == s0 and k_new == k0:
+        return 1.0, 0.0
+    b = bk.batch
+    dr, gd = bc.draft_at(b)
+    v1, g1 = bc.verify_at(b, k_new)
+    v0, g0 = bc.verify_at(b, k0)
+    ds = s_new - s0
+    delta = dr * ds + v1 - v0
+    c_new = c_b + delta
+    if not c_new > 0:
+        return math.nan, math.nan
+    gv = (g1 - g0) / c_new
+    gdr = gd * ds / c_new
+    var = float(gv @ bc.verify_cov @ gv) + float(gdr @ bc.draft_cov @ gdr)
+    var += (bc.verify_var * v1 * v1 + bc.draft_var * (dr * ds) ** 2) / c_new ** 2
+    var += (delta / c_new * (bk.cycle_ms.se_log or 0.0)) ** 2
+    return c_new / c_b, math.sqrt(max(var, 0.0))
+
+
+def predict_bucket(src: Evidence, bk: Bucket, model: CostModel, s_new: int, k_new: int,
+                   confidence: float, bc: BatchCost | None = None) -> BatchPrediction:
+    ratio_t, se_t = tau_ratio(src, s_new)
+    if bc is not None:
+        ratio_c, se_c = batch_cost_ratio(bc, bk, s_new, src.steps, k_new, src.k)
+        df_c = bc.df
+    else:
+        # the draft's d is a mean over cycles, as the profiler's cycle is: the reference of c_b
+        ratio_c, se_c = cost_ratio(model, bk, src.cycle.estimate, s_new, src.steps, k_new,
+                                   src.k)
+        df_c = model.df
+    eff = bk.eff_tok_s
+    se_a = eff.se_log
+    where = f"{src.run} at running_req {bk.label}"
+    if se_a is None or not math.isfinite(ratio_c):
+        nan = stats.insufficient(math.nan, 0, confidence, where)
+        return BatchPrediction(s_new, k_new, nan, nan, None)
+    se = math.sqrt(2 * se_a ** 2 + se_t ** 2 + se_c ** 2)
+    df_req = max(len(src.hist_x) - 1, 1)
+    parts = [(math.sqrt(2) * se_a, eff.df or df_req), (se_t, df_req), (se_c, df_c)]
+    den = sum(p ** 4 / f for p, f in parts if p > 0 and math.isfinite(f))
+    df = se ** 4 / den if den > 0 else math.inf
+    v = eff.estimate * ratio_t / ratio_c
+    rate_e = stats.from_log_se(v, se, df, 0, confidence,
+                               f"{where}: per-stream rate × accept-length ratio / cycle ratio")
+    cyc = stats.from_log_se(bk.cycle_ms.estimate * ratio_c,
+                            math.hypot(bk.cycle_ms.se_log or 0.0, se_c), df_c, 0,
+                            confidence, f"{where}: cycle × c_b({s_new}) / c_b({src.steps})")
+    sp = None
+    if bk.step_ms:
+        sp = stats.from_log_se(v * bk.step_ms / 1000.0, se, df, 0, confidence,
+                               "per-stream rate × baseline step at this batch size")
+    return BatchPrediction(s_new, k_new, cyc, rate_e, sp)
+
+
+def by_batch(evs: list[Evidence], per_run: dict[str, list[Bucket]], model: CostModel,
+             configs: list[tuple[int, int]], confidence: float,
+             bc: BatchCost | None = None) -> tuple[BatchRow, ...]:
+    """The anchor's buckets, each with a prediction for every (steps, draft tokens) in
+    ``configs``; a measured run of that config gives its own rate in the same bucket."""
+    src = anchor_of(evs)
+    rows = []
+    mine = per_run.get(src.run, [])
+    for bk in mine:
+        preds = []
+        for s_new, k_new in configs:
+            p = predict_bucket(src, bk, model, s_new, k_new, confidence, bc)
+            meas = next((b.eff_tok_s for e in evs if e.steps == s_new and e.k == k_new
+                         for b in per_run.get(e.run, []) if b.label == bk.label), None)
+            preds.append(BatchPrediction(p.steps, p.draft_tokens, p.cycle_ms, p.eff_tok_s,
+                                         p.speedup, meas))
+        rows.append(BatchRow(bk.label, bk.share, bk.batch, bk.eff_tok_s, tuple(preds)))
+    return tuple(rows)
+
+
+def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidence: float,
+           cells: dict[str, list[Cell]] | None = None) -> tuple[BatchCheck, ...]:
+    """Every bucket of every run predicted from the other runs (their anchor's same bucket,
+    their cost model ``fit(rest)`` and, with ``cells``, the per-batch one of their cells),
+    where both runs measured it."""
+    out = []
+    if len(evs) < 2:
+        return ()
+    for i, e in enumerate(evs):
+        rest = evs[:i] + evs[i + 1:]
+        src = anchor_of(rest)
+        if src.topk != e.topk:
+            continue
+        model = fit(rest)
+        bc = fit_batch_cost([c for r in rest for c in cells.get(r.run, [])]) if cells else None
+        mine = {b.label: b for b in per_run.get(e.run, [])}
+        for bk in per_run.get(src.run, []):
+            m = mine.get(bk.label)
+            if m is None or not m.eff_tok_s.sufficient:
+                continue
+            p = predict_bucket(src, bk, model, e.steps, e.k, confidence, bc)
+            if not p.eff_tok_s.sufficient:
+                continue
+            inside = p.eff_tok_s.ci_low <= m.eff_tok_s.estimate <= p.eff_tok_s.ci_high
+            out.append(BatchCheck(e.run, e.steps, bk.label, p.eff_tok_s, m.eff_tok_s,
+                                  p.eff_tok_s.estimate / m.eff_tok_s.estimate - 1, inside))
+    return tuple(out)
