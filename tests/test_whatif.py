@@ -432,3 +432,18 @@ def test_by_batch_on_the_schedule_samples_predicts_each_run_from_the_others():
     assert p1.measured_eff_tok_s.estimate == pytest.approx(36.94, abs=0.01)
     assert p1.eff_tok_s.ci_low <= 36.94 <= p1.eff_tok_s.ci_high
     assert p1.speedup.estimate < 1            # at 32, even one step does not pay here
+
+
+def test_by_batch_marks_what_it_extrapolates_and_prints_its_residuals(run):
+    """batch × K beyond the cells' range (2 … 192 tokens here; at 32 requests, 6 steps verify
+    224) is marked; the fit's residuals are printed and in the JSON."""
+    args = ["-q", "whatif", "--by", "batch", "--steps", "1..8", *SCHEDULE]
+    out = run(*args).stdout
+    row32 = next(line for line in out.splitlines() if line.strip().startswith("32 "))
+    assert row32.count("*") == 3                      # S6, S7, S8
+    assert "* batch × K beyond the measured range: the verify model extrapolated" in out
+    assert "verify fit residuals (measured − fitted) over 18 cells:" in out
+    d = json.loads(run(*args, "-f", "json").stdout)
+    assert len(d["by_batch_residuals"]) == 18
+    b32 = next(r for r in d["by_batch"] if r["running_req"] == 32)
+    assert [p["extrapolated"] for p in b32["predictions"]] == [False] * 5 + [True] * 3

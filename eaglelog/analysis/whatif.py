@@ -488,6 +488,7 @@ class WhatifResult:
     by_batch: tuple = ()             # whatif_batch.BatchRow per bucket of the anchor (--by batch)
     batch_checks: tuple = ()         # whatif_batch.BatchCheck: leave-one-run-out per bucket
     batch_model: str | None = None   # the per-batch cost model, stated
+    batch_residuals: tuple = ()      # its cells: (run, batch, K, measured verify, fitted)
 
     def to_dict(self) -> dict:
         m = self.model
@@ -501,6 +502,9 @@ class WhatifResult:
                 "predictions": [p.to_dict() for p in self.predictions],
                 "leave_one_out": [c.to_dict() for c in self.checks], "notes": list(self.notes),
                 **({"by_batch_model": self.batch_model,
+                    "by_batch_residuals": [{"run": r, "batch": b, "k": k, "verify_ms": v,
+                                            "fitted_ms": f}
+                                           for r, b, k, v, f in self.batch_residuals],
                     "by_batch": [r.to_dict() for r in self.by_batch],
                     "by_batch_leave_one_out": [c.to_dict() for c in self.batch_checks]}
                    if self.by_batch else {})}
@@ -659,7 +663,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         notes.append("positions beyond the deepest run are a geometric tail of its last "
                      "conditional acceptance rate: an assumption, its interval holds only the "
                      "sampling error of that rate")
-    rows, bchecks, batch_model = (), (), None
+    rows, bchecks, batch_model, batch_res = (), (), None, ()
     if by_batch:
         from . import whatif_batch as wb
         per_run, cells = {}, {}
@@ -674,6 +678,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         rows = wb.by_batch(evs, per_run, model, configs, confidence, bc)
         bchecks = wb.checks(evs, per_run, lambda rest: fit_costs(rest, verify_slope, step_of),
                             confidence, cells)
+        batch_res = bc.residuals if bc is not None else ()
         batch_model = bc.text if bc is not None else (
             "the whole-run cost model, its growth per verified token scaled by batch / E[B] "
             "(the profiler blocks do not span enough batch sizes to fit one per batch size)")
@@ -681,4 +686,4 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
             notes.append(f"{anchor.run}: no batch-size bucket with a per-stream rate: no "
                          "predictions by batch size")
     return WhatifResult(confidence, tuple(e.run for e in evs), model, preds, tuple(checks),
-                        tuple(notes), rows, bchecks, batch_model)
+                        tuple(notes), rows, bchecks, batch_model, batch_res)

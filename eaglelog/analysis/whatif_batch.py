@@ -38,6 +38,9 @@ from .requests import _tq
 from .whatif import CostModel, Evidence, _d, anchor_of, tau_ratio
 
 
+EDGE = 1.05      # batch × K within 5 % of the measured range is inside it
+
+
 @dataclass(frozen=True)
 class Bucket:
     """One #running-req bucket of a measured run."""
@@ -83,6 +86,7 @@ class BatchCost:
     n_range: tuple[float, float]  # tokens a verify checked, measured
     df: float
     text: str
+    residuals: tuple = ()        # (run, bucket mean batch, K, measured verify, fitted) per cell
 
     def verify_at(self, b: float, k: float) -> tuple[float, np.ndarray]:
         g = np.array([1.0, b * k, (b * k) ** 2])
@@ -145,9 +149,11 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
             f"#running-req): verify = {vc[0]:.4g} + {vc[1]:.4g}·n"
             + (f" + {vc[2]:.3g}·n²" if quad else "")
             + f" ms, n = batch × K; draft step = {dco[0]:.3g} + {dco[1]:.3g}·batch ms")
+    fitted = vc[0] + vc[1] * n1 + vc[2] * n2
+    res = tuple((c.run, c.m1, c.k, c.verify, float(f)) for c, f in zip(cells, fitted))
     return BatchCost(vc, vcov, var, dco, dcov, dvar, len(cells),
                      (float(n1.min()), float(n1.max())), float(dof) if dof > 0 else math.inf,
-                     text)
+                     text, res)
 
 
 def cells_of(sub, source: str, run: str, steps: int, k: int) -> list[Cell]:
@@ -227,11 +233,13 @@ class BatchPrediction:
     eff_tok_s: Estimate
     speedup: Estimate | None
     measured_eff_tok_s: Estimate | None = None   # a run with this config, in this bucket
+    beyond: bool = False         # batch × K beyond the measured range: an extrapolation
 
     def to_dict(self) -> dict:
         return {"steps": self.steps, "draft_tokens": self.draft_tokens,
                 "cycle_ms": _d(self.cycle_ms), "eff_tok_s": _d(self.eff_tok_s),
-                "speedup": _d(self.speedup), "measured_eff_tok_s": _d(self.measured_eff_tok_s)}
+                "speedup": _d(self.speedup), "measured_eff_tok_s": _d(self.measured_eff_tok_s),
+                "extrapolated": self.beyond}
 
 
 @dataclass(frozen=True)
@@ -410,8 +418,12 @@ def by_batch(evs: list[Evidence], per_run: dict[str, list[Bucket]], model: CostM
             p = predict_bucket(src, bk, model, s_new, k_new, confidence, bc)
             meas = next((b.eff_tok_s for e in evs if e.steps == s_new and e.k == k_new
                          for b in per_run.get(e.run, []) if b.label == bk.label), None)
+            lo, hi = bc.n_range if bc is not None else (model.k_range[0] * model.batch,
+                                                         model.k_range[1] * model.batch)
+            n = bk.batch * k_new
             preds.append(BatchPrediction(p.steps, p.draft_tokens, p.cycle_ms, p.eff_tok_s,
-                                         p.speedup, meas))
+                                         p.speedup, meas,
+                                         not (lo / EDGE <= n <= hi * EDGE)))
         rows.append(BatchRow(bk.label, bk.share, bk.batch, bk.eff_tok_s, tuple(preds)))
     return tuple(rows)
 

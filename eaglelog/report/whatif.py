@@ -70,7 +70,8 @@ def batch_rows(w: "WhatifResult") -> list[dict]:
         for p in r.predictions:
             key = f"S{p.steps}" + (f"/{p.draft_tokens}" if any(
                 q.draft_tokens for q in w.predictions) else "")
-            row[key] = f"{p.eff_tok_s.estimate:.4g}" if p.eff_tok_s.sufficient else "–"
+            row[key] = (f"{p.eff_tok_s.estimate:.4g}" + ("*" if p.beyond else "")
+                        if p.eff_tok_s.sufficient else "–")
         b = r.best
         row["best"] = b.steps if b else ""
         row["best tok/s"] = _with_ci(b.eff_tok_s, 4) if b else ""
@@ -95,9 +96,18 @@ def _batch_lines(w: "WhatifResult") -> list[str]:
     lines = ["", "by batch size: each #running-req bucket of the anchor run, its measured rate "
              "× the accept-length ratio / the cycle ratio there",
              f"  cost model  {w.batch_model}",
-             tabulate([list(r.values()) for r in rows], list(rows[0]))]
+             tabulate([list(r.values()) for r in rows], list(rows[0]), disable_numparse=True,
+                      colalign=["left" if "[" in str(v) else "right" for v in rows[0].values()])]
+    if any(p.beyond for r in w.by_batch for p in r.predictions if r.measured.sufficient):
+        lines.append("  * batch × K beyond the measured range: the verify model extrapolated")
     if left:
         lines.append(f"  ({left} bucket(s) with too few windows for an interval left out)")
+    if w.batch_residuals:
+        rel = [100 * (v - f) / f for *_, v, f in w.batch_residuals if f]
+        worst = max(w.batch_residuals, key=lambda x: abs(x[3] - x[4]) / x[4] if x[4] else 0)
+        lines.append(f"  verify fit residuals (measured − fitted) over {len(rel)} cells: "
+                     f"{min(rel):+.2f} % to {max(rel):+.2f} %, the largest at batch "
+                     f"{worst[1]:.3g}, K {worst[2]} ({worst[3] - worst[4]:+.3f} ms)")
     if w.batch_checks:
         inside = sum(c.inside for c in w.batch_checks)
         lines += ["", f"leave-one-run-out by batch size ({inside} of {len(w.batch_checks)} "
