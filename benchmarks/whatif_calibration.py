@@ -13,7 +13,9 @@ model does not have) and with an acceptance that falls with depth (not geometric
 * leave-one-run-out: predict each run from the other four;
 * by batch size (``--by-batch``): the clients step 2 → 8 → 16 (120 s each), and every
   #running-req bucket of the 1-, 2-, 3- and 7-step runs is predicted from the 5-step run's
-  same bucket (``whatif --by batch``), and each run's buckets from the other four.
+  same bucket (``whatif --by batch``), and each run's buckets from the other four; the same
+  runs without EAGLE3_PROF blocks (the cost model fitted on derived cycles), whole-run (at
+  each checked run's own batch mix) and per bucket.
 
 Printed per case: configs predicted, the share whose measured per-stream rate lies inside the
 95 % prediction interval, and the mean and σ of predicted / measured − 1.
@@ -60,12 +62,17 @@ def runs(clients: int, seed: int, workdir: str, sc: Scenario | None = None) -> d
 
 
 def by_batch(seeds: int, workdir: str) -> None:
-    """Per-bucket predictions on runs whose batch size steps 2 → 8 → 16."""
+    """Per-bucket predictions on runs whose batch size steps 2 → 8 → 16; the same runs without
+    EAGLE3_PROF blocks (the derived-cycle cost model), whole-run and per bucket."""
     hw = ConvexVerify()
     per_batch = ",".join(f"{b}:{1000 / float(hw.step_ms(b)):.6g}" for b in range(1, 129))
-    single, based, loo = [], [], []
+    single, based, loo, whole, bare, bare_whole = [], [], [], [], [], []
     for seed in range(seeds):
         paths = runs(0, seed, workdir, varying())
+        noprof = runs(0, seed, workdir, varying().replace(name="np", prof_every=0))
+        w = eaglelog.whatif([noprof[s] for s in STEPS], steps=[1], by_batch=True)
+        bare += [(c.predicted, c.measured.estimate) for c in w.batch_checks]
+        bare_whole += [(c.predicted, c.measured.estimate) for c in w.checks if c.comparable]
         meas = {}
         for s, p in paths.items():
             w = eaglelog.whatif(p, steps=[s], by_batch=True)
@@ -79,13 +86,21 @@ def by_batch(seeds: int, workdir: str) -> None:
                         got.append((p.eff_tok_s, m.estimate))
         w = eaglelog.whatif([paths[s] for s in STEPS], steps=[1], by_batch=True)
         loo += [(c.predicted, c.measured.estimate) for c in w.batch_checks]
+        whole += [(c.predicted, c.measured.estimate) for c in w.checks if c.comparable]
     for name, got in (("by batch: from the 5-step run", single),
                       ("by batch: the same, baseline per batch", based),
-                      ("by batch: leave-one-run-out", loo)):
+                      ("by batch: leave-one-run-out", loo),
+                      ("varying: whole-run leave-one-run-out", whole),
+                      ("no profiler: whole-run leave-one-run-out", bare_whole),
+                      ("no profiler: by batch leave-one-run-out", bare)):
         line(name, got)
 
 
 def line(name: str, got: list) -> None:
+    if not got:
+        print(f"{name:40} {0:7d}  (none comparable: every checked run has another batch mix "
+              "than its predictor's buckets cover)", flush=True)
+        return
     inside = np.mean([e.ci_low <= m <= e.ci_high for e, m in got])
     err = np.array([e.estimate / m - 1 for e, m in got])
     print(f"{name:40} {len(got):7d} {100 * inside:6.1f}% {100 * err.mean():+8.2f}% "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import math
 import operator
 import os
 import random
@@ -368,6 +369,10 @@ def main() -> None:
                                "steps": steps}, iters_per_batch=2400,
                          phases=schedule_phases(steps))
     vllm_sample("vllm_v1.log")
+    # a vLLM sweep of num_speculative_tokens at three concurrency levels: evidence of
+    # `eaglelog whatif` without a profiler (docs/whatif.md)
+    for k in (1, 2, 3, 5):
+        vllm_sweep(f"vllm_sweep/k{k}.log", k, seed=60 + k)
 
 
 # A vLLM V1 server (current log format, vllm.md §3) with EAGLE, k = 3, 8 concurrent requests and
@@ -411,6 +416,67 @@ def vllm_sample(name: str) -> None:
                      f"Avg Draft acceptance rate: {100 * a / (k * d):.1f}%\n")
         t += dt.timedelta(seconds=interval)
     with open(os.path.join(HERE, name), "w") as f:
+        f.write("".join(lines))
+
+
+VLLM_SWEEP_ACCEPT = (0.78, 0.68, 0.62, 0.57, 0.53)   # P(accept ≥ i | accept ≥ i − 1)
+
+
+def vllm_sweep(name: str, k: int, seed: int) -> None:
+    """A vLLM V1 server with EAGLE-3 at num_speculative_tokens k, its concurrency stepping
+    2 → 8 → 24 (50 windows of 10 s each): a decode step of b requests takes 9.8 + 0.6 b ms of
+    target floor and overhead, k draft steps of 0.35 + 0.015 b ms and a verify of n = b (k + 1)
+    tokens at 0.4 n (1 + n / 300) ms; position i is accepted with the conditional rates
+    VLLM_SWEEP_ACCEPT (falling with depth), drawn per draft. A prefill of 512 tokens takes
+    60 ms: the first window of a level admits all its requests, later windows 0 – 2 that
+    replace finished ones (printed as prompt throughput). No line comes from a real server."""
+    rng = random.Random(seed)
+    interval = 10.0
+    t = dt.datetime(2026, 3, 4, 10, 0, 0)
+    pre = "(APIServer pid=5151) INFO"
+    lines = [HEADER.replace("make_samples.py", f"make_samples.py (vllm_sweep, k = {k})")]
+    lines.append(f"{pre} {t:%m-%d %H:%M:%S} [utils.py:233] non-default args: {{'model': "
+                 "'/models/llama-3.1-8b-instruct', 'tensor_parallel_size': 2, "
+                 "'speculative_config': {'method': 'eagle3', 'model': "
+                 f"'/models/llama-3.1-8b-eagle3', 'num_speculative_tokens': {k}}}}}\n")
+    t += dt.timedelta(seconds=30)
+    for level in (2, 8, 24):
+        for w in range(50):
+            n = level * (k + 1)
+            step_ms = 9.8 + 0.6 * level + k * (0.35 + 0.015 * level) + 0.4 * n * (1 + n / 300)
+            # new requests' prefill: the level's first window admits all of them, later
+            # windows the ones that replace finished requests (0 – 2, 60 ms each)
+            new = level if w == 0 else rng.choice((0, 0, 1, 1, 2))
+            busy = interval - 0.06 * new
+            steps = int(busy * 1000 / rng.gauss(step_ms, 0.005 * step_ms))
+            drafts = steps * level
+            # drafts reaching each position: binomial thinning, position by position
+            counts, prev = [], drafts
+            for i in range(k):
+                q = VLLM_SWEEP_ACCEPT[i]
+                c = round(rng.gauss(prev * q, math.sqrt(max(prev * q * (1 - q), 1e-9))))
+                c = min(max(c, 0), prev)
+                counts.append(c)
+                prev = c
+            acc = sum(counts)
+            stamp = t.strftime("%m-%d %H:%M:%S")
+            prompt = 512 * new / interval
+            lines.append(f"{pre} {stamp} [loggers.py:248] Engine 000: Avg prompt throughput: "
+                         f"{prompt:.1f} tokens/s, Avg generation throughput: "
+                         f"{(drafts + acc) / interval:.1f} tokens/s, Running: {level} reqs, "
+                         "Waiting: 0 reqs, GPU KV cache usage: 3.0%, Prefix cache hit rate: "
+                         "0.0%\n")
+            pos = ", ".join(f"{c / drafts:.3f}" for c in counts)
+            lines.append(f"{pre} {stamp} [metrics.py:188] SpecDecoding metrics: Mean acceptance "
+                         f"length: {1 + acc / drafts:.2f}, Accepted throughput: "
+                         f"{acc / interval:.2f} tokens/s, Drafted throughput: "
+                         f"{k * drafts / interval:.2f} tokens/s, Accepted: {acc} tokens, "
+                         f"Drafted: {k * drafts} tokens, Per-position acceptance rate: {pos}, "
+                         f"Avg Draft acceptance rate: {100 * acc / (k * drafts):.1f}%\n")
+            t += dt.timedelta(seconds=interval)
+    path = os.path.join(HERE, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
         f.write("".join(lines))
 
 

@@ -5,6 +5,7 @@ predictor's formula: conditional acceptance falling with depth (0.80, 0.70, 0.64
 0.53, 0.50 — not geometric), draft steps that cost a little more with depth, a verify convex
 in K (25.0 + 0.12 K + 0.02 K² ms)."""
 import glob
+import math
 import json
 import os
 
@@ -39,8 +40,10 @@ def test_the_five_step_run_alone_predicts_the_others_inside_its_intervals():
     assert w.model.slope_from.startswith("one K (6) measured") and "the prior" in \
         w.model.slope_from
     assert w.predictions[0].basis == "measured positions; verify beyond the measured K 6–6"
-    assert w.predictions[-1].basis.startswith("extrapolated: positions 6–7 from a geometric tail")
-    assert any("geometric tail" in n for n in w.notes)
+    assert w.predictions[-1].basis.startswith("extrapolated: positions 6–7 from the last "
+                                              "conditional rates")
+    assert any("positions beyond the deepest run are extrapolated: between a constant last "
+               "conditional acceptance rate and one that keeps falling" in n for n in w.notes)
 
 
 def test_the_sweep_predicts_each_run_from_the_others():
@@ -84,9 +87,19 @@ def test_truncated_accept_length_is_the_histograms_own():
     # the full depth is acceptance's τ = 1 + Σ P(accept ≥ i)
     a = eaglelog.acceptance(STEPS[5])
     assert W.tau_hist(U, 5) == pytest.approx(a.curves[0].identity.tau.estimate, rel=1e-12)
-    # beyond: a geometric tail with the last conditional rate
+    # beyond: a constant last conditional rate …
     p5, q = U[5] / U[0], U[5] / U[4]
     assert W.tau_hist(U, 7) == pytest.approx(W.tau_hist(U, 5) + p5 * (q + q * q), rel=1e-12)
+    # … or a conditional rate that keeps falling by its last factor ρ = q5 / q4
+    q4 = U[4] / U[3]
+    rho = q / q4
+    assert W.tau_hist(U, 7, True) == pytest.approx(
+        W.tau_hist(U, 5) + p5 * q + p5 * q * q * rho, rel=1e-12)
+    # the ratio beyond the depth is the log midpoint of the two, half their gap in its se
+    r7, se7 = W.tau_ratio(ev, 7)
+    lo, hi = W.tau_hist(U, 7, True) / W.tau_hist(U, 5), W.tau_hist(U, 7) / W.tau_hist(U, 5)
+    assert r7 == pytest.approx(math.sqrt(lo * hi), rel=1e-9)
+    assert se7 >= math.log(hi / lo) / 2
     r, se = W.tau_ratio(ev, 5)
     assert r == 1.0 and se == 0.0
 
@@ -140,7 +153,9 @@ def test_what_whatif_cannot_use_is_said(run, tmp_path):
     noprof.write_text("".join(ln for ln in text.splitlines(True)
                               if not (ln.startswith("EAGLE3_PROF") or ln.startswith("  "))))
     r = run("whatif", str(noprof))
-    assert r.exit_code == 1 and "noprof.log: no no-sync EAGLE3_PROF blocks" in r.stderr
+    # one run without a profiler: its derived cycle says nothing of the cycle's growth with S
+    assert r.exit_code == 1 and "noprof.log: no EAGLE3_PROF phases, and the runs hold one " \
+        "num_steps" in r.stderr and "give runs at two or more num_steps" in r.stderr
     cut = tmp_path / "nofinish.log"
     cut.write_text("".join(ln for ln in text.splitlines(True) if "Finish:" not in ln))
     r = run("whatif", str(cut))
@@ -256,9 +271,11 @@ def test_simulated_runs_with_another_verify_shape_are_covered():
     assert total == 24 and inside >= 22          # ≥ 90 % of the configs
 
 
-def test_a_vllm_log_is_said_to_be_no_source_yet(run):
+def test_one_vllm_run_is_said_to_be_not_enough(run):
+    """vLLM prints no split of the cycle: one run (one k) does not measure its growth."""
     r = run("-q", "whatif", str(SAMPLES / "vllm_v1.log"))
-    assert r.exit_code == 1 and "vllm_v1.log: a vllm log: whatif reads SGLang runs" in r.stderr
+    assert r.exit_code == 1 and "vllm_v1.log: no EAGLE3_PROF phases, and the runs hold one " \
+        "num_steps" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_baseline_per_batch_size_gives_the_verify_growth():
@@ -415,7 +432,7 @@ def test_the_per_batch_cost_model_recovers_the_samples_hardware():
 def test_by_batch_on_the_schedule_samples_predicts_each_run_from_the_others():
     """docs/whatif.md quotes this: 16 of the 18 buckets inside, errors −0.4 % … +1.7 %; the two
     outside are the 5-step run at batch 16 and 32 predicted from the 3-step one (positions 4
-    and 5 from the geometric tail)."""
+    and 5 extrapolated from the last conditional rates)."""
     w = eaglelog.whatif(SCHEDULE, steps="1..8",
                         baseline_log=str(SAMPLES / "batch_baseline.log"), by_batch=True)
     assert w.batch_model.startswith("per batch size from 18 cells")
@@ -447,3 +464,60 @@ def test_by_batch_marks_what_it_extrapolates_and_prints_its_residuals(run):
     assert len(d["by_batch_residuals"]) == 18
     b32 = next(r for r in d["by_batch"] if r["running_req"] == 32)
     assert [p["extrapolated"] for p in b32["predictions"]] == [False] * 5 + [True] * 3
+
+
+VLLM_SWEEP = sorted(glob.glob(str(SAMPLES / "vllm_sweep" / "*.log")))
+
+
+def test_a_vllm_sweep_is_predicted_from_its_derived_cycles():
+    """vLLM prints no split of the cycle: with runs at k = 1, 2, 3 and 5 the cost model is
+    fitted on the rate model's derived cycles (runs × #running-req). make_samples.py writes a
+    step of 9.8 + 0.6 b + k (0.35 + 0.015 b) + 0.4 n (1 + n / 300) ms, n = b (k + 1): in the
+    model's columns 9.8 + 1.0 B + 0.35 S + 0.415 B·S + 0.00133 n²."""
+    from eaglelog.analysis.whatif_derived import DerivedCost
+    w = eaglelog.whatif(VLLM_SWEEP, steps="1..6", by_batch=True)
+    m = w.model
+    assert isinstance(m, DerivedCost) and m.cells == 12
+    assert m.coef == pytest.approx([9.8, 1.0, 0.35, 0.415, 0.4 / 300], rel=0.05)
+    assert m.slope_from.startswith("derived cycles of 12 cells (runs × #running-req, 4 "
+                                   "num_steps; no EAGLE3_PROF phases)")
+    # the whole-run leave-one-out, each run at its own batch mix: k = 5 from k = 3 rests on
+    # positions 4 and 5 extrapolated (+1.5 %); the others within 0.3 %
+    got = {c.steps: (round(100 * c.error, 1), c.inside, c.comparable) for c in w.checks}
+    assert got == {1: (-0.3, True, True), 2: (0.1, True, True), 3: (-0.1, True, True),
+                   5: (1.5, False, True)}
+    # by batch: 9 of 12 inside, the 3 outside are k = 5 (the extrapolated positions)
+    outside = [(c.steps, c.batch) for c in w.batch_checks if not c.inside]
+    assert len(w.batch_checks) == 12 and {s for s, _ in outside} == {5} and len(outside) <= 3
+    assert max(abs(c.error) for c in w.batch_checks) < 0.021
+    assert [r.best.steps for r in w.by_batch] == [3, 2, 1]     # at 2, 8 and 24 requests
+
+
+def test_sglang_runs_without_a_profiler_use_their_derived_cycles(tmp_path):
+    """The bundled sweep without its EAGLE3_PROF blocks: the cycle model comes from the decode
+    lines' derived cycles, and every run is still predicted from the others inside its
+    interval."""
+    paths = []
+    for p in SWEEP:
+        out = tmp_path / os.path.basename(p)
+        out.write_text("".join(ln for ln in open(p, encoding="utf-8").readlines()
+                               if not (ln.startswith("EAGLE3_PROF") or ln.startswith("  "))))
+        paths.append(str(out))
+    w = eaglelog.whatif(paths, steps="1..7", baseline_toks=90)
+    assert w.model.slope_from.startswith("derived cycles of 5 cells")
+    assert all(c.inside and abs(c.error) < 0.02 for c in w.checks) and len(w.checks) == 5
+    d = w.to_dict()
+    assert d["model"]["kind"] == "derived cycles" and len(d["model"]["residuals"]) == 5
+
+
+def test_three_batch_sizes_are_not_taken_for_a_warm_up():
+    """A run that steps 2 → 8 → 24 requests: the rate model's curve in the batch size is a
+    quadratic through three levels (a line left the first level above it, and the whole level
+    was cut as a warm-up)."""
+    from eaglelog.analysis import rate
+    from eaglelog.analysis.breakeven import run_windows
+    from eaglelog.library import load
+    for p in VLLM_SWEEP:
+        _, win = run_windows(load(p), p)
+        f = rate.fit(win, 0.95, None)
+        assert f.warmup == 0 and f.kind == "corrected"

@@ -429,6 +429,32 @@ def _llama_request_curve(run: str, b: pd.DataFrame, confidence: float) -> Curve 
                          notes=tuple(notes)), confidence)
 
 
+def vllm_rows(s: pd.DataFrame):
+    """The windows of vLLM SpecDecoding rows that carry a per-position list, in time order:
+    (per-position lists, drafts, accepted, line numbers, lossy drafts, elided, without a list)."""
+    s = s.sort_values("line_no", kind="stable")
+    rows, d, acc, lines, lossy = [], [], [], [], False
+    elided = no_pp = 0
+    for r in s.itertuples(index=False):
+        pp = _pp(r.per_position)
+        if pp is None:
+            no_pp += 1
+            continue
+        if getattr(r, "per_position_elided", False) is True:
+            elided += 1
+            continue
+        drafts = _num(r.drafts)
+        a = _num(getattr(r, "window_accepted", None))
+        if not drafts or a is None:
+            continue
+        lossy = lossy or str(getattr(r, "drafts_from", "")) == "accepted/(mal-1)"
+        rows.append(pp)
+        d.append(drafts)
+        acc.append(a)
+        lines.append(int(r.line_no))
+    return rows, d, acc, lines, lossy, elided, no_pp
+
+
 def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float) -> list[Curve]:
     if not len(spec) or "per_position" not in spec.columns:
         return []
@@ -438,26 +464,7 @@ def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float) -> list[Curve]
         s = spec[mask]
         if not len(s):
             continue
-        s = s.sort_values("line_no", kind="stable")
-        rows, d, acc, lines, lossy = [], [], [], [], False
-        elided = no_pp = 0
-        for r in s.itertuples(index=False):
-            pp = _pp(r.per_position)
-            if pp is None:
-                no_pp += 1
-                continue
-            if getattr(r, "per_position_elided", False) is True:
-                elided += 1
-                continue
-            drafts = _num(r.drafts)
-            a = _num(getattr(r, "window_accepted", None))
-            if not drafts or a is None:
-                continue
-            lossy = lossy or str(getattr(r, "drafts_from", "")) == "accepted/(mal-1)"
-            rows.append(pp)
-            d.append(drafts)
-            acc.append(a)
-            lines.append(int(r.line_no))
+        rows, d, acc, lines, lossy, elided, no_pp = vllm_rows(s)
         if not rows:
             continue
         P = _pad(rows)

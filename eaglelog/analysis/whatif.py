@@ -8,8 +8,10 @@ The model, stated (every part is a choice the docs justify and the output names)
   under S steps commits min(a, S') + 1 tokens under S' ≤ S steps: the first S' draft tokens of a
   chain do not depend on how many follow, so τ(S') for S' ≤ S is *measured*, not modelled:
   τ_h(S') = Σ_r Σ_a h_r[a] (min(a, S') + 1) / Σ_r verifies_r.  Beyond the measured depth the
-  tail is geometric with the last conditional rate q_S = P(≥S) / P(≥S−1):
-  τ_h(S') = τ_h(S) + P(≥S) Σ_{j=1}^{S'−S} q^j — an **extrapolation**, marked as such.  The
+  tail is between geometric with the last conditional rate q_S = P(≥S) / P(≥S−1),
+  τ_h(S') = τ_h(S) + P(≥S) Σ_{j=1}^{S'−S} q^j, and a conditional rate that keeps falling by
+  its last factor q_S / q_{S−1}: the midpoint, half the difference as a standard error — an
+  **extrapolation**, marked as such.  The
   prediction is the run's own decode-line accept length (what break-even uses) times
   τ_h(S') / τ_h(S).
 * **Trees (topk > 1): an approximation, said so.**  SGLang drafts a beam of topk per step and
@@ -79,6 +81,12 @@ class Evidence:
     topk: int = 1                    # speculative_eagle_topk (> 1: a tree)
     draft_tokens: int = 0            # tokens verified a request (N; a chain: steps + 1)
     cycle_b: tuple = (1.0, 1.0)      # mean batch and mean batch² over cycles (decode lines)
+    positions_from: str = "sglang requests"   # or "vllm windows" (batches of windows)
+    buckets: tuple = ()              # whatif_batch.Bucket per #running-req (derived cycles)
+
+    @property
+    def profiled(self) -> bool:
+        return bool(self.phases)
 
     @property
     def k(self) -> int:
@@ -113,8 +121,38 @@ def _histograms(req: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
     return x, y
 
 
+def _vllm_positions(sub, src: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """vLLM SpecDecoding windows' per-position acceptance as independent units: the windows
+    in time order, summed into contiguous batches several integrated autocorrelation times
+    long (stats.plan_batches, on the windows' accept lengths): (drafts per batch, batch ×
+    k drafts reaching each position, k); None when the windows print no per-position list or
+    are too few for 5 batches."""
+    from .acceptance import _pad, vllm_rows
+    spec = sub.tables.get("vllm_spec")
+    if spec is None or not len(spec) or "per_position" not in spec.columns:
+        return None
+    keep = (spec["source"] == src).to_numpy(dtype=bool) & \
+        (spec["variant"].astype(str) != "metrics").to_numpy(dtype=bool)
+    rows, d, *_ = vllm_rows(spec[keep])
+    if len(rows) < stats.MIN_SERIES:
+        return None
+    P = _pad(rows)
+    dd = np.asarray(d, dtype=float)
+    b = stats.plan_batches(len(dd), stats.autocorr_time(1.0 + P.sum(axis=1)))
+    if b is None:
+        return None
+    lab = (np.arange(len(dd)) * b) // len(dd)
+    y = P * dd[:, None]
+    Y = np.column_stack([np.bincount(lab, weights=y[:, i], minlength=b)
+                         for i in range(P.shape[1])])
+    return np.bincount(lab, weights=dd, minlength=b), Y, P.shape[1]
+
+
 def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> list[Evidence]:
-    """The evidence of every run of ``log`` (a ParsedLog)."""
+    """The evidence of every run of ``log`` (a ParsedLog): SGLang runs (positions from the
+    Finish lines' histograms) and vLLM runs (from the SpecDecoding windows' per-position
+    acceptance); the cycle from the EAGLE3_PROF blocks when they exist, else the rate model's
+    derived cycle (then the cost model is fitted on the runs' derived cycles)."""
     from .summary import summarize
     out = []
     for label, sub in log.units():
@@ -122,13 +160,18 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         cfg = sub.config(src)
         steps, topk = cfg.get("speculative_num_steps"), cfg.get("speculative_eagle_topk") or 1
         engine = sub.sources[0].engine or ""
-        if engine and "sglang" not in engine:
-            raise EaglelogError(f"{label}: a {engine} log: whatif reads SGLang runs (their "
-                                "EAGLE3_PROF phases and Finish-line histograms); other engines "
-                                "are not a source of it yet (docs/whatif.md)")
+        vllm = "vllm" in engine
+        if engine and "sglang" not in engine and not vllm:
+            raise EaglelogError(f"{label}: a {engine} log: whatif reads SGLang and vLLM runs; "
+                                "other engines are not a source of it yet (docs/whatif.md)")
+        vpos = _vllm_positions(sub, src) if vllm else None
+        if vllm and not steps and vpos is not None:
+            steps = vpos[2]                  # k, from the per-position lists
         if not steps:
             raise EaglelogError(f"{label}: no speculative_num_steps in its server_args: whatif "
-                                "needs the draft steps of each run")
+                                "needs the draft steps of each run" if not vllm else
+                                f"{label}: no num_speculative_tokens (start-up speculative "
+                                "config) and no per-position acceptance to read k from")
         ntok = int(steps) + 1
         if int(topk) != 1:
             nd = cfg.get("speculative_num_draft_tokens")
@@ -138,12 +181,22 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                                     "needs the tokens each verify checks")
             ntok = int(nd)
         s = summarize(sub, baseline=baseline, confidence=confidence, warmup=warmup)
-        if s.cycle_ms is None or not s.phases:
-            raise EaglelogError(f"{label}: no no-sync EAGLE3_PROF blocks: whatif needs the "
-                                "phases of the cycle (draft, verify) to model it")
+        profiled = s.cycle_ms is not None and bool(s.phases) and not vllm and \
+            s.phases_from == "no-sync blocks"
+        cycle = s.cycle_ms if profiled else s.cycle_derived
+        if cycle is None or not math.isfinite(cycle.estimate):
+            raise EaglelogError(f"{label}: neither EAGLE3_PROF blocks nor a cycle derived from "
+                                "its decode lines: whatif needs a cycle time to model")
         if s.accept_sglang is None:
             raise EaglelogError(f"{label}: no accept length in its decode lines")
-        hist = _histograms(sub.requests)
+        if vllm:
+            if vpos is None:
+                raise EaglelogError(f"{label}: no vLLM per-position acceptance in 30 windows "
+                                    "or more ('Per-position acceptance rate', V1-c →): whatif "
+                                    "needs the acceptance of each position")
+            hist = vpos[:2]
+        else:
+            hist = _histograms(sub.requests)
         if hist is None:
             raise EaglelogError(f"{label}: no Finish lines with spec_accept_histogram "
                                 "(SGLang --log-requests, v0.5.9 →): whatif needs the acceptance "
@@ -158,11 +211,15 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         batch = float((r * r).sum() / r.sum()) if len(r) else 1.0
         moments = (float(r.mean()), float((r * r).mean())) if len(r) else (1.0, 1.0)
         be = s.breakeven
-        out.append(Evidence(label, int(steps), batch, s.accept_sglang, s.cycle_ms,
-                            {p.phase: p.ms_per_cycle for p in s.phases}, s.eff_tok_s,
+        from .whatif_batch import buckets
+        bks = tuple(buckets(sub, src, baseline, confidence, warmup))
+        out.append(Evidence(label, int(steps), batch, s.accept_sglang, cycle,
+                            {p.phase: p.ms_per_cycle for p in s.phases} if profiled else {},
+                            s.eff_tok_s,
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
-                            hist[0].astype(float), y, int(topk), ntok, moments))
+                            hist[0].astype(float), y, int(topk), ntok, moments,
+                            "vllm windows" if vllm else "sglang requests", bks))
     if not out:
         raise EaglelogError("no run to predict from")
     return out
@@ -187,8 +244,11 @@ def _lin_se(f, U: np.ndarray) -> tuple[float, float]:
     return v, math.sqrt(float(z @ z) / (n * (n - 1))) if n > 1 else math.inf
 
 
-def tau_hist(m: np.ndarray, s_new: int) -> float:
-    """τ_h(S') from the means (verifies, verifies reaching ≥ 1 … ≥ S) of a run with S steps."""
+def tau_hist(m: np.ndarray, s_new: int, declining: bool = False) -> float:
+    """τ_h(S') from the means (verifies, verifies reaching ≥ 1 … ≥ S) of a run with S steps.
+    Beyond S the conditional rate is the last one, q = P(≥S) / P(≥S−1), held constant; with
+    ``declining`` it keeps falling by the last measured factor ρ = q_S / q_{S−1} (< 1) a
+    position."""
     x, y = m[0], m[1:]
     S = len(y)
     if s_new <= S:
@@ -196,15 +256,30 @@ def tau_hist(m: np.ndarray, s_new: int) -> float:
     p_s = y[S - 1] / x
     q = y[S - 1] / (y[S - 2] if S >= 2 else x)
     q = min(max(q, 0.0), 1.0)
-    tail = p_s * sum(q ** j for j in range(1, s_new - S + 1))
+    rho = 1.0
+    if declining and S >= 2 and y[S - 2] > 0:
+        q0 = y[S - 2] / (y[S - 3] if S >= 3 else x)
+        rho = min(q / q0, 1.0) if q0 > 0 else 1.0
+    tail, reach, qj = 0.0, p_s, q
+    for _ in range(s_new - S):
+        reach *= qj
+        tail += reach
+        qj *= rho
     return float((x + y.sum()) / x + tail)
 
 
 def tau_ratio(ev: Evidence, s_new: int) -> tuple[float, float]:
-    """τ_h(S') / τ_h(S) of the run and the standard error of its log (requests independent)."""
+    """τ_h(S') / τ_h(S) of the run and the standard error of its log (requests independent).
+    Beyond the measured depth the tail lies between a constant last conditional rate and one
+    that keeps falling as it last fell: the midpoint (on the log scale), with half the
+    difference as a further standard error (an assumption, not a measurement)."""
     U = np.column_stack([ev.hist_x, ev.hist_y])
     S = ev.steps
     v, se = _lin_se(lambda m: math.log(tau_hist(m, s_new) / tau_hist(m, S)), U)
+    if s_new > S:
+        v2, se2 = _lin_se(lambda m: math.log(tau_hist(m, s_new, True) / tau_hist(m, S)), U)
+        half = abs(v - v2) / 2
+        v, se = (v + v2) / 2, math.sqrt(max(se, se2) ** 2 + half ** 2)
     return math.exp(v), se
 
 
@@ -367,6 +442,23 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
                      float(pooled[0]), float(pooled[1]))
 
 
+def cost_model(evs: list[Evidence], verify_slope: float | None = None, step_of=None):
+    """The cost model of ``evs``: from the EAGLE3_PROF phases when every run has them
+    (fit_costs), else fitted on the runs' derived cycles (whatif_derived) — which needs runs
+    at two or more num_steps."""
+    if all(e.profiled for e in evs):
+        return fit_costs(evs, verify_slope, step_of)
+    from .whatif_derived import fit_derived
+    m = fit_derived(evs)
+    if m is None:
+        bare = [e.run for e in evs if not e.profiled]
+        raise EaglelogError(f"{', '.join(bare)}: no EAGLE3_PROF phases, and the runs hold one "
+                            "num_steps (or too few batch-size buckets with a cycle): how the "
+                            "cycle grows with the steps is not measured — give runs at two or "
+                            "more num_steps, or EAGLE3_PROF blocks (docs/whatif.md)")
+    return m
+
+
 # ----------------------------------------------------------------------------- predictions
 
 @dataclass(frozen=True)
@@ -403,7 +495,7 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     anchor (topk > 1) predicts trees of its topk with ``draft_tokens`` (default: its own)
     verified tokens, as the approximation the module docstring states."""
     src = anchor_of(evs)
-    model = model or fit_costs(evs, verify_slope, step_of)
+    model = model or cost_model(evs, verify_slope, step_of)
     tree = src.topk > 1
     if not tree and draft_tokens is not None and draft_tokens != s_new + 1:
         raise UsageProblem(f"--draft-tokens {draft_tokens}: {src.run} drafts a chain (topk 1), "
@@ -416,7 +508,13 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     if src.eff_tok_s is None or not math.isfinite(src.eff_tok_s.estimate):
         raise EaglelogError(f"{src.run}: no per-stream rate measured to anchor the predictions")
     ratio_t, se_t = tau_ratio(src, s_new)
-    ratio_c, se_c = model.ratio(s_new, src.steps, k_new, src.k, src.cycle_b)
+    if isinstance(model, CostModel):
+        ratio_c, se_c = model.ratio(s_new, src.steps, k_new, src.k, src.cycle_b)
+    else:                                    # the derived-cycle model, at the anchor's mix
+        ratio_c, se_c = model.mix_ratio(src.buckets, s_new, src.steps, k_new, src.k)
+    if not math.isfinite(ratio_c):
+        raise UsageProblem(f"{s_new} steps: the cost model gives no positive cycle there "
+                           f"({model.slope_from})")
     eff_a = src.eff_tok_s
     se_a = eff_a.se_log or 0.0
     se_tau_a = src.tau.se_log or 0.0
@@ -425,7 +523,7 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     c_a = 1000.0 * src.tau.estimate / eff_a.estimate      # the cycle the anchor's rate uses
     se_ca = math.sqrt(max(se_a ** 2 - se_tau_a ** 2, 0.0))
     basis = "measured positions" if s_new <= src.steps else \
-        f"extrapolated: positions {src.steps + 1}–{s_new} from a geometric tail"
+        f"extrapolated: positions {src.steps + 1}–{s_new} from the last conditional rates"
     if tree and not (s_new == src.steps and k_new == src.k):
         n0 = src.k
         how = ("τ at least this" if s_new <= src.steps and k_new >= n0 else
@@ -471,10 +569,12 @@ class Check:
     measured: Estimate
     error: float                     # predicted / measured − 1
     inside: bool                     # the measured value inside the prediction interval
+    comparable: bool = True          # at the checked run's batch mix (or the same mix)
 
     def to_dict(self) -> dict:
         return {"run": self.run, "steps": self.steps, "predicted": _d(self.predicted),
-                "measured": _d(self.measured), "error": self.error, "inside": self.inside}
+                "measured": _d(self.measured), "error": self.error, "inside": self.inside,
+                "comparable": self.comparable}
 
 
 @dataclass(frozen=True)
@@ -492,13 +592,22 @@ class WhatifResult:
 
     def to_dict(self) -> dict:
         m = self.model
+        if isinstance(m, CostModel):
+            model = {"draft_ms_per_step": m.d, "verify_ms_at_0": m.v0,
+                     "verify_ms_per_token": m.v1, "verify_ms_per_token2": m.v2,
+                     "other_ms": m.rest,
+                     "verify_slope_from": m.slope_from, "measured_k": list(m.k_range),
+                     "residuals": [{"run": r, "k": k, "verify_ms": v, "fitted_ms": f}
+                                   for r, k, v, f in m.residuals]}
+        else:
+            from .whatif_derived import COLUMNS
+            model = {"kind": "derived cycles", "cycle_ms_coefficients":
+                     dict(zip(COLUMNS, (float(c) for c in m.coef))),
+                     "model": m.slope_from, "measured_k": list(m.k_range),
+                     "residuals": [{"run": r, "batch": b, "steps": st, "cycle_ms": v,
+                                    "fitted_ms": f} for r, b, st, v, f in m.residuals]}
         return {"command": "whatif", "confidence": self.confidence, "runs": list(self.runs),
-                "model": {"draft_ms_per_step": m.d, "verify_ms_at_0": m.v0,
-                          "verify_ms_per_token": m.v1, "verify_ms_per_token2": m.v2,
-                          "other_ms": m.rest,
-                          "verify_slope_from": m.slope_from, "measured_k": list(m.k_range),
-                          "residuals": [{"run": r, "k": k, "verify_ms": v, "fitted_ms": f}
-                                        for r, k, v, f in m.residuals]},
+                "model": model,
                 "predictions": [p.to_dict() for p in self.predictions],
                 "leave_one_out": [c.to_dict() for c in self.checks], "notes": list(self.notes),
                 **({"by_batch_model": self.batch_model,
@@ -606,7 +715,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
     if base is not None and (base.log is not None or base.per_batch):
         from .breakeven import baseline_side
         step_of = baseline_side(base, confidence, []).step_of
-    model = fit_costs(evs, verify_slope, step_of)
+    model = cost_model(evs, verify_slope, step_of)
     tokens = parse_tokens(draft_tokens)
     anchor = anchor_of(evs)
     preds_l, over = [], []
@@ -635,6 +744,12 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         notes.append("the runs draft with different topk (" + ", ".join(
             sorted({str(e.topk) for e in evs})) + "): the cost model pools them by the tokens "
             f"each verify checks; the predictions are for topk {anchor.topk}")
+    from . import whatif_batch as wb
+    cells = {}
+    for label, sub in log.units():
+        e = next(x for x in evs if x.run == label)
+        cells[label] = wb.cells_of(sub, sub.sources[0].name, label, e.steps, e.k) \
+            if e.profiled else []
     checks = []
     if len(evs) >= 2:
         for i, e in enumerate(evs):
@@ -648,11 +763,19 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
                             step_of=step_of, draft_tokens=e.k if e.topk > 1 else None)
             except UsageProblem:
                 continue                  # its config is not one the others' anchor can build
+            # at the checked run's own batch mix: a run with another mix measures another rate
+            bc = wb.fit_batch_cost([c for r in rest for c in cells[r.run]])
+            pred, same = wb.at_mix(p.eff_tok_s, rest, e,
+                                   cost_model(rest, verify_slope, step_of), bc, confidence)
             m = e.eff_tok_s
-            inside = p.eff_tok_s.ci_low is not None and \
-                p.eff_tok_s.ci_low <= m.estimate <= p.eff_tok_s.ci_high
-            checks.append(Check(e.run, e.steps, p.eff_tok_s, m,
-                                p.eff_tok_s.estimate / m.estimate - 1, inside))
+            inside = pred.ci_low is not None and pred.ci_low <= m.estimate <= pred.ci_high
+            checks.append(Check(e.run, e.steps, pred, m, pred.estimate / m.estimate - 1,
+                                inside, same))
+        if any(not c.comparable for c in checks):
+            notes.append("leave-one-run-out: a run whose batch mix differs from its predictor's, "
+                         "where the predictor's buckets do not cover it, is a different "
+                         "quantity (marked 'other mix', not counted); --by batch compares "
+                         "them bucket by bucket")
     if model.slope_from.startswith("one K") and "the prior" in model.slope_from and \
             max(e.batch for e in evs) > 2:
         notes.append(f"one num_steps measured at a mean batch of {max(bs):.3g}: how the verify "
@@ -660,26 +783,21 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
                      "weak (docs/whatif.md); a second run at another num_steps measures it, "
                      "or a baseline per batch size gives its growth per token")
     if any(p.basis.startswith("extrapolated") for p in preds):
-        notes.append("positions beyond the deepest run are a geometric tail of its last "
-                     "conditional acceptance rate: an assumption, its interval holds only the "
-                     "sampling error of that rate")
+        notes.append("positions beyond the deepest run are extrapolated: between a constant "
+                     "last conditional acceptance rate and one that keeps falling as it last "
+                     "fell (the midpoint; half the difference is in the interval) — an "
+                     "assumption")
     rows, bchecks, batch_model, batch_res = (), (), None, ()
     if by_batch:
-        from . import whatif_batch as wb
-        per_run, cells = {}, {}
-        ev_of = {e.run: e for e in evs}
-        for label, sub in log.units():
-            src_name = sub.sources[0].name
-            per_run[label] = wb.buckets(sub, src_name, base, confidence, skip_warmup)
-            e = ev_of[label]
-            cells[label] = wb.cells_of(sub, src_name, label, e.steps, e.k)
+        per_run = {e.run: list(e.buckets) for e in evs}
         bc = wb.fit_batch_cost([c for cs in cells.values() for c in cs])
         configs = [(p.steps, p.draft_tokens or p.steps + 1) for p in preds]
         rows = wb.by_batch(evs, per_run, model, configs, confidence, bc)
-        bchecks = wb.checks(evs, per_run, lambda rest: fit_costs(rest, verify_slope, step_of),
+        bchecks = wb.checks(evs, per_run, lambda rest: cost_model(rest, verify_slope, step_of),
                             confidence, cells)
         batch_res = bc.residuals if bc is not None else ()
-        batch_model = bc.text if bc is not None else (
+        batch_model = bc.text if bc is not None else model.slope_from \
+            if not isinstance(model, CostModel) else (
             "the whole-run cost model, its growth per verified token scaled by batch / E[B] "
             "(the profiler blocks do not span enough batch sizes to fit one per batch size)")
         if not rows:

@@ -375,6 +375,10 @@ def predict_bucket(src: Evidence, bk: Bucket, model: CostModel, s_new: int, k_ne
     if bc is not None:
         ratio_c, se_c = batch_cost_ratio(bc, bk, s_new, src.steps, k_new, src.k)
         df_c = bc.df
+    elif not isinstance(model, CostModel):     # the derived-cycle model (whatif_derived)
+        ratio_c, se_c = model.bucket_ratio(bk.cycle_ms.estimate, bk.cycle_ms.se_log or 0.0,
+                                           bk.batch, s_new, src.steps, k_new, src.k)
+        df_c = model.df
     else:
         # the draft's d is a mean over cycles, as the profiler's cycle is: the reference of c_b
         ratio_c, se_c = cost_ratio(model, bk, src.cycle.estimate, s_new, src.steps, k_new,
@@ -418,8 +422,9 @@ def by_batch(evs: list[Evidence], per_run: dict[str, list[Bucket]], model: CostM
             p = predict_bucket(src, bk, model, s_new, k_new, confidence, bc)
             meas = next((b.eff_tok_s for e in evs if e.steps == s_new and e.k == k_new
                          for b in per_run.get(e.run, []) if b.label == bk.label), None)
-            lo, hi = bc.n_range if bc is not None else (model.k_range[0] * model.batch,
-                                                         model.k_range[1] * model.batch)
+            lo, hi = bc.n_range if bc is not None else model.n_range \
+                if not isinstance(model, CostModel) else (model.k_range[0] * model.batch,
+                                                          model.k_range[1] * model.batch)
             n = bk.batch * k_new
             preds.append(BatchPrediction(p.steps, p.draft_tokens, p.cycle_ms, p.eff_tok_s,
                                          p.speedup, meas,
@@ -455,3 +460,43 @@ def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidenc
             out.append(BatchCheck(e.run, e.steps, bk.label, p.eff_tok_s, m.eff_tok_s,
                                   p.eff_tok_s.estimate / m.eff_tok_s.estimate - 1, inside))
     return tuple(out)
+
+
+MIX_COVER = 0.95      # the anchor's buckets must hold this share of the checked run's
+SAME_MIX = 0.05      # mean batch sizes (request-step weighted) within 5 %: the same mix
+
+
+def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: BatchCost | None,
+           confidence: float) -> tuple[Estimate, bool]:
+    """The whole-run prediction of ``target``'s config at **its own** batch mix, and whether
+    it is comparable with what the target measured: the anchor's per-bucket predictions
+    (tokens and cycle per request-step) combined with the target's request-step shares,
+    R = 1000 Σ s_b τ_b / Σ s_b c_b, the interval keeping the whole-run prediction's relative
+    width — where the anchor's buckets with an interval hold MIX_COVER of the target's
+    request-steps.  (``whole``, True) when the two mixes are the same (mean batch sizes within
+    SAME_MIX: re-mixing bucket by bucket then adds the small buckets' noise and nothing
+    else); (``whole``, False) when they differ and cannot be re-mixed."""
+    src = anchor_of(evs)
+    mine = {b.label: b for b in src.buckets}
+    theirs = {b.label: b.share for b in target.buckets}
+    if not whole.sufficient or not theirs:
+        return whole, True
+    def mean_batch(bks) -> float:
+        tot = sum(b.share for b in bks)
+        return sum(b.share * b.batch for b in bks) / tot if tot > 0 else math.nan
+    if abs(math.log(mean_batch(target.buckets) / mean_batch(src.buckets))) <= SAME_MIX:
+        return whole, True                # the same mix: the whole-run prediction is its own
+    shares = [(b.share, mine[b.label]) for b in target.buckets
+              if b.label in mine and mine[b.label].eff_tok_s.sufficient]
+    if sum(s for s, _ in shares) < MIX_COVER * sum(theirs.values()):
+        return whole, False
+    tok = cyc = 0.0
+    for share, bk in shares:
+        p = predict_bucket(src, bk, model, target.steps, target.k, confidence, bc)
+        if not (math.isfinite(p.eff_tok_s.estimate) and math.isfinite(p.cycle_ms.estimate)):
+            return whole, False
+        tok += share * p.eff_tok_s.estimate * p.cycle_ms.estimate / 1000.0
+        cyc += share * p.cycle_ms.estimate
+    v = 1000.0 * tok / cyc
+    return stats.from_log_se(v, whole.se_log, whole.df, 0, confidence,
+                             f"{whole.source}, at {target.run}'s batch mix"), True

@@ -54,7 +54,8 @@ def prediction_rows(w: "WhatifResult") -> list[dict]:
 def check_rows(w: "WhatifResult") -> list[dict]:
     return [{"run": c.run, "steps": c.steps, "predicted tok/s": _with_ci(c.predicted, 4),
              "measured tok/s": f"{c.measured.estimate:.4g}", "error": f"{100 * c.error:+.1f}%",
-             "inside": "yes" if c.inside else "NO"} for c in w.checks]
+             "inside": ("yes" if c.inside else "NO") if c.comparable else "other mix"}
+            for c in w.checks]
 
 
 def batch_rows(w: "WhatifResult") -> list[dict]:
@@ -119,21 +120,28 @@ def _batch_lines(w: "WhatifResult") -> list[str]:
 
 def whatif_block(w: "WhatifResult") -> str:
     m = w.model
+    derived = not hasattr(m, "v0")
     lines = [f"what if: predictions from {', '.join(w.runs)}   "
              f"({w.confidence:.0%} prediction intervals: what a run like these would measure)",
+             f"  cost model  {m.slope_from}" if derived else
              f"  cost model  cycle = {m.d:.3g} ms × steps + verify(K = "
              f"{'draft tokens' if any(p.draft_tokens for p in w.predictions) else 'steps + 1'}) + "
              f"{m.rest:.3g} ms;  verify = {_poly(m)} ms  ({m.slope_from})",
              ""]
     rows = prediction_rows(w)
     lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
-    if len(m.residuals) > 1 and m.slope_from.startswith("fit"):
+    if derived:
+        rel = [100 * (v - f) / f for *_, v, f in m.residuals if f]
+        lines += ["", f"  cycle fit residuals (measured − fitted) over {len(rel)} cells: "
+                      f"{min(rel):+.2f} % to {max(rel):+.2f} %"]
+    elif len(m.residuals) > 1 and m.slope_from.startswith("fit"):
         lines += ["", "  verify fit residuals (measured − fitted): " + ", ".join(
             f"K {k}: {v - f:+.3f} ms" for _, k, v, f in m.residuals)]
     if w.checks:
-        inside = sum(c.inside for c in w.checks)
+        counted = [c for c in w.checks if c.comparable]
+        inside = sum(c.inside for c in counted)
         lines += ["", f"leave-one-run-out: each run predicted from the others "
-                      f"({inside} of {len(w.checks)} inside their intervals)"]
+                      f"({inside} of {len(counted)} inside their intervals)"]
         rows = check_rows(w)
         lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
     lines += _batch_lines(w)
