@@ -906,14 +906,16 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     """What if the server ran another number of draft steps? Predictions from measured runs.
 
     For each candidate num_steps S: the accept length from the runs'
-    per-position acceptance (SGLang Finish lines' spec_accept_histogram: measured for S up to
-    the deepest run, a geometric tail beyond, marked), the cycle from a cost model of the
-    EAGLE3_PROF phases (draft ∝ steps, verify linear in K = S + 1: fitted across runs with
-    different K, else a memory-bound prior), the per-stream rate and, with a baseline, the
-    speedup — each with a prediction interval for what such a run would measure. With several
-    runs, each is also predicted from the others (leave-one-run-out) against what it measured.
-    A tree run (topk > 1) is predicted for trees of its topk with --draft-tokens N verified
-    tokens, as an approximation that says which way it errs. docs/whatif.md.
+    per-position acceptance (SGLang Finish lines' spec_accept_histogram, vLLM's per-position
+    acceptance rates: measured for S up to the deepest run, extrapolated beyond, marked), the
+    cycle from a cost model (EAGLE3_PROF phases: draft ∝ steps, verify against K = S + 1,
+    fitted across runs with different K, else a memory-bound prior; without phases, fitted on
+    the runs' derived cycles, which needs two or more num_steps), the per-stream rate and,
+    with a baseline, the speedup — each with a prediction interval for what such a run would
+    measure. --by batch predicts each #running-req bucket too. With several runs, each is
+    also predicted from the others (leave-one-run-out) against what it measured. A tree run
+    (topk > 1) is predicted for trees of its topk with --draft-tokens N verified tokens, as an
+    approximation that says which way it errs. docs/whatif.md.
 
     \b
     Examples:
@@ -923,6 +925,7 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
       eaglelog whatif -f json steps5.log
       eaglelog whatif --steps 3..6 --draft-tokens 8,16 tree.log   # topk > 1: approximate
       eaglelog whatif --by batch --baseline-log base.log steps-*.log   # per batch size
+      eaglelog whatif vllm-k1.log vllm-k3.log vllm-k5.log   # vLLM, no profiler: a sweep
     """
     from .errors import UsageProblem
     from .analysis.whatif import parse_steps, parse_tokens

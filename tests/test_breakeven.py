@@ -354,3 +354,28 @@ def test_a_baseline_rate_is_ascii_digits_and_finite(run, text):
     why = (f"'{text}' is not BATCH:TOK_S (an integer batch size and a rate)" if ":" in text
            else "not a rate like 90, 90±3 or 1:90,8:70")
     assert f"Invalid value for --baseline-toks: '{text}': {why}" in r.stderr
+
+
+def test_a_slow_high_batch_level_is_not_taken_for_idle_gaps(tmp_path):
+    """A 7-step run whose clients step 2 → 8 → 16 on convex hardware: its windows at 16
+    requests take 5–6× as long as those at 2 (the cycle grows with the batch), which is not
+    an idle gap. Compared with the windows of the same #running-req, none is left out."""
+    from eaglelog.analysis import rate
+    from eaglelog.analysis.breakeven import run_windows
+    from eaglelog.library import load
+    from eaglelog.simulate import ConvexVerify, Scenario, simulate
+    sc = Scenario(name="lv", clients=((0.0, 2), (120.0, 8), (240.0, 16)), think_s=0.05,
+                  output_median=250.0, output_sigma=0.4, duration_s=360.0, hw=ConvexVerify(),
+                  accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46), num_steps=7)
+    p = str(tmp_path / "s7.log")
+    run_ = simulate(sc, 71)
+    run_.write(p)
+    _, win = run_windows(load(p), p)
+    f = rate.fit(win, 0.95, None)
+    assert rate.WHY[rate.IDLE] not in f.left_out
+    # 16 requests hold a third of the time and most of the request-steps: with them the
+    # per-stream rate is the truth's (64.7 tok/s), inside its interval; without them it was
+    # 107 (the level taken for idle gaps)
+    truth = run_.truth.sums.metrics().rate_spec
+    assert truth == pytest.approx(64.69, abs=0.01)
+    assert f["rate"].ci_low * 1000 <= truth <= f["rate"].ci_high * 1000

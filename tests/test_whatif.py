@@ -521,3 +521,14 @@ def test_three_batch_sizes_are_not_taken_for_a_warm_up():
         _, win = run_windows(load(p), p)
         f = rate.fit(win, 0.95, None)
         assert f.warmup == 0 and f.kind == "corrected"
+
+
+def test_a_tree_without_a_profiler_is_refused(run, tmp_path):
+    tree = _tree(tmp_path)
+    text = open(tree, encoding="utf-8").read()
+    bare = tmp_path / "tree_noprof.log"
+    bare.write_text("".join(ln for ln in text.splitlines(True)
+                            if not (ln.startswith("EAGLE3_PROF") or ln.startswith("  "))))
+    r = run("-q", "whatif", str(bare))
+    assert r.exit_code == 1 and "tree_noprof.log: a tree draft (topk > 1) without EAGLE3_PROF " \
+        "phases" in r.stderr and "Traceback" not in r.stderr

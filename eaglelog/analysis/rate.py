@@ -44,6 +44,8 @@ from .windows import _series_codes
 
 IDLE_FACTOR = 5        # a window whose wall time is over this × its series' median …
 IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, held an idle gap
+IDLE_PEERS = 5         # … and (windows of the same #running-req, at least this many) over
+IDLE_PEER_FACTOR = 1.4  # this × their median wall time: a slow high-batch level is not idle
 STALL_SIGMAS = 8       # a residual over this many robust σ …
 STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
 WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE above the rest
@@ -215,11 +217,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             if not (t == np.iinfo(np.int64).min).any():
                 gap = np.diff(t).astype(float) / 1e6
                 med = float(np.median(gap))
-                if med > 0:
-                    idle = (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S)
-                    sub = why[idx[1:]]
-                    sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
-                    why[idx[1:]] = sub
+                peer = _gap_medians(gap, rs[1:])
+                # far longer than the series' windows, and longer than its own batch size's
+                idle = (med > 0) & (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S) & \
+                    (gap > IDLE_PEER_FACTOR * peer) & (gap >= peer + IDLE_EXTRA_S)
+                sub = why[idx[1:]]
+                sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
+                why[idx[1:]] = sub
     spec = bool(np.isfinite(a).any())
     tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -255,6 +259,26 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             idx = np.flatnonzero(key == s_)
             x[idx[1:], 2] = x[idx[:-1], 0]
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin)
+
+
+def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The wall time a window of its batch size usually takes: the median gap of the windows
+    printing the same #running-req (at least IDLE_PEERS of them), else the series' median
+    scaled by its batch over the median batch (at least 1×): a window's time grows with the
+    cycle, and the cycle with the batch size — the series' median alone took every window of a
+    slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16)."""
+    out = np.full(len(gap), float(np.median(gap)) if len(gap) else 0.0)
+    ok = np.isfinite(r) & (r > 0)
+    if not ok.any():
+        return out
+    r_med = float(np.median(r[ok]))
+    out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
+    vals, inv, cnt = np.unique(np.where(ok, r, -1.0), return_inverse=True, return_counts=True)
+    for g, (v, c) in enumerate(zip(vals, cnt)):
+        if v > 0 and c >= IDLE_PEERS:
+            m = inv == g
+            out[m] = float(np.median(gap[m]))
+    return out
 
 
 def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray | None:

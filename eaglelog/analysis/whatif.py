@@ -449,6 +449,11 @@ def cost_model(evs: list[Evidence], verify_slope: float | None = None, step_of=N
     if all(e.profiled for e in evs):
         return fit_costs(evs, verify_slope, step_of)
     from .whatif_derived import fit_derived
+    trees = [e.run for e in evs if e.topk > 1 and not e.profiled]
+    if trees:
+        raise EaglelogError(f"{', '.join(trees)}: a tree draft (topk > 1) without EAGLE3_PROF "
+                            "phases: whatif models a tree's verify from the profiler's phases "
+                            "only (docs/whatif.md)")
     m = fit_derived(evs)
     if m is None:
         bare = [e.run for e in evs if not e.profiled]

@@ -471,8 +471,8 @@ def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: Ba
     """The whole-run prediction of ``target``'s config at **its own** batch mix, and whether
     it is comparable with what the target measured: the anchor's per-bucket predictions
     (tokens and cycle per request-step) combined with the target's request-step shares,
-    R = 1000 Σ s_b τ_b / Σ s_b c_b, the interval keeping the whole-run prediction's relative
-    width — where the anchor's buckets with an interval hold MIX_COVER of the target's
+    R = 1000 Σ s_b τ_b / Σ s_b c_b, its standard error the time-weighted mean of the buckets'
+    (at least the whole-run prediction's) — where the anchor's buckets with an interval hold MIX_COVER of the target's
     request-steps.  (``whole``, True) when the two mixes are the same (mean batch sizes within
     SAME_MIX: re-mixing bucket by bucket then adds the small buckets' noise and nothing
     else); (``whole``, False) when they differ and cannot be re-mixed."""
@@ -490,13 +490,16 @@ def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: Ba
               if b.label in mine and mine[b.label].eff_tok_s.sufficient]
     if sum(s for s, _ in shares) < MIX_COVER * sum(theirs.values()):
         return whole, False
-    tok = cyc = 0.0
+    tok = cyc = se = 0.0
     for share, bk in shares:
         p = predict_bucket(src, bk, model, target.steps, target.k, confidence, bc)
-        if not (math.isfinite(p.eff_tok_s.estimate) and math.isfinite(p.cycle_ms.estimate)):
+        if not (p.eff_tok_s.sufficient and math.isfinite(p.cycle_ms.estimate)):
             return whole, False
         tok += share * p.eff_tok_s.estimate * p.cycle_ms.estimate / 1000.0
         cyc += share * p.cycle_ms.estimate
+        se += share * p.cycle_ms.estimate * p.eff_tok_s.se_log
     v = 1000.0 * tok / cyc
-    return stats.from_log_se(v, whole.se_log, whole.df, 0, confidence,
+    # the buckets' errors taken as fully correlated (one cost model): their time-weighted mean,
+    # and never less than the whole-run prediction's
+    return stats.from_log_se(v, max(whole.se_log, se / cyc), whole.df, 0, confidence,
                              f"{whole.source}, at {target.run}'s batch mix"), True
