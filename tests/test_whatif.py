@@ -491,6 +491,10 @@ def test_a_vllm_sweep_is_predicted_from_its_derived_cycles():
     assert len(w.batch_checks) == 12 and {s for s, _ in outside} == {5} and len(outside) <= 3
     assert max(abs(c.error) for c in w.batch_checks) < 0.021
     assert [r.best.steps for r in w.by_batch] == [3, 2, 1]     # at 2, 8 and 24 requests
+    # the runs at k = 1, 2, 3 spend their request-steps differently from the anchor (k = 5):
+    # their measured rates are marked as another mix's in the prediction table
+    assert [(p.steps, p.other_mix) for p in w.predictions if p.measured_eff_tok_s] == \
+        [(1, True), (2, True), (3, True), (5, False)]
 
 
 def test_sglang_runs_without_a_profiler_use_their_derived_cycles(tmp_path):

@@ -477,10 +477,12 @@ class Prediction:
     measured_eff_tok_s: Estimate | None = None   # a run that ran this S
     draft_tokens: int | None = None  # a tree's num_draft_tokens (None: a chain, S + 1)
     topk: int = 1
+    other_mix: bool = False          # the measuring run's batch mix is not the anchor's
 
     def to_dict(self) -> dict:
         d = _d
-        return {"steps": self.steps, "accept_len": d(self.accept_len),
+        return {"steps": self.steps, "accept_len": d(self.accept_len), "measured_other_mix":
+                self.other_mix,
                 "cycle_ms": d(self.cycle_ms), "eff_tok_s": d(self.eff_tok_s),
                 "speedup": d(self.speedup), "basis": self.basis,
                 "measured_eff_tok_s": d(self.measured_eff_tok_s), "topk": self.topk,
@@ -559,9 +561,11 @@ def predict(evs: list[Evidence], s_new: int, confidence: float,
     if src.step_ms:
         sp = stats.from_log_se(rate_v * src.step_ms / 1000.0, se_rate, df_rate, 0, confidence,
                                "per-stream rate × baseline step")
-    meas = next((e.eff_tok_s for e in evs if e.steps == s_new and e.k == k_new), None)
+    run = next((e for e in evs if e.steps == s_new and e.k == k_new), None)
+    meas = run.eff_tok_s if run is not None else None
+    from .whatif_batch import same_mix
     return Prediction(s_new, acc, cyc, rate, sp, basis, meas, k_new if tree else None,
-                      src.topk)
+                      src.topk, run is not None and not same_mix(run, src))
 
 
 @dataclass(frozen=True)

@@ -466,6 +466,19 @@ MIX_COVER = 0.95      # the anchor's buckets must hold this share of the checked
 SAME_MIX = 0.05      # mean batch sizes (request-step weighted) within 5 %: the same mix
 
 
+def _mean_batch(bks) -> float:
+    tot = sum(b.share for b in bks)
+    return sum(b.share * b.batch for b in bks) / tot if tot > 0 else math.nan
+
+
+def same_mix(a: Evidence, b: Evidence) -> bool:
+    """Two runs' batch mixes are the same: request-step weighted mean batch sizes within
+    SAME_MIX (or either without buckets)."""
+    ma, mb = _mean_batch(a.buckets), _mean_batch(b.buckets)
+    return not (math.isfinite(ma) and math.isfinite(mb) and ma > 0 and mb > 0) or \
+        abs(math.log(ma / mb)) <= SAME_MIX
+
+
 def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: BatchCost | None,
            confidence: float) -> tuple[Estimate, bool]:
     """The whole-run prediction of ``target``'s config at **its own** batch mix, and whether
@@ -481,10 +494,7 @@ def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: Ba
     theirs = {b.label: b.share for b in target.buckets}
     if not whole.sufficient or not theirs:
         return whole, True
-    def mean_batch(bks) -> float:
-        tot = sum(b.share for b in bks)
-        return sum(b.share * b.batch for b in bks) / tot if tot > 0 else math.nan
-    if abs(math.log(mean_batch(target.buckets) / mean_batch(src.buckets))) <= SAME_MIX:
+    if same_mix(target, src):
         return whole, True                # the same mix: the whole-run prediction is its own
     shares = [(b.share, mine[b.label]) for b in target.buckets
               if b.label in mine and mine[b.label].eff_tok_s.sufficient]

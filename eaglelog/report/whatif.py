@@ -44,7 +44,8 @@ def prediction_rows(w: "WhatifResult") -> list[dict]:
                "cycle ms": _with_ci(p.cycle_ms, 4), "eff tok/s": _with_ci(p.eff_tok_s, 4)}
         if p.speedup is not None:
             row["speedup"] = _with_ci(p.speedup, 3)
-        row["measured tok/s"] = f"{p.measured_eff_tok_s.estimate:.4g}" \
+        row["measured tok/s"] = (f"{p.measured_eff_tok_s.estimate:.4g}"
+                                 + ("†" if p.other_mix else "")) \
             if p.measured_eff_tok_s is not None else ""
         row["basis"] = _basis(p.basis)
         rows.append(row)
@@ -130,6 +131,9 @@ def whatif_block(w: "WhatifResult") -> str:
              ""]
     rows = prediction_rows(w)
     lines.append(tabulate([list(r.values()) for r in rows], list(rows[0])))
+    if any(p.other_mix for p in w.predictions):
+        lines.append("  † measured at another batch mix than the anchor's: not the same "
+                     "quantity (the leave-one-run-out below compares at the run's own mix)")
     if derived:
         rel = [100 * (v - f) / f for *_, v, f in m.residuals if f]
         lines += ["", f"  cycle fit residuals (measured − fitted) over {len(rel)} cells: "
