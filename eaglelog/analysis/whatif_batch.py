@@ -7,22 +7,23 @@ The model, stated:
   ``breakeven --by batch`` measures it (the rate model's per-bucket cycle and accept length,
   docs/statistics.md).  The positions give τ(S') / τ(S) as for the whole run: a draft is per
   request, so its acceptance by position is taken not to depend on the batch size.
-* **The verify grows with B·K**: a verify of K tokens for B requests is one forward over B·K
-  tokens, so the cost model's growth per extra verified token (fitted across K, or the prior,
-  from profiler phases that are means over cycles) is scaled by b / E[B] in a bucket of mean
-  batch b, its K² term by b² / E[B²] (E over the runs' cycles: a quadratic in B·K averaged
-  over a mix holds E[B²], not E[B]²), and the verify fit's residual error with it.
-* **Draft steps** cost d per step at the runs' mix (a mean over cycles, as the profiler's
-  cycle c̄ is).  How a draft step grows with the batch is not in the logs: between flat and
-  growing as the bucket's cycle does (c_b / c̄), the midpoint is taken and half the
-  difference is its σ.
+* **The cycle's change** c_b(S', K') − c_b(S, K) at the bucket's mean batch b comes from the
+  first of these the runs support:
+
+  1. the **per-batch cost model** (BatchCost) fitted on cells (runs × buckets) of EAGLE3_PROF
+     blocks, each block placed at the batch of the decode lines printed since the block
+     before it: verify = v0 + u1·n (+ u2·n²), n = B·K the tokens one verify forward checks,
+     and a draft step d0 + d1·B;
+  2. the **derived-cycle model** of runs without phases (whatif_derived);
+  3. the whole-run CostModel **scaled**: its growth per verified token by b / E[B], its K²
+     term by b² / E[B²] (E over the runs' cycles: a quadratic in B·K averaged over a mix holds
+     E[B²], not E[B]²), and a draft step between flat and growing as the bucket's cycle does
+     (c_b / c̄): the midpoint, half the difference as its σ.
 * Re-extend and other overhead do not change with S: the bucket's measured cycle carries them.
 
-c_b(S', K') = c_b + d·f·(S' − S) + v1·b/E[B]·(K' − K) + v2·b²/E[B²]·(K'² − K²), and the
-prediction is the bucket's rate × τ ratio × c_b / c_b(S', K'), with a prediction interval built
-as whatif's: twice the bucket rate's own variance (the anchor's error and a new run's), the τ
-ratio's, and the cost ratio's (parameters, model error, the draft's batch growth, the bucket
-cycle's own error).
+The prediction is the bucket's rate × τ ratio × c_b / c_b(S', K'), with a prediction interval
+built as whatif's: twice the bucket rate's own variance (the anchor's error and a new run's),
+the τ ratio's, and the cost ratio's (parameters, model error, the bucket cycle's own error).
 """
 from __future__ import annotations
 
@@ -464,6 +465,7 @@ def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidenc
 
 MIX_COVER = 0.95      # the anchor's buckets must hold this share of the checked run's
 SAME_MIX = 0.05      # mean batch sizes (request-step weighted) within 5 %: the same mix
+#                       (at 1 %, re-mixing small buckets cost the batch-4 check 96 → 85 %)
 
 
 def _mean_batch(bks) -> float:
