@@ -897,12 +897,17 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
 @click.option("--by", "by", type=click.Choice(["batch"]), default=None,
               help="Also predict per #running-req bucket of the anchor run (the verify grows "
                    "with batch × tokens verified).")
+@click.option("--verify-slope", "verify_slope", type=click.FloatRange(0, 100), default=None,
+              metavar="PCT",
+              help="With one num_steps measured: the verify grows by PCT % of itself per extra "
+                   "verified token of the batch, taken as known (default: the 0.8 % ± 0.8 % "
+                   "prior, or the baseline's step growth).")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Level of every prediction interval.")
 @output_options
 @click.pass_context
 def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, steps,
-               draft_tokens, by, confidence, fmt, output):
+               draft_tokens, by, verify_slope, confidence, fmt, output):
     """What if the server ran another number of draft steps? Predictions from measured runs.
 
     For each candidate num_steps S: the accept length from the runs'
@@ -947,7 +952,8 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
 
     result = library.whatif(log, steps=wanted, baseline=baseline, confidence=confidence,
                             skip_warmup=warmup_of(ctx), draft_tokens=tokens,
-                            by_batch=by == "batch")
+                            by_batch=by == "batch",
+                            verify_slope=None if verify_slope is None else verify_slope / 100)
     render_result(result, fmt, output, whatif_block,
                   lambda r: [prediction_rows(r), check_rows(r), batch_rows(r),
                              batch_check_rows(r)])

@@ -536,3 +536,76 @@ def test_a_tree_without_a_profiler_is_refused(run, tmp_path):
     r = run("-q", "whatif", str(bare))
     assert r.exit_code == 1 and "tree_noprof.log: a tree draft (topk > 1) without EAGLE3_PROF " \
         "phases" in r.stderr and "Traceback" not in r.stderr
+
+
+# ----------------------------------------------------------------------------- hostile inputs
+# (found by an adversarial review of whatif: each was a traceback, an abort or a wrong table)
+
+def test_two_runs_without_a_profiler_predict_and_skip_the_checks_they_cannot_make(run):
+    r = run("-q", "whatif", VLLM_SWEEP[0], VLLM_SWEEP[2])
+    assert r.exit_code == 0, r.stderr
+    assert "derived cycles of 6 cells" in r.stdout
+    assert "not predicted from the others: without it they hold one num_steps" in r.stdout
+
+
+def test_a_baseline_that_covers_some_batch_sizes_changes_no_rate():
+    """The rates come from a baseline-free fit; the speedups hold where it covers, said so."""
+    free = eaglelog.whatif(VLLM_SWEEP, steps=[1, 5])
+    part = eaglelog.whatif(VLLM_SWEEP, steps=[1, 5], baseline_toks="1:90,8:70")
+    assert [p.eff_tok_s.estimate for p in part.predictions] == \
+        pytest.approx([p.eff_tok_s.estimate for p in free.predictions], rel=1e-12)
+    assert [c.error for c in part.checks] == pytest.approx([c.error for c in free.checks])
+    assert any("the baseline covers" in n and "the speedups hold for the batch sizes it covers "
+               "only" in n for n in part.notes)
+
+
+def test_positions_nothing_reached_give_no_tail_not_nan():
+    """eagle3_5step.log's histograms never reach positions 5–6: beyond them τ stays put."""
+    w = eaglelog.whatif(FIVE, steps="5..8")
+    taus = [p.accept_len.estimate for p in w.predictions]
+    assert all(math.isfinite(t) for t in taus) and max(taus) - min(taus) < 1e-12
+
+
+def test_impossible_vllm_per_position_lists_are_refused(run, tmp_path):
+    text = open(VLLM_SWEEP[3], encoding="utf-8").read()
+    import re
+    bad = tmp_path / "k5_rising.log"
+    bad.write_text(re.sub(r"Per-position acceptance rate: [0-9., ]*, Avg",
+                          "Per-position acceptance rate: 0.500, 0.600, 0.700, 0.800, 0.900, Avg",
+                          text))
+    r = run("-q", "whatif", VLLM_SWEEP[0], VLLM_SWEEP[2], str(bad))
+    assert r.exit_code == 1 and "k5_rising.log:4: Per-position acceptance rate 0.5, 0.6, 0.7, " \
+        "0.8, 0.9 is not a falling sequence" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_duplicates_mixed_engines_and_bad_arguments_are_refused(run):
+    r = run("-q", "whatif", SWEEP[2], SWEEP[3], SWEEP[3])
+    assert r.exit_code == 2 and "steps5.log: given twice" in r.stderr
+    r = run("-q", "whatif", VLLM_SWEEP[0], VLLM_SWEEP[2], SWEEP[3])
+    assert r.exit_code == 1 and "different engines (sglang, vllm)" in r.stderr
+    from eaglelog.errors import UsageProblem
+    for kw, msg in ((dict(confidence=1.5), "confidence 1.5"), (dict(steps=0), "from 1 to 16"),
+                    (dict(baseline="base.log"), "baseline= takes an eaglelog Baseline")):
+        with pytest.raises(UsageProblem, match=msg):
+            eaglelog.whatif(STEPS[5], **kw)
+    assert [p.steps for p in eaglelog.whatif(STEPS[5], steps=3).predictions] == [3]
+
+
+def test_cli_verify_slope_is_the_api_s():
+    from click.testing import CliRunner
+    from eaglelog.cli import main
+    out = CliRunner().invoke(main, ["-q", "whatif", "-f", "json", "--verify-slope", "1.5",
+                                    "--steps", "1", STEPS[5]]).output
+    d = json.loads(out)
+    api = eaglelog.whatif(STEPS[5], steps=[1], verify_slope=0.015)
+    assert d["predictions"][0]["eff_tok_s"]["estimate"] == \
+        pytest.approx(api.predictions[0].eff_tok_s.estimate, rel=1e-12)
+    assert d["model"]["verify_slope_from"].endswith("(--verify-slope)")
+
+
+def test_summary_says_when_its_per_stream_rate_covers_part_of_the_run(run):
+    out = run("-q", "summary", "--baseline-toks", "1:90,8:70", VLLM_SWEEP[3]).stdout
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("per stream"))
+    assert "over the 60 % of request-steps the baseline covers" in line
+    free = run("-q", "summary", VLLM_SWEEP[3]).stdout
+    assert "baseline covers" not in free

@@ -83,6 +83,8 @@ class Evidence:
     cycle_b: tuple = (1.0, 1.0)      # mean batch and mean batch² over cycles (decode lines)
     positions_from: str = "sglang requests"   # or "vllm windows" (batches of windows)
     buckets: tuple = ()              # whatif_batch.Bucket per #running-req (derived cycles)
+    coverage: float = 1.0            # share of the request-steps the baseline covers
+    engine: str = ""                 # sglang | vllm (the runs of one prediction are one engine)
 
     @property
     def profiled(self) -> bool:
@@ -133,9 +135,16 @@ def _vllm_positions(sub, src: str) -> tuple[np.ndarray, np.ndarray, int] | None:
         return None
     keep = (spec["source"] == src).to_numpy(dtype=bool) & \
         (spec["variant"].astype(str) != "metrics").to_numpy(dtype=bool)
-    rows, d, *_ = vllm_rows(spec[keep])
+    rows, d, _, lines, *_ = vllm_rows(spec[keep])
     if len(rows) < stats.MIN_SERIES:
         return None
+    tol = 0.0011                            # two printed units (three decimals)
+    for pp, line in zip(rows, lines):
+        if min(pp) < 0 or max(pp) > 1 + tol or any(b > a + tol for a, b in zip(pp, pp[1:])):
+            raise EaglelogError(f"{src}:{line}: Per-position acceptance rate "
+                                f"{', '.join(f'{v:g}' for v in pp)} is not a falling sequence "
+                                "of shares (element i is P(accept ≥ i + 1)): whatif cannot "
+                                "take positions from it")
     P = _pad(rows)
     dd = np.asarray(d, dtype=float)
     b = stats.plan_batches(len(dd), stats.autocorr_time(1.0 + P.sum(axis=1)))
@@ -180,13 +189,25 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                                     "speculative_num_draft_tokens in its server_args: whatif "
                                     "needs the tokens each verify checks")
             ntok = int(nd)
-        s = summarize(sub, baseline=baseline, confidence=confidence, warmup=warmup)
+        # the rates without the baseline (a baseline covering some batch sizes would restrict
+        # them to those); the baseline gives only the step and the measured speedup
+        s = summarize(sub, baseline=None, confidence=confidence, warmup=warmup)
+        be = None
+        if baseline is not None:
+            from .breakeven import breakeven
+            be = breakeven(sub, baseline, source=src, confidence=confidence, warmup=warmup)
         profiled = s.cycle_ms is not None and bool(s.phases) and not vllm and \
             s.phases_from == "no-sync blocks"
         cycle = s.cycle_ms if profiled else s.cycle_derived
         if cycle is None or not math.isfinite(cycle.estimate):
+            n_dec = int((sub.decode["source"] == src).sum()) if len(sub.decode) else 0
             raise EaglelogError(f"{label}: neither EAGLE3_PROF blocks nor a cycle derived from "
-                                "its decode lines: whatif needs a cycle time to model")
+                                f"its decode lines ({n_dec} decode window(s)): whatif needs a "
+                                "cycle time to model" + (
+                                    "; a configuration segment this short is often one "
+                                    "malformed line (a per-position list of another length "
+                                    "reads as another k)" if 0 < n_dec < stats.MIN_SERIES
+                                    else ""))
         if s.accept_sglang is None:
             raise EaglelogError(f"{label}: no accept length in its decode lines")
         if vllm:
@@ -210,7 +231,6 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
         r = r[np.isfinite(r) & (r > 0)]
         batch = float((r * r).sum() / r.sum()) if len(r) else 1.0
         moments = (float(r.mean()), float((r * r).mean())) if len(r) else (1.0, 1.0)
-        be = s.breakeven
         from .whatif_batch import buckets
         bks = tuple(buckets(sub, src, baseline, confidence, warmup))
         out.append(Evidence(label, int(steps), batch, s.accept_sglang, cycle,
@@ -219,7 +239,9 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
                             hist[0].astype(float), y, int(topk), ntok, moments,
-                            "vllm windows" if vllm else "sglang requests", bks))
+                            "vllm windows" if vllm else "sglang requests", bks,
+                            be.coverage if be is not None else 1.0,
+                            "vllm" if vllm else "sglang"))
     if not out:
         raise EaglelogError("no run to predict from")
     return out
@@ -254,11 +276,14 @@ def tau_hist(m: np.ndarray, s_new: int, declining: bool = False) -> float:
     if s_new <= S:
         return float((x + y[:s_new].sum()) / x)
     p_s = y[S - 1] / x
-    q = y[S - 1] / (y[S - 2] if S >= 2 else x)
-    q = min(max(q, 0.0), 1.0)
+    prev = y[S - 2] if S >= 2 else x
+    if not (p_s > 0 and prev > 0):           # nothing reached the last position: no tail
+        return float((x + y.sum()) / x)
+    q = min(max(y[S - 1] / prev, 0.0), 1.0)
     rho = 1.0
-    if declining and S >= 2 and y[S - 2] > 0:
-        q0 = y[S - 2] / (y[S - 3] if S >= 3 else x)
+    if declining and S >= 2:
+        before = y[S - 3] if S >= 3 else x
+        q0 = y[S - 2] / before if before > 0 else 0.0
         rho = min(q / q0, 1.0) if q0 > 0 else 1.0
     tail, reach, qj = 0.0, p_s, q
     for _ in range(s_new - S):
@@ -706,12 +731,45 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         >>> w = eaglelog.whatif("sample_logs/sweep/steps5.log", steps="1..7", baseline_toks=90)
         >>> [(p.steps, round(p.eff_tok_s.estimate, 1)) for p in w.predictions][:2]
     """
+    from ..baseline import Baseline
     from ..library import load, make_baseline
+    if not 0 < confidence < 1:
+        raise UsageProblem(f"confidence {confidence!r}: give a level between 0 and 1, e.g. 0.95")
+    if baseline is not None and not isinstance(baseline, Baseline):
+        raise UsageProblem("baseline= takes an eaglelog Baseline; give a log as baseline_log= "
+                           "or a rate as baseline_toks=")
+    if isinstance(logs, (list, tuple)):
+        import os
+        seen = set()
+        for p in logs:
+            if isinstance(p, (str, os.PathLike)):
+                key = os.path.realpath(p)
+                if key in seen:
+                    raise UsageProblem(f"{p}: given twice: a run predicted from its own copy "
+                                       "checks nothing")
+                seen.add(key)
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      required=False)
     log = load(logs, engine=engine)
+    import re
+    for si in log.sources:                  # the loader labels a repeated input 'NAME (2)'
+        m = re.fullmatch(r"(.*) \((\d+)\)", si.name)
+        if m and any(o.name == m.group(1) for o in log.sources):
+            raise UsageProblem(f"{m.group(1)}: given twice: a run predicted from its own copy "
+                               "checks nothing")
     evs = evidence(log, base, confidence, skip_warmup)
+    engines_ = sorted({e.engine for e in evs})
+    if len(engines_) > 1:
+        raise EaglelogError("the runs come from different engines (" + ", ".join(engines_) +
+                            "): one cost model cannot hold both servers; predict each engine's "
+                            "runs on their own")
+    if isinstance(steps, int):
+        steps = [steps]
     wanted = parse_steps(steps) if isinstance(steps, str) else sorted(set(int(s) for s in steps))
+    if not wanted or min(wanted) < 1 or max(wanted) > MAX_STEPS:
+        raise UsageProblem(f"steps {steps!r}: draft steps from 1 to {MAX_STEPS}")
+    if isinstance(draft_tokens, int):
+        draft_tokens = [draft_tokens]
     notes = []
     bs = [e.batch for e in evs]
     if max(bs) > 1.25 * min(bs):
@@ -720,6 +778,11 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
                      "another mix measures another rate" + ("" if by_batch else
                                                             " (--by batch predicts per batch "
                                                             "size)"))
+    low = [e for e in evs if e.coverage < 0.8]
+    if base is not None and low:
+        notes.append("the baseline covers " + ", ".join(
+            f"{100 * e.coverage:.0f} % of {e.run}'s request-steps" for e in low) +
+            ": the speedups hold for the batch sizes it covers only (the rates for all)")
     step_of = None
     if base is not None and (base.log is not None or base.per_batch):
         from .breakeven import baseline_side
@@ -759,7 +822,7 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         e = next(x for x in evs if x.run == label)
         cells[label] = wb.cells_of(sub, sub.sources[0].name, label, e.steps, e.k) \
             if e.profiled else []
-    checks = []
+    checks, unchecked = [], []
     if len(evs) >= 2:
         for i, e in enumerate(evs):
             rest = evs[:i] + evs[i + 1:]
@@ -770,16 +833,23 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
             try:
                 p = predict(rest, e.steps, confidence, verify_slope=verify_slope,
                             step_of=step_of, draft_tokens=e.k if e.topk > 1 else None)
+                # at the checked run's own batch mix: another mix measures another rate
+                bc = wb.fit_batch_cost([c for r in rest for c in cells[r.run]])
+                pred, same = wb.at_mix(p.eff_tok_s, rest, e,
+                                       cost_model(rest, verify_slope, step_of), bc, confidence)
             except UsageProblem:
                 continue                  # its config is not one the others' anchor can build
-            # at the checked run's own batch mix: a run with another mix measures another rate
-            bc = wb.fit_batch_cost([c for r in rest for c in cells[r.run]])
-            pred, same = wb.at_mix(p.eff_tok_s, rest, e,
-                                   cost_model(rest, verify_slope, step_of), bc, confidence)
+            except EaglelogError:
+                unchecked.append(e.run)   # the others alone do not carry the cost model
+                continue
             m = e.eff_tok_s
             inside = pred.ci_low is not None and pred.ci_low <= m.estimate <= pred.ci_high
             checks.append(Check(e.run, e.steps, pred, m, pred.estimate / m.estimate - 1,
                                 inside, same))
+        if unchecked:
+            notes.append("leave-one-run-out: " + ", ".join(unchecked) + " not predicted from the "
+                         "others: without it they hold one num_steps, which does not measure "
+                         "how the cycle grows with the steps")
         if any(not c.comparable for c in checks):
             notes.append("leave-one-run-out: a run whose batch mix differs from its predictor's, "
                          "where the predictor's buckets do not cover it, is a different "

@@ -149,7 +149,9 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
     text = (f"per batch size from {len(cells)} cells of EAGLE3_PROF blocks (runs × "
             f"#running-req): verify = {vc[0]:.4g} + {vc[1]:.4g}·n"
             + (f" + {vc[2]:.3g}·n²" if quad else "")
-            + f" ms, n = batch × K; draft step = {dco[0]:.3g} + {dco[1]:.3g}·batch ms")
+            + " ms, n = batch × K; draft step = " + (
+                f"{dco[0]:.3g} + {dco[1]:.3g}·batch ms" if dco[1] else
+                f"{dco[0]:.3g} ms (one batch size: flat)"))
     fitted = vc[0] + vc[1] * n1 + vc[2] * n2
     res = tuple((c.run, c.m1, c.k, c.verify, float(f)) for c, f in zip(cells, fitted))
     return BatchCost(vc, vcov, var, dco, dcov, dvar, len(cells),
@@ -280,15 +282,17 @@ class BatchCheck:
     inside: bool
 
     def to_dict(self) -> dict:
-        return {"run": self.run, "steps": self.steps, "running_req": self.batch,
+        return {"run": self.run, "steps": self.steps,
+                "running_req": int(self.batch) if self.batch.isdigit() else self.batch,
                 "predicted": _d(self.predicted), "measured": _d(self.measured),
                 "error": self.error, "inside": self.inside}
 
 
 def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
-    """The #running-req buckets of one run: what ``breakeven --by batch`` measures there (with
-    a baseline), or the rate model's per-bucket rate (without)."""
-    from .breakeven import breakeven, run_windows
+    """The #running-req buckets of one run: the rate model's per-bucket rate and cycle — fitted
+    without the baseline, so that a baseline covering only some batch sizes changes no rate —
+    and, where the baseline covers a bucket, its step there."""
+    from .breakeven import baseline_side, run_windows
     applied, _ = engines.apply(sub, source)
     _, win = run_windows(applied, source)
     codes, labels = rate.bucket_of(win.r)
@@ -297,26 +301,19 @@ def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
         m = (codes == g) & (win.w > 0)
         if m.any():
             mean[label] = float((win.w[m] * win.r[m]).sum() / win.w[m].sum())
-    out = []
-    if base is not None:
-        be = breakeven(sub, base, source=source, confidence=confidence, by_batch=True,
-                       warmup=warmup)
-        for x in be.by_batch:
-            if x.eff_tok_s is None or x.batch not in mean:
-                continue
-            st = x.baseline_step_ms.estimate
-            out.append(Bucket(x.batch, x.share, mean[x.batch], x.eff_tok_s, x.cycle_ms,
-                              st if math.isfinite(st) else None))
-        return out
+    step_of = baseline_side(base, confidence, []).step_of if base is not None else None
     fit = rate.fit(win, confidence, None, warmup=warmup)
-    for bk in rate.by_bucket(win, fit, confidence):
+    out = []
+    for bk in rate.by_bucket(win, fit, confidence, step_of):
         if bk.label not in mean:
             continue
         r = bk["rate"]
         eff = Estimate(1000 * r.estimate, 1000 * r.ci_low if r.ci_low is not None else None,
                        1000 * r.ci_high if r.ci_high is not None else None, r.n, r.confidence,
                        r.se_log, r.df, "1000 × accept length / cycle")
-        out.append(Bucket(bk.label, bk.share, mean[bk.label], eff, bk["cycle_ms"], None))
+        st = bk["step_ms"].estimate
+        out.append(Bucket(bk.label, bk.share, mean[bk.label], eff, bk["cycle_ms"],
+                          st if math.isfinite(st) else None))
     return out
 
 

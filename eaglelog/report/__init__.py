@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from ..errors import EaglelogError
+from ..errors import EaglelogError, UsageProblem
 
 from ..schema import FORMATS  # noqa: E402  (re-exported)
 
@@ -92,7 +92,7 @@ def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str |
     """Return the text to print, or write ``output`` (parquet always needs a file)."""
     if fmt == "parquet":
         if not output:
-            raise EaglelogError("-f parquet writes a binary file: give it with -o FILE.parquet")
+            raise UsageProblem("-f parquet writes a binary file: give it with -o FILE.parquet")
         try:
             df.to_parquet(output, index=False)
         except ImportError:
