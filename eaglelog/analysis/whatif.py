@@ -41,6 +41,8 @@ is also predicted from the others (leave-one-run-out), printed against what it m
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -739,7 +741,6 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         raise UsageProblem("baseline= takes an eaglelog Baseline; give a log as baseline_log= "
                            "or a rate as baseline_toks=")
     if isinstance(logs, (list, tuple)):
-        import os
         seen = set()
         for p in logs:
             if isinstance(p, (str, os.PathLike)):
@@ -751,7 +752,6 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      required=False)
     log = load(logs, engine=engine)
-    import re
     for si in log.sources:                  # the loader labels a repeated input 'NAME (2)'
         m = re.fullmatch(r"(.*) \((\d+)\)", si.name)
         if m and any(o.name == m.group(1) for o in log.sources):
