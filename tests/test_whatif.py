@@ -609,3 +609,11 @@ def test_summary_says_when_its_per_stream_rate_covers_part_of_the_run(run):
     assert "over the 60 % of request-steps the baseline covers" in line
     free = run("-q", "summary", VLLM_SWEEP[3]).stdout
     assert "baseline covers" not in free
+
+
+def test_runs_of_different_draft_methods_are_not_pooled(run, tmp_path):
+    ngram = tmp_path / "k3_ngram.log"
+    ngram.write_text(open(VLLM_SWEEP[2], encoding="utf-8").read()
+                     .replace("'method': 'eagle3'", "'method': 'ngram'"))
+    r = run("-q", "whatif", VLLM_SWEEP[0], str(ngram), VLLM_SWEEP[3])
+    assert r.exit_code == 1 and "different methods (eagle3, ngram)" in r.stderr

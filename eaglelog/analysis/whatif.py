@@ -87,6 +87,7 @@ class Evidence:
     buckets: tuple = ()              # whatif_batch.Bucket per #running-req (derived cycles)
     coverage: float = 1.0            # share of the request-steps the baseline covers
     engine: str = ""                 # sglang | vllm (the runs of one prediction are one engine)
+    method: str = ""                 # speculative_algorithm, lower case ('' when not logged)
 
     @property
     def profiled(self) -> bool:
@@ -243,7 +244,8 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                             hist[0].astype(float), y, int(topk), ntok, moments,
                             "vllm windows" if vllm else "sglang requests", bks,
                             be.coverage if be is not None else 1.0,
-                            "vllm" if vllm else "sglang"))
+                            "vllm" if vllm else "sglang",
+                            str(cfg.get("speculative_algorithm") or "").lower()))
     if not out:
         raise EaglelogError("no run to predict from")
     return out
@@ -763,6 +765,11 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         raise EaglelogError("the runs come from different engines (" + ", ".join(engines_) +
                             "): one cost model cannot hold both servers; predict each engine's "
                             "runs on their own")
+    methods = sorted({e.method for e in evs if e.method})
+    if len(methods) > 1:
+        raise EaglelogError("the runs draft with different methods (" + ", ".join(methods) +
+                            "): their acceptance by position and their cycles are not one "
+                            "model's; predict each method's runs on their own")
     if isinstance(steps, int):
         steps = [steps]
     wanted = parse_steps(steps) if isinstance(steps, str) else sorted(set(int(s) for s in steps))
