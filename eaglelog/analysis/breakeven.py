@@ -185,6 +185,18 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
     return memo[source]
 
 
+def free_fit(log: ParsedLog, source: str, confidence: float,
+             warmup: str | int = "auto") -> "rate.RateFit":
+    """The rate model over the source's windows without a baseline (the numbers summary,
+    compare, reconcile and whatif report), fitted once per log, source, level and warm-up."""
+    memo = log.__dict__.setdefault("_free_fits", {})
+    key = (source, confidence, warmup)
+    if key not in memo:
+        _, win = run_windows(log, source)
+        memo[key] = rate.fit(win, confidence, None, warmup=warmup)
+    return memo[key]
+
+
 @dataclass
 class BaseSide:
     """The baseline as the rate model takes it: the step time at a mean batch size (NaN where

@@ -34,8 +34,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .breakeven import Baseline, BaseSide, baseline_side, breakeven, run_windows
-from . import rate
+from .breakeven import Baseline, BaseSide, baseline_side, breakeven, free_fit, run_windows
 
 EXPORT_KEY = "eaglelog_export"
 EXPORT_VERSION = 2
@@ -162,7 +161,7 @@ def run_of(sub: ParsedLog, label: str, engine: str, baseline: Baseline | None,
     kind = ""
     mix: list[tuple[float, float]] = []
     if win.n and (win.spec or len(sub.prof)):
-        fit = rate.fit(win, confidence, None, warmup=warmup)
+        fit = free_fit(sub, src, confidence, warmup)
         logs = fit.batch_logs
         if baseline is not None:
             be = breakeven(sub, baseline, source=src, confidence=confidence, warmup=warmup)

@@ -20,8 +20,8 @@ from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
-from . import engines, rate
-from .breakeven import accept_from_windows, diluted, one_source, prof_cycle, run_windows
+from . import engines
+from .breakeven import accept_from_windows, diluted, free_fit, one_source, prof_cycle
 from .windows import decode_interval, rows_where
 
 
@@ -236,8 +236,7 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                                 "patch counts per cycle: accepted drafts only, one request of "
                                 "the batch, tokens after EOS trimming)"))
     # the numbers break-even uses (the rate model over the whole run): one set of numbers
-    _, win = run_windows(log, source)
-    fit = rate.fit(win, confidence, None, warmup=warmup)
+    fit = free_fit(log, source, confidence, warmup)
     run_acc = fit["accept_len"]
     cyc, how_cyc = fit["cycle_ms"], "the derived cycle"
     if not (fit.kind != "upper bound" and cyc.sufficient):

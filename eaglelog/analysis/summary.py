@@ -13,7 +13,7 @@ from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, rate
-from .breakeven import Baseline, BreakevenResult, breakeven, run_windows
+from .breakeven import Baseline, BreakevenResult, breakeven, free_fit, run_windows
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
 
@@ -165,7 +165,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         be = breakeven(log, baseline, source=source, confidence=confidence, warmup=warmup)
     # the rate model once: break-even's own fit over every window when it made one
     fit = be.whole_fit if be is not None and be.whole_fit is not None else \
-        rate.fit(win, confidence, None, warmup=warmup) if win.n else None
+        free_fit(log, source, confidence, warmup) if win.n else None
     acc_sg = (be.accept_len if be is not None else fit["accept_len"]) if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \

@@ -41,7 +41,6 @@ is also predicted from the others (leave-one-run-out), printed against what it m
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -83,7 +82,6 @@ class Evidence:
     topk: int = 1                    # speculative_eagle_topk (> 1: a tree)
     draft_tokens: int = 0            # tokens verified a request (N; a chain: steps + 1)
     cycle_b: tuple = (1.0, 1.0)      # mean batch and mean batch² over cycles (decode lines)
-    positions_from: str = "sglang requests"   # or "vllm windows" (batches of windows)
     buckets: tuple = ()              # whatif_batch.Bucket per #running-req (derived cycles)
     coverage: float = 1.0            # share of the request-steps the baseline covers
     engine: str = ""                 # sglang | vllm (the runs of one prediction are one engine)
@@ -241,8 +239,7 @@ def evidence(log, baseline=None, confidence: float = 0.95, warmup="auto") -> lis
                             s.eff_tok_s,
                             be.speedup if be is not None else None,
                             be.baseline_step_ms.estimate if be is not None else None,
-                            hist[0].astype(float), y, int(topk), ntok, moments,
-                            "vllm windows" if vllm else "sglang requests", bks,
+                            hist[0].astype(float), y, int(topk), ntok, moments, bks,
                             be.coverage if be is not None else 1.0,
                             "vllm" if vllm else "sglang",
                             str(cfg.get("speculative_algorithm") or "").lower()))
@@ -742,15 +739,6 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
     if baseline is not None and not isinstance(baseline, Baseline):
         raise UsageProblem("baseline= takes an eaglelog Baseline; give a log as baseline_log= "
                            "or a rate as baseline_toks=")
-    if isinstance(logs, (list, tuple)):
-        seen = set()
-        for p in logs:
-            if isinstance(p, (str, os.PathLike)):
-                key = os.path.realpath(p)
-                if key in seen:
-                    raise UsageProblem(f"{p}: given twice: a run predicted from its own copy "
-                                       "checks nothing")
-                seen.add(key)
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      required=False)
     log = load(logs, engine=engine)

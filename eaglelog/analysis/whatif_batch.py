@@ -292,7 +292,7 @@ def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
     """The #running-req buckets of one run: the rate model's per-bucket rate and cycle — fitted
     without the baseline, so that a baseline covering only some batch sizes changes no rate —
     and, where the baseline covers a bucket, its step there."""
-    from .breakeven import baseline_side, run_windows
+    from .breakeven import baseline_side, free_fit, run_windows
     applied, _ = engines.apply(sub, source)
     _, win = run_windows(applied, source)
     codes, labels = rate.bucket_of(win.r)
@@ -302,7 +302,7 @@ def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
         if m.any():
             mean[label] = float((win.w[m] * win.r[m]).sum() / win.w[m].sum())
     step_of = baseline_side(base, confidence, []).step_of if base is not None else None
-    fit = rate.fit(win, confidence, None, warmup=warmup)
+    fit = free_fit(applied, source, confidence, warmup)
     out = []
     for bk in rate.by_bucket(win, fit, confidence, step_of):
         if bk.label not in mean:
