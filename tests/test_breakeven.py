@@ -245,9 +245,9 @@ def test_cli_json_shape(run):
 def test_cli_human_block(run):
     out = run("-q", "breakeven", "--baseline-toks", "90", FIVE).stdout.splitlines()
     assert out[0] == f"{FIVE}  vs  baseline 90 tok/s   (intervals: 95% confidence)"
-    assert out[1].split()[:4] == ["cycle", "time", "27.29", "ms"]
+    assert out[1].split()[:4] == ["cycle", "time", "27.28", "ms"]
     assert out[3].split()[:3] == ["break-even", "accept", "2.456"]
-    assert out[6].split()[:4] == ["per-stream", "rate", "83.76", "tok/s"]
+    assert out[6].split()[:4] == ["per-stream", "rate", "83.77", "tok/s"]
     assert "BELOW break-even: 0.931× the baseline (6.9% slower" in out[7]
     assert out[8].strip().startswith("to break even       accept length 2.286 → 2.456")
 

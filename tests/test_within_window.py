@@ -152,3 +152,34 @@ def test_a_warm_up_tail_the_cut_left_widens_the_cycle():
     g = rate.fit(windows(np.full(n, 8.0), np.full(n, 8.0), y=flat), 0.95, warmup=300)
     assert f.sys_rel > 1e-4 and g.sys_rel < f.sys_rel / 5
     assert f["cycle_ms"].ci_low <= 20.0 <= f["cycle_ms"].ci_high
+
+
+def test_each_output_carries_its_own_batch_means_correction():
+    """stats.influence_estimates: the batches are one set, sized from the longest τ (here an
+    accept length whose terms are AR(1), ρ = 0.95), but the batch-means correction
+    1/√(1 − τ/L) of each standard error is its own series' τ: an independent cycle is not
+    widened by the accept length's (that had the simulated cycle's coverage at 99 %)."""
+    from eaglelog import stats
+    rng = np.random.default_rng(11)
+    n = 3000
+    ar = np.zeros(n)
+    for i in range(1, n):
+        ar[i] = 0.95 * ar[i - 1] + rng.normal()
+    iid = rng.normal(size=n)
+    terms = [(ar - ar.mean()) / n, (iid - iid.mean()) / n]
+    ests, facts = stats.influence_estimates([2.5, 20.0], terms, n, 0.95, tau_of=(0,))
+    b = facts["batches"]
+    labels = (np.arange(n) * b) // n
+    raw = [float(np.sqrt(b * np.var(np.bincount(labels, weights=t, minlength=b), ddof=1)))
+           for t in terms]
+    length = n / b
+    assert facts["tau"] == pytest.approx(stats.autocorr_time(terms[0]))
+    assert facts["tau"] > 25 and length >= stats.C_TAU * facts["tau"]
+    assert ests[0].se_log / raw[0] == pytest.approx(
+        stats.batch_means_inflation(facts["tau"], length), rel=1e-9)
+    assert ests[0].se_log / raw[0] > 1.1
+    tau_cycle = stats.autocorr_time(terms[1])
+    assert tau_cycle < 2
+    assert ests[1].se_log / raw[1] == pytest.approx(
+        stats.batch_means_inflation(tau_cycle, length), rel=1e-9)
+    assert ests[1].se_log / raw[1] < 1.02

@@ -516,9 +516,10 @@ def _coverage(win, mask, base: BaseSide) -> float:
 
 
 def _buckets(win, fit, base: BaseSide, confidence: float):
+    codes, labels = rate.bucket_of(win.r)
     for bk in rate.by_bucket(win, fit, confidence, base.step_of):
         st = bk["step_ms"]
-        mask = (rate.bucket_of(win.r)[0] == rate.bucket_of(win.r)[1].index(bk.label)) & fit.use
+        mask = (codes == labels.index(bk.label)) & fit.use
         se_b, df_b = base.uncertainty(win.b[mask], win.w[mask])
         if not math.isfinite(st.estimate):
             step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")

@@ -51,6 +51,7 @@ STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
 WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE above the rest
 N_X = 5                # prefill regressors: tokens and batches, this window and the one before,
                        # and the batches that found the decode batch drained (idle before them)
+NOISE_LIMIT = 0.95     # a direction of the design at most this share rounding error (identified)
 SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from the batch size
                        # inside a window, which no line prints: requests admitted and finishing
                        # inside every window moved the simulated cycle by 0.4 % (docs/statistics.md)
@@ -377,11 +378,28 @@ OUTPUTS = ("accept_len", "cycle_ms", "rate", "step_ms", "speedup", "breakeven_ac
            "cycle_ms_iter")
 
 
-def _design(win: Windows, scale: tuple[float, float]) -> np.ndarray:
+def _design(win: Windows, scale: tuple[float, float], keep=None,
+            rows: np.ndarray | None = None) -> np.ndarray:
     """Regressors per window: 1, u, u² of the batch size centred and scaled to [−1, 1] (so
-    that they stay apart from the intercept whatever the range), then the prefill work."""
-    u = (win.b - scale[0]) / scale[1]
-    return np.column_stack([np.ones(win.n), u, u * u, win.x])
+    that they stay apart from the intercept whatever the range), then the prefill work;
+    the columns ``keep`` (default all) of the windows ``rows`` (a mask; default all)."""
+    cols = list(range(3 + N_X)) if keep is None else list(keep)
+    b = win.b if rows is None else win.b[rows]
+    x = win.x if rows is None else win.x[rows]
+    out = np.empty((len(b), len(cols)))
+    u = None
+    if 1 in cols or 2 in cols:
+        u = (b - scale[0]) / scale[1]
+    for i, c in enumerate(cols):
+        if c == 0:
+            out[:, i] = 1.0
+        elif c == 1:
+            out[:, i] = u
+        elif c == 2:
+            np.multiply(u, u, out=out[:, i])
+        else:
+            out[:, i] = x[:, c - 3]
+    return out
 
 
 def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
@@ -424,6 +442,43 @@ def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
     return dA, drhs
 
 
+def _noise_share(win: Windows, use: np.ndarray, spec: ModelSpec, omega: np.ndarray,
+                 A: np.ndarray | None = None) -> float:
+    """The largest share of the weighted sum of squares of the design, in any direction, that
+    the rounding error of the measured batch size makes up: the top generalised eigenvalue λ of
+    (dA, A).  The corrected matrix A − dA keeps 1 − λ of it; at λ near 1 the correction leaves
+    nothing (a batch that barely moves in the windows that carry the weight) and the corrected
+    fit is undetermined there."""
+    keep = list(spec.smooth) + [3 + k for k in spec.xs]
+    if len(spec.smooth) < 2 or win.bvar is None:
+        return 0.0
+    dA, _ = _eiv(win, use, spec, keep, omega)
+    if not dA.any():
+        return 0.0
+    if A is None:             # the weighted moments of the design (given when known)
+        Z = _design(win, spec.scale, keep, use)
+        A = (Z * omega[use][:, None]).T @ Z
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return 1.0
+    Li = np.linalg.inv(L)
+    return float(np.linalg.eigvalsh(Li @ dA @ Li.T).max())
+
+
+def identified(win: Windows, use: np.ndarray, spec: ModelSpec, omega: np.ndarray,
+               A: np.ndarray | None = None) -> ModelSpec:
+    """``spec`` with the top terms of the smooth control in B dropped while the rounding error
+    of the batch size makes up over NOISE_LIMIT of some direction of the design (_noise_share):
+    there the errors-in-variables correction divides by almost nothing, and the corrected fit
+    swings without bound.  A batch whose spread is as small as its rounding error carries no
+    curvature (u² goes first) and, below that, no slope."""
+    while len(spec.smooth) > 1 and _noise_share(win, use, spec, omega, A) > NOISE_LIMIT:
+        spec = ModelSpec(spec.xs, spec.smooth[:-1], spec.scale)
+        A = None
+    return spec
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Which regressors the fit carries (decided once, from all the windows)."""
@@ -440,7 +495,7 @@ def _beta_of(win: Windows, use: np.ndarray, spec: ModelSpec) -> np.ndarray:
     if not spec.xs:
         return beta
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
-    Z = _design(win, spec.scale)[use][:, keep]
+    Z = _design(win, spec.scale, keep, use)
     wz = Z * win.w[use][:, None]
     A, rhs = wz.T @ Z, wz.T @ win.y[use]
     dA, drhs = _eiv(win, use, spec, keep, win.w)
@@ -464,13 +519,19 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     # three batch sizes carry a quadratic exactly: a line through three levels of a convex
     # cycle leaves the ends above it, and a run that starts at the smallest was then taken for
     # a warm-up (a vLLM sweep at 2 → 8 → 24 requests lost its whole first level)
-    smooth = (0,) if np.ptp(bs) == 0 else (0, 1) if len(np.unique(bs)) < 3 else (0, 1, 2)
+    # (the printed sizes: a measured mean batch is continuous, and one that only its rounding
+    # moves — every line printing one size — carries no curve; ar09 seed 5021 at 7–8
+    # requests fitted a quadratic to mean batches 7.89–8.03 and its cycle came out +5 %)
+    levels = len(np.unique(win.r[use & np.isfinite(win.r)]))
+    smooth = (0,) if np.ptp(bs) == 0 or levels < 2 else (0, 1) if levels < 3 else (0, 1, 2)
     xs = tuple(k for k in range(N_X) if np.ptp(win.x[use, k]) > 0)
+    wu = np.where(use, win.w, 0.0)
     if not (win.x[use] > 0).any():
-        return ModelSpec((), smooth, scale), "clean"
-    Z = _design(win, scale)[use]
+        return identified(win, use, ModelSpec((), smooth, scale), wu), "clean"
+    Z = _design(win, scale, rows=use)
     w = win.w[use]
     keep = list(smooth) + [3 + k for k in xs]
+    M = None
     while xs:
         M = (Z[:, keep] * w[:, None]).T @ Z[:, keep]
         d = np.sqrt(np.diag(M))
@@ -478,9 +539,11 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
             break
         xs = xs[:-1]
         keep = list(smooth) + [3 + k for k in xs]
+        M = None
+    spec = identified(win, use, ModelSpec(xs, smooth, scale), wu, M)
     if not xs or 1 not in xs and 0 not in xs:
-        return ModelSpec(xs, smooth, scale), "upper bound"
-    return ModelSpec(xs, smooth, scale), "corrected"
+        return spec, "upper bound"
+    return spec, "corrected"
 
 
 @dataclass(frozen=True)
@@ -528,7 +591,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
         beta = _beta_of(win, use, spec)
         z = win.y - win.x @ beta
-        Z = _design(win, spec.scale)[:, list(spec.smooth)]
+        Z = _design(win, spec.scale, spec.smooth)
         sw = np.sqrt(win.w[use])
         coef, *_ = np.linalg.lstsq(Z[use] * sw[:, None], z[use] * sw, rcond=None)
         fitted = Z @ coef
@@ -587,14 +650,22 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         step = np.where(covered, step, 0.0)
     strata = strata_of(win.r, use | acc)
     prec = None
-    if use.sum() > 10:
-        th0, _ = _point_and_terms(win, use, acc, None, spec, None, strata)
-        z0 = win.y - win.x @ th0["_beta"]
+    beta0 = _beta_of(win, use, spec) if use.sum() > 10 else None
+    if beta0 is not None and np.isfinite(beta0).all():
+        # the equal-precision fit's residuals, centred in their strata, give the precisions
+        z0 = win.y - win.x @ beta0
         res0 = np.where(use, z0, np.nan)
         for g in np.unique(strata[use]):
             m = use & (strata == g)
             res0[m] -= np.median(z0[m])
         prec = precision(win, use, res0)
+        if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
+            # the precision weights put the fit on windows whose batch barely moves, where the
+            # corrected matrix is singular: the equal-precision fit (which _choose checked)
+            # keeps the curve identified.  Simulated (ar09, seed 5021): 67 clean windows held
+            # 98 % of the weight at a batch of 7.95 ± 0.03 (λ = 1.0005), and the cycle came out
+            # +5.3 % in [0 … 10¹⁶]; with equal precisions −0.05 %, se 0.09 %
+            prec = None
     thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
     beta = thetas.pop("_beta")
     cor = thetas.pop("_cor", None)
@@ -624,7 +695,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                          win.y * win.r / np.where(win.b > 0, win.b, 1.0), win.y)
         alt.b = np.where(approx, win.r.astype(float), win.b)
         th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec, prec,
-                                     strata)
+                                     strata, point_only=True)
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
         # requests finishing and admitted inside a window move its mean batch in ways neither
@@ -894,9 +965,11 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
 
 def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
                      spec: ModelSpec, prec: np.ndarray | None = None,
-                     strata: np.ndarray | None = None) -> tuple[dict, dict]:
+                     strata: np.ndarray | None = None, *,
+                     point_only: bool = False) -> tuple[dict, dict]:
     """The OUTPUTS' point estimates and, per window, the terms of their logarithms (zero for
-    a window that does not count), conditional on the run's batch mix.
+    a window that does not count), conditional on the run's batch mix (``point_only``: the
+    cycle's point estimate and β alone, no terms).
 
     β comes from the weighted fit (request-steps × ``prec``, the precision of the window's
     group); the cycle is post-stratified by the printed batch size (``strata``): within each
@@ -909,7 +982,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     window is not taken for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
     baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
-    Z = _design(win, spec.scale)[:, keep]
+    Z = _design(win, spec.scale, keep)
     ns = len(spec.smooth)
     wu = np.where(use, win.w, 0.0)
     pr = np.ones(win.n) if prec is None else prec
@@ -952,6 +1025,9 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
         mix = float(wu[use] @ (Zu[:, :ns] @ gamma[:ns] + cor[use])) / W
         cyc = float(np.sum(share[live] * eg[live])) + mix
+        if point_only:
+            th["cycle_ms"], th["_beta"] = cyc, beta
+            return th, terms
         # a window's own error is its residual, not its deviation from its stratum's mean:
         # the mean batch moves inside a stratum (a window the batch jumped in sits far from
         # its printed size), and that is the run's mix, which the cycle is conditional on
