@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special as _sp
 
+from .. import distributions as _sp
 from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError

@@ -51,6 +51,7 @@ STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
 WARMUP_SIGMAS = 3      # a warm-up is left out when its mean is this many SE above the rest
 N_X = 5                # prefill regressors: tokens and batches, this window and the one before,
                        # and the batches that found the decode batch drained (idle before them)
+CHUNK = 1 << 16         # windows per block of the design's moments (_gram)
 NOISE_LIMIT = 0.95     # a direction of the design at most this share rounding error (identified)
 SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from the batch size
                        # inside a window, which no line prints: requests admitted and finishing
@@ -402,6 +403,50 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
     return out
 
 
+def _gram(win: Windows, scale: tuple[float, float], keep, omega: np.ndarray, rows: np.ndarray,
+          y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted moments of the design over ``rows`` (a mask): Σ ω z zᵀ and Σ ω z y, a
+    block of windows at a time (no n × p matrix: a large log has millions of windows)."""
+    idx = np.flatnonzero(rows)
+    p = len(keep)
+    A, r = np.zeros((p, p)), np.zeros(p)
+    for s in range(0, len(idx), CHUNK):
+        i = idx[s:s + CHUNK]
+        Z = _design(win, scale, keep, i)
+        wz = Z * omega[i][:, None]
+        A += wz.T @ Z
+        if y is not None:
+            r += wz.T @ y[i]
+    return A, r
+
+
+def _column(win: Windows, scale: tuple[float, float], c: int) -> np.ndarray:
+    """Column c of the design for every window."""
+    if c == 0:
+        return np.ones(win.n)
+    if c in (1, 2):
+        u = (win.b - scale[0]) / scale[1]
+        return u if c == 1 else u * u
+    return win.x[:, c - 3]
+
+
+def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> np.ndarray:
+    """The design's columns ``keep`` times ``coef`` for every window (Z @ coef, without Z)."""
+    out = np.zeros(win.n)
+    u = (win.b - scale[0]) / scale[1] if (1 in keep or 2 in keep) else None
+    for c, v in zip(keep, coef):
+        v = float(v)
+        if c == 0:
+            out += v
+        elif c == 1:
+            out += v * u
+        elif c == 2:
+            out += v * (u * u)
+        elif v:
+            out += v * win.x[:, c - 3]
+    return out
+
+
 def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
          omega: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """What the rounding error of a measured batch size adds to the weighted normal equations
@@ -456,8 +501,7 @@ def _noise_share(win: Windows, use: np.ndarray, spec: ModelSpec, omega: np.ndarr
     if not dA.any():
         return 0.0
     if A is None:             # the weighted moments of the design (given when known)
-        Z = _design(win, spec.scale, keep, use)
-        A = (Z * omega[use][:, None]).T @ Z
+        A, _ = _gram(win, spec.scale, keep, omega, use)
     try:
         L = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
@@ -495,9 +539,7 @@ def _beta_of(win: Windows, use: np.ndarray, spec: ModelSpec) -> np.ndarray:
     if not spec.xs:
         return beta
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
-    Z = _design(win, spec.scale, keep, use)
-    wz = Z * win.w[use][:, None]
-    A, rhs = wz.T @ Z, wz.T @ win.y[use]
+    A, rhs = _gram(win, spec.scale, keep, win.w, use, win.y)
     dA, drhs = _eiv(win, use, spec, keep, win.w)
     try:
         coef = np.linalg.solve(A - dA, rhs - drhs)
@@ -528,12 +570,13 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     wu = np.where(use, win.w, 0.0)
     if not (win.x[use] > 0).any():
         return identified(win, use, ModelSpec((), smooth, scale), wu), "clean"
-    Z = _design(win, scale, rows=use)
-    w = win.w[use]
+    every = list(smooth) + [3 + k for k in range(N_X)]
+    G, _ = _gram(win, scale, every, wu, use)
     keep = list(smooth) + [3 + k for k in xs]
     M = None
     while xs:
-        M = (Z[:, keep] * w[:, None]).T @ Z[:, keep]
+        ix = [every.index(c) for c in keep]
+        M = G[np.ix_(ix, ix)]
         d = np.sqrt(np.diag(M))
         if (d > 0).all() and np.linalg.cond(M / np.outer(d, d)) < 1e8:
             break
@@ -591,10 +634,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
         beta = _beta_of(win, use, spec)
         z = win.y - win.x @ beta
-        Z = _design(win, spec.scale, spec.smooth)
-        sw = np.sqrt(win.w[use])
-        coef, *_ = np.linalg.lstsq(Z[use] * sw[:, None], z[use] * sw, rcond=None)
-        fitted = Z @ coef
+        A, rhs = _gram(win, spec.scale, spec.smooth, win.w, use, z)
+        coef, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+        fitted = _times(win, spec.scale, spec.smooth, coef)
         res = z - fitted
         mad = float(np.median(np.abs(res[use] - np.median(res[use])))) * 1.4826
         return beta, fitted, res, mad
@@ -982,7 +1024,6 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     window is not taken for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
     baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
-    Z = _design(win, spec.scale, keep)
     ns = len(spec.smooth)
     wu = np.where(use, win.w, 0.0)
     pr = np.ones(win.n) if prec is None else prec
@@ -995,16 +1036,14 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     beta = np.zeros(N_X)
     y = np.where(use, win.y, 0.0)
     if W > 0 and use.sum() > len(keep):
-        # few large temporaries: fresh pages are what large arrays cost most here
-        Zu = Z[use]
+        # few large temporaries, no n × p matrix: fresh pages are what large arrays cost most
         omu = om[use]
-        Zw = Zu * omu[:, None]
+        A, rhs = _gram(win, spec.scale, keep, om, use, y)
         dA, drhs = _eiv(win, use, spec, keep, om)
-        Ainv = np.linalg.pinv(Zw.T @ Zu - dA)
-        gamma = Ainv @ (Zw.T @ y[use] - drhs)
-        del Zw
+        Ainv = np.linalg.pinv(A - dA)
+        gamma = Ainv @ (rhs - drhs)
         beta[list(spec.xs)] = gamma[ns:]
-        e = np.where(use, y - Z @ gamma, 0.0)
+        e = np.where(use, y - _times(win, spec.scale, keep, gamma), 0.0)
         cor = within_cov(win, gamma, spec)
         th["_cor"] = cor
         zi = np.where(use, y - win.x @ beta, 0.0)        # per iteration
@@ -1023,7 +1062,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # residual of each stratum, combined with the strata's request-step shares.  With
         # equal precisions this is the stratum means of y − β·x.
         eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
-        mix = float(wu[use] @ (Zu[:, :ns] @ gamma[:ns] + cor[use])) / W
+        mix = float(wu[use] @ (_times(win, spec.scale, spec.smooth, gamma[:ns]) + cor)[use]) / W
         cyc = float(np.sum(share[live] * eg[live])) + mix
         if point_only:
             th["cycle_ms"], th["_beta"] = cyc, beta
@@ -1032,22 +1071,26 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # the mean batch moves inside a stratum (a window the batch jumped in sits far from
         # its printed size), and that is the run's mix, which the cycle is conditional on
         direct[use] = share[g] * om[use] * (e[use] - eg[g]) * inv[g]
-        for c in range(len(keep)):
-            xbar[c] = float(np.sum(share * np.bincount(g, weights=Zu[:, c] * omu,
+        x1 = np.zeros(len(keep))
+        for i, c in enumerate(keep):
+            col = _column(win, spec.scale, c)[use]
+            xbar[i] = float(np.sum(share * np.bincount(g, weights=col * omu,
                                                        minlength=ng) * inv))
-        xbar[:ns] -= (wu[use] @ Zu[:, :ns]) / W
+            if i < ns:
+                xbar[i] -= float(wu[use] @ col) / W
+            else:
+                x1[i] = float(col.mean())
+            del col
         # each window's share of γ's error, (Z_j · ω_j e_j) Ainv, taken through the
         # sensitivity of the output to γ (xbar): a vector, not an n × p matrix
         ve = om * e
 
         def through(sens):
-            return (Z @ (Ainv.T @ sens)) * ve
+            return _times(win, spec.scale, keep, Ainv.T @ sens) * ve
         th["cycle_ms"] = cyc
         terms["cycle_ms"] = (direct - through(xbar)) / cyc
         n1 = float(use.sum())
         cyc_it = float(zi.sum() / n1)
-        x1 = np.zeros(len(keep))
-        x1[ns:] = Zu[:, ns:].mean(axis=0)
         th["cycle_ms_iter"] = cyc_it
         terms["cycle_ms_iter"] = (np.where(use, (zi - cyc_it) / n1, 0.0) - through(x1)) / cyc_it
         if step is not None:

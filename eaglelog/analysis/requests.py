@@ -33,8 +33,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import special as _sp
 
+from .. import distributions as _sp
 from ..errors import EaglelogError
 from ..schema import REQUEST_COLUMNS
 from .. import stats
