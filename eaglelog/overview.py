@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
+import pandas as pd
+
 from .api import ParsedLog
 from .schema import CONFIG_LABELS, cli_name
 
@@ -14,6 +17,24 @@ SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
 def overview(log: ParsedLog) -> list[dict]:
     out = []
     from .parsers import family_tables
+
+    # each table's stamps and rank codes once, and each input's row positions (many inputs:
+    # a DataFrame per input and table was most of `parse`'s time over 2,000 small logs)
+    stamp_arrays = {name: df["timestamp"].to_numpy(dtype="datetime64[us]")
+                    for name, df in log.tables.items() if not df.empty and "timestamp" in df}
+    rank_codes = {}
+    for name in ("decode", "prefill", "prof"):
+        df = log.tables.get(name)
+        if df is not None and not df.empty and "ranks" in df:
+            c, u = pd.factorize(df["ranks"].astype(object), use_na_sentinel=True)
+            rank_codes[name] = (c, list(u))
+
+    def positions(name, source):
+        rows = log._rows_of(name)
+        if rows is None:
+            df = log.tables[name]
+            return np.flatnonzero((df["source"] == source).to_numpy(dtype=bool))
+        return rows.get(source, np.empty(0, dtype=np.int64))
 
     diags: dict[str, list] = {}
     for d in log.diagnostics:
@@ -34,14 +55,19 @@ def overview(log: ParsedLog) -> list[dict]:
         for name, df in log.tables.items():
             if df.empty or "timestamp" not in df:
                 continue
-            rows = log.rows_of(info.name, name, ["timestamp", "ranks"])
-            ts = rows["timestamp"].dropna()
+            at = positions(name, info.name)
+            if not len(at):
+                continue
+            ts = stamp_arrays[name][at]
+            ts = ts[~np.isnat(ts)]
             if len(ts):
                 stamps += [ts.min(), ts.max()]
-            if "ranks" in rows and name in ("decode", "prefill", "prof"):
-                ranks.update(str(r) for r in rows["ranks"].dropna().unique())
+            if name in ("decode", "prefill", "prof") and "ranks" in df:
+                codes = rank_codes[name]
+                got = np.unique(codes[0][at])
+                ranks.update(str(codes[1][c]) for c in got if c >= 0)
         if stamps:
-            lo, hi = min(stamps), max(stamps)
+            lo, hi = pd.Timestamp(min(stamps)), pd.Timestamp(max(stamps))
             item["time_span"] = {"start": lo.isoformat(), "end": hi.isoformat(),
                                  "seconds": (hi - lo).total_seconds()}
         else:

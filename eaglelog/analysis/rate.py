@@ -32,6 +32,7 @@ cycle (every usable window holds the same prefill), the cycle is an upper bound.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -275,11 +276,15 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
         return out
     r_med = float(np.median(r[ok]))
     out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
-    vals, inv, cnt = np.unique(np.where(ok, r, -1.0), return_inverse=True, return_counts=True)
-    for g, (v, c) in enumerate(zip(vals, cnt)):
-        if v > 0 and c >= IDLE_PEERS:
-            m = inv == g
-            out[m] = float(np.median(gap[m]))
+    key = np.where(ok, r, -1.0)
+    order = np.argsort(key, kind="stable")          # each batch size's windows, contiguous
+    ks = key[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    ends = np.r_[starts[1:], len(ks)]
+    for a_, b_ in zip(starts, ends):
+        if ks[a_] > 0 and b_ - a_ >= IDLE_PEERS:
+            sel = order[a_:b_]
+            out[sel] = float(np.median(gap[sel]))
     return out
 
 
@@ -387,7 +392,7 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
     cols = list(range(3 + N_X)) if keep is None else list(keep)
     b = win.b if rows is None else win.b[rows]
     x = win.x if rows is None else win.x[rows]
-    out = np.empty((len(b), len(cols)))
+    out = np.empty((len(b), len(cols)), order="F")     # (columns filled contiguously)
     u = None
     if 1 in cols or 2 in cols:
         u = (b - scale[0]) / scale[1]
@@ -564,11 +569,22 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     # (the printed sizes: a measured mean batch is continuous, and one that only its rounding
     # moves — every line printing one size — carries no curve; ar09 seed 5021 at 7–8
     # requests fitted a quadratic to mean batches 7.89–8.03 and its cycle came out +5 %)
-    levels = len(np.unique(win.r[use & np.isfinite(win.r)]))
+    r_lo = float(np.min(win.r, where=use & np.isfinite(win.r), initial=np.inf))
+    r_hi = float(np.max(win.r, where=use & np.isfinite(win.r), initial=-np.inf))
+    levels = 1 if not r_hi > r_lo else \
+        3 if bool(np.any((win.r > r_lo) & (win.r < r_hi) & use)) else 2
     smooth = (0,) if np.ptp(bs) == 0 or levels < 2 else (0, 1) if levels < 3 else (0, 1, 2)
-    xs = tuple(k for k in range(N_X) if np.ptp(win.x[use, k]) > 0)
+    # (the prefill work's range over the used windows, a block of rows at a time: a large log
+    # has millions, and a column reduction with a mask strides through all of them)
+    idx = np.flatnonzero(use)
+    lo_x, hi_x = np.full(N_X, np.inf), np.full(N_X, -np.inf)
+    for s_ in range(0, len(idx), CHUNK):
+        xi = win.x[idx[s_:s_ + CHUNK]]
+        np.minimum(lo_x, xi.min(axis=0), out=lo_x)
+        np.maximum(hi_x, xi.max(axis=0), out=hi_x)
+    xs = tuple(k for k in range(N_X) if hi_x[k] - lo_x[k] > 0)
     wu = np.where(use, win.w, 0.0)
-    if not (win.x[use] > 0).any():
+    if not max(hi_x) > 0:
         return identified(win, use, ModelSpec((), smooth, scale), wu), "clean"
     every = list(smooth) + [3 + k for k in range(N_X)]
     G, _ = _gram(win, scale, every, wu, use)
@@ -732,7 +748,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     approx = use if win.measured is None else use & ~win.measured
     approx_share = float(win.w[approx].sum() / win.w[use].sum()) if use.any() else 0.0
     if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and approx_share > 0:
-        alt = win.restrict(np.ones(win.n, dtype=bool))
+        alt = dataclasses.replace(win)        # (shares every array but the two replaced)
         alt.y = np.where(approx & (alt.b > 0),
                          win.y * win.r / np.where(win.b > 0, win.b, 1.0), win.y)
         alt.b = np.where(approx, win.r.astype(float), win.b)
@@ -819,29 +835,36 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     total = float(w[use | acc].sum())
     out = []
     step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
+    # each bucket's windows that count, in time order, from one sort (not a pass over every
+    # window per bucket: a large log has millions)
+    counted = np.flatnonzero((use | acc) & (codes >= 0))
+    order = counted[np.argsort(codes[counted], kind="stable")]
+    cs = codes[order]
+    cuts = np.searchsorted(cs, np.arange(len(labels) + 1))
     for g, label in enumerate(labels):
-        m = codes == g
-        mu, ma = use & m, acc & m
-        idx = np.flatnonzero(mu | ma)
+        idx = order[cuts[g]:cuts[g + 1]]
         if not len(idx):
             continue
+        mu, ma, wi = use[idx], acc[idx], w[idx]
         th = {k: math.nan for k in OUTPUTS}
         terms = {k: None for k in OUTPUTS}
-        Wu = float(w[mu].sum())
+        Wu = float(wi[mu].sum())
         if Wu > 0:
-            c = float((w[mu] * zc[mu]).sum() / Wu)
+            zg = zc[idx]
+            c = float((wi[mu] * zg[mu]).sum() / Wu)
             th["cycle_ms"] = c
-            terms["cycle_ms"] = np.where(mu, w * (zc - c) / Wu / c, 0.0)[idx]
-            th["cycle_ms_iter"] = float(zi[mu].mean())
+            terms["cycle_ms"] = np.where(mu, wi * (zg - c) / Wu / c, 0.0)
+            th["cycle_ms_iter"] = float(zi[idx][mu].mean())
             if step_all is not None:
-                st = step_all[mu]
+                st = step_all[idx][mu]
                 if np.isfinite(st).all():
-                    th["step_ms"] = float((w[mu] * st).sum() / Wu)
-        Wa = float(w[ma].sum())
+                    th["step_ms"] = float((wi[mu] * st).sum() / Wu)
+        Wa = float(wi[ma].sum())
         if Wa > 0:
-            t = float((w[ma] * win.a[ma]).sum() / Wa)
+            ag = win.a[idx]
+            t = float((wi[ma] * ag[ma]).sum() / Wa)
             th["accept_len"] = t
-            terms["accept_len"] = np.where(ma, w * (win.a - t) / Wa / t, 0.0)[idx]
+            terms["accept_len"] = np.where(ma, wi * (ag - t) / Wa / t, 0.0)
         if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
             th["rate"] = th["accept_len"] / th["cycle_ms"]
             terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
@@ -862,7 +885,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
                 e = stats.from_log_se(e.estimate, se, e.df, e.n, confidence)
             est[k] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log,
                               e.df, f"{what} at running_req {label}")
-        share = float(w[mu | ma].sum()) / total if total > 0 else 0.0
+        share = float(wi.sum()) / total if total > 0 else 0.0
         out.append(BucketFit(label, n, share, est))
     return out
 
