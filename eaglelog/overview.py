@@ -10,6 +10,7 @@ from .api import ParsedLog
 from .schema import CONFIG_LABELS, cli_name
 
 SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
+_NAT = np.iinfo(np.int64).min
 
 
 
@@ -26,15 +27,24 @@ def overview(log: ParsedLog) -> list[dict]:
     for name in ("decode", "prefill", "prof"):
         df = log.tables.get(name)
         if df is not None and not df.empty and "ranks" in df:
-            c, u = pd.factorize(df["ranks"].astype(object), use_na_sentinel=True)
-            rank_codes[name] = (c, list(u))
+            col = df["ranks"]
+            if isinstance(col.dtype, pd.CategoricalDtype):     # its codes: no copy of 10⁶ strings
+                rank_codes[name] = (col.cat.codes.to_numpy(), list(col.cat.categories))
+            else:
+                c, u = pd.factorize(col.astype(object), use_na_sentinel=True)
+                rank_codes[name] = (c, list(u))
 
     def positions(name, source):
+        """The input's rows of the table: a slice where they are contiguous (no copies)."""
         rows = log._rows_of(name)
         if rows is None:
             df = log.tables[name]
-            return np.flatnonzero((df["source"] == source).to_numpy(dtype=bool))
-        return rows.get(source, np.empty(0, dtype=np.int64))
+            at = np.flatnonzero((df["source"] == source).to_numpy(dtype=bool))
+        else:
+            at = rows.get(source, np.empty(0, dtype=np.int64))
+        if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
+            return slice(int(at[0]), int(at[-1]) + 1)
+        return at
 
     diags: dict[str, list] = {}
     for d in log.diagnostics:
@@ -56,12 +66,13 @@ def overview(log: ParsedLog) -> list[dict]:
             if df.empty or "timestamp" not in df:
                 continue
             at = positions(name, info.name)
-            if not len(at):
+            if isinstance(at, np.ndarray) and not len(at):
                 continue
-            ts = stamp_arrays[name][at]
-            ts = ts[~np.isnat(ts)]
-            if len(ts):
-                stamps += [ts.min(), ts.max()]
+            v = stamp_arrays[name][at].view(np.int64)     # NaT is the least int64
+            top = int(v.max())
+            if top != _NAT:
+                low = int(np.min(v, where=v != _NAT, initial=np.iinfo(np.int64).max))
+                stamps += [np.datetime64(low, "us"), np.datetime64(top, "us")]
             if name in ("decode", "prefill", "prof") and "ranks" in df:
                 codes = rank_codes[name]
                 got = np.unique(codes[0][at])
