@@ -388,7 +388,8 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
             rows: np.ndarray | None = None) -> np.ndarray:
     """Regressors per window: 1, u, u² of the batch size centred and scaled to [−1, 1] (so
     that they stay apart from the intercept whatever the range), then the prefill work;
-    the columns ``keep`` (default all) of the windows ``rows`` (a mask; default all)."""
+    the columns ``keep`` (default all) of the windows ``rows`` (a mask or positions; default
+    all), in Fortran order (the columns are filled one at a time)."""
     cols = list(range(3 + N_X)) if keep is None else list(keep)
     b = win.b if rows is None else win.b[rows]
     x = win.x if rows is None else win.x[rows]
