@@ -149,7 +149,13 @@ def file_state(path: str) -> dict | None:
     """The state of a local regular file (see the module docstring), or None (stdin, remote,
     missing, not a regular file, unreadable)."""
     try:
-        # O_NONBLOCK: a FIFO (or a device) in the path's place must not block the open
+        # a FIFO is never opened here, not even without blocking: opening its read end lets a
+        # writer waiting in open() go on, and closing it again makes that writer's first
+        # write fail (EPIPE), after which the real read waits for a writer that is gone (a
+        # test's writer thread hung the suite that way once, under load)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        # O_NONBLOCK: a FIFO (or a device) swapped into the path's place since must not block
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, "rb") as f:
             st = os.fstat(f.fileno())

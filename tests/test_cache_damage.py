@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import threading
+import time
 
 import pandas as pd
 import pytest
@@ -290,6 +291,34 @@ def test_a_file_in_place_of_a_cache_directory(cache_on, tmp_path, run, where):
     if where == "tables":                 # the summaries' projected tables were cached
         from eaglelog.schema import ANALYSIS_COLUMNS
         assert eaglelog.parse(log, cache=True, columns=ANALYSIS_COLUMNS).sources[0].cached
+
+
+def test_the_cache_does_not_wake_a_fifo_writer(tmp_path):
+    """A writer waiting in open() on a FIFO must still be waiting after the cache looked at the
+    path: a non-blocking probe of the read end let it go on, its write then failed once the
+    probe closed (EPIPE), and the real read waited for ever (the suite hung so, under load)."""
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    data = FIVE.read_bytes()
+    state = {"opened": False, "error": None}
+
+    def writer():
+        try:
+            with open(fifo, "wb") as f:
+                state["opened"] = True
+                f.write(data)
+        except OSError as e:
+            state["error"] = e
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    time.sleep(0.3)                                    # the writer waits in open()
+    assert cache.file_state(str(fifo)) is None
+    time.sleep(0.3)
+    assert not state["opened"]                          # still waiting: nothing opened the pipe
+    with open(fifo, "rb") as f:
+        got = f.read()
+    t.join(10)
+    assert got == data and state["error"] is None
 
 
 def test_a_fifo_is_read_and_never_opened_by_the_cache(cache_on, tmp_path):
