@@ -159,6 +159,18 @@ def test_a_batch_its_rounding_error_swamps_loses_the_curve(spread, share, kept):
     assert rate.identified(win, use, quad, win.w).smooth == kept
 
 
+def test_a_design_that_is_not_finite_is_not_identified():
+    """A non-finite moment (a NaN in the prefill work of a used window) leaves nothing the
+    correction could divide by: the curve is dropped, never a LinAlgError."""
+    win = _still_batch(0.06)
+    win.x[0, 0] = np.nan
+    use = np.ones(win.n, bool)
+    lo, hi = float(win.b.min()), float(win.b.max())
+    quad = rate.ModelSpec((0,), (0, 1, 2), ((lo + hi) / 2, (hi - lo) / 2))
+    assert rate._noise_share(win, use, quad, win.w) == 1.0
+    assert rate.identified(win, use, quad, win.w).smooth == (0,)
+
+
 def test_a_cycle_whose_precision_weights_sit_on_a_still_batch_keeps_its_curve(tmp_path):
     """ar09 seed 5021 (a simulated run at 7–8 requests, true cycle 16.380 ms): the clean windows
     got 98 % of the precision weight and their batch barely moved (the corrected matrix was

@@ -508,12 +508,14 @@ def _noise_share(win: Windows, use: np.ndarray, spec: ModelSpec, omega: np.ndarr
         return 0.0
     if A is None:             # the weighted moments of the design (given when known)
         A, _ = _gram(win, spec.scale, keep, omega, use)
+    if not (np.isfinite(A).all() and np.isfinite(dA).all()):
+        return 1.0                          # nothing to divide by that can be trusted
     try:
         L = np.linalg.cholesky(A)
+        Li = np.linalg.inv(L)
+        return float(np.linalg.eigvalsh(Li @ dA @ Li.T).max())
     except np.linalg.LinAlgError:
         return 1.0
-    Li = np.linalg.inv(L)
-    return float(np.linalg.eigvalsh(Li @ dA @ Li.T).max())
 
 
 def identified(win: Windows, use: np.ndarray, spec: ModelSpec, omega: np.ndarray,
