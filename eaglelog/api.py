@@ -97,8 +97,9 @@ class ParsedLog:
         """df's rows at positions ``at`` (ascending): a slice when they are contiguous (the
         usual case: the tables concatenate the inputs in order), which copies nothing;
         ``renumber``: with a fresh 0 … n−1 index."""
-        if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
-            out = df.iloc[int(at[0]):int(at[-1]) + 1]
+        sl = contiguous(at)
+        if sl is not None:
+            out = df.iloc[sl]
             if renumber:            # a new index on the slice object: its data stay shared
                 out = out.copy(deep=False)
                 out.index = pd.RangeIndex(len(out))
@@ -110,15 +111,18 @@ class ParsedLog:
         """The rows of table ``name`` that input ``source`` holds, only ``columns`` of them if
         given (one pass over the table for all inputs, kept: asking for every input of many
         costs no more than asking once)."""
-        df, rows = self.tables[name], self._rows_of(name)
-        if rows is None:
-            at = np.flatnonzero((df["source"] == source).to_numpy(dtype=bool)) if len(df) \
-                else np.empty(0, dtype=np.int64)
-        else:
-            at = rows.get(source, np.empty(0, dtype=np.int64))
+        df, at = self.tables[name], self.positions(source, name)
         if columns is not None:        # only these columns' rows: no copy of the table
             return pd.DataFrame({c: self._take(df[c], at) for c in columns if c in df.columns})
         return self._take(df, at)
+
+    def positions(self, source: str, name: str) -> np.ndarray:
+        """The row positions (ascending) of table ``name`` that input ``source`` holds."""
+        df, rows = self.tables[name], self._rows_of(name)
+        if rows is None:
+            return np.flatnonzero((df["source"] == source).to_numpy(dtype=bool)) if len(df) \
+                else np.empty(0, dtype=np.int64)
+        return rows.get(source, np.empty(0, dtype=np.int64))
 
     def startups(self, source: str) -> list[tuple[int, int | None]]:
         """(startup, line of its server_args or None for 0) of every start-up segment of
@@ -403,6 +407,13 @@ class ConfigSegment:
             sa["speculative_num_draft_tokens"] = sa["speculative_num_draft_tokens"].astype(object)
             sa.loc[chain, "speculative_num_draft_tokens"] = self.steps + 1
         return sa
+
+
+def contiguous(at: np.ndarray) -> slice | None:
+    """Ascending positions ``at`` as a slice when they are contiguous (and not empty)."""
+    if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
+        return slice(int(at[0]), int(at[-1]) + 1)
+    return None
 
 
 def _when(text: str, first, option: str):

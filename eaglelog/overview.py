@@ -6,7 +6,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from .api import ParsedLog
+from .api import ParsedLog, contiguous
 from .schema import CONFIG_LABELS, cli_name
 
 SPEC_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "model")
@@ -19,7 +19,7 @@ def overview(log: ParsedLog) -> list[dict]:
     out = []
     from .parsers import family_tables
 
-    # each table's stamps and rank codes once, and each input's row positions (many inputs:
+    # each table's stamps and rank codes once (many inputs:
     # a DataFrame per input and table was most of `parse`'s time over 2,000 small logs)
     stamp_arrays = {name: df["timestamp"].to_numpy(dtype="datetime64[us]")
                     for name, df in log.tables.items() if not df.empty and "timestamp" in df}
@@ -33,18 +33,6 @@ def overview(log: ParsedLog) -> list[dict]:
             else:
                 c, u = pd.factorize(col.astype(object), use_na_sentinel=True)
                 rank_codes[name] = (c, list(u))
-
-    def positions(name, source):
-        """The input's rows of the table: a slice where they are contiguous (no copies)."""
-        rows = log._rows_of(name)
-        if rows is None:
-            df = log.tables[name]
-            at = np.flatnonzero((df["source"] == source).to_numpy(dtype=bool))
-        else:
-            at = rows.get(source, np.empty(0, dtype=np.int64))
-        if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
-            return slice(int(at[0]), int(at[-1]) + 1)
-        return at
 
     diags: dict[str, list] = {}
     for d in log.diagnostics:
@@ -65,9 +53,10 @@ def overview(log: ParsedLog) -> list[dict]:
         for name, df in log.tables.items():
             if df.empty or "timestamp" not in df:
                 continue
-            at = positions(name, info.name)
-            if isinstance(at, np.ndarray) and not len(at):
+            at = log.positions(info.name, name)
+            if not len(at):
                 continue
+            at = contiguous(at) or at                    # a slice copies nothing
             v = stamp_arrays[name][at].view(np.int64)     # NaT is the least int64
             top = int(v.max())
             if top != _NAT:

@@ -26,7 +26,7 @@ import numpy as np
 
 # the t and normal quantiles in pure Python (eaglelog/distributions.py): importing
 # scipy.special took 0.35 s of a 10 MB summary
-from . import distributions as _sp
+from . import distributions as dist
 
 MIN_WINDOWS = 10
 MIN_BATCHES = 5
@@ -123,8 +123,8 @@ def jackknife(fn: Callable[[np.ndarray], float], n: int, confidence: float,
 
 def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: float,
                 source: str | None = None) -> Estimate:
-    t = float(_sp.stdtrit(df, 0.5 + confidence / 2)) if math.isfinite(df) else \
-        float(_sp.ndtri(0.5 + confidence / 2))
+    t = float(dist.stdtrit(df, 0.5 + confidence / 2)) if math.isfinite(df) else \
+        float(dist.ndtri(0.5 + confidence / 2))
     return Estimate(theta, theta * math.exp(-t * se_log), theta * math.exp(t * se_log), n,
                     confidence, se_log, df, source)
 
@@ -226,6 +226,11 @@ def autocorr_time(u: np.ndarray) -> float:
     return max(1.0, tau)
 
 
+def _tau_windows(u: np.ndarray, per_block: float) -> float:
+    """τ of a series kept as block sums, in windows (a block holds ``per_block`` of them)."""
+    return autocorr_time(u) * (per_block if per_block > 1 else 1.0)
+
+
 def batch_means_inflation(tau: float, length: float) -> float:
     """The factor on a batch-means standard error for batches ``length`` samples long of a
     series with integrated autocorrelation time τ: 1/√(1 − τ/L).  Batch means underestimate the
@@ -311,8 +316,7 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
         g = _gradient(f, total, theta, every)
         dev = blocks.sums - np.outer(blocks.counts / blocks.n, total)
         for i, gi in zip(every, g):
-            # blocks of several windows: τ in windows
-            taus[i] = autocorr_time(dev @ gi) * (per_block if per_block > 1 else 1.0)
+            taus[i] = _tau_windows(dev @ gi, per_block)
     tau = max([1.0] + [float(taus[i]) for i in which])
     facts["tau"] = tau
     b = plan_batches(blocks.n, tau)
@@ -324,9 +328,8 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
     np.add.at(bsums, labels, blocks.sums)
     loo = np.array([np.asarray(f(total - bsums[i]), dtype=float) for i in range(b)])
     length = blocks.n / b
-    facts["inflate"] = batch_means_inflation(tau, length)
     out = []
-    t = float(_sp.stdtrit(b - 1, 0.5 + confidence / 2))
+    t = float(dist.stdtrit(b - 1, 0.5 + confidence / 2))
     for i, th in enumerate(theta):
         col = loo[:, i]
         if not ok[i] or not (np.isfinite(col).all() and (col > 0).all()):
@@ -334,7 +337,8 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
             continue
         logs = np.log(col)
         # each output's own batch-means bias (influence_estimates)
-        se = batch_means_inflation(float(taus[i]), length) * math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
+        se = batch_means_inflation(float(taus[i]), length) * \
+            math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
         out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
                             blocks.n, confidence, se, b - 1, srcs[i]))
     return out, facts
@@ -361,9 +365,9 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     time of the terms of ``tau_of``, in windows; each at least C_TAU times longer), the
     variance of each sum from its batch sums, Student t with B − 1 degrees of freedom; fewer
     than MIN_SERIES windows or MIN_BATCHES batches: insufficient data.  An influence of None
-    is an exact value.  Returns (estimates, facts: tau, batches, inflate)."""
+    is an exact value.  Returns (estimates, facts: tau, batches, batch_logs)."""
     srcs = list(sources) if sources is not None else [None] * len(thetas)
-    facts = {"tau": math.nan, "batches": 0, "windows": n, "inflate": 1.0}
+    facts = {"tau": math.nan, "batches": 0, "windows": n}
     ok = [u is not None and math.isfinite(t) and t > 0 for t, u in zip(thetas, influences)]
 
     def none():
@@ -374,8 +378,7 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
         return none()
     k = len(next(u for u in influences if u is not None))
     per_block = n / k
-    taus = [(autocorr_time(u) * per_block if per_block > 1 else autocorr_time(u)) if good
-            else 1.0 for u, good in zip(influences, ok)]
+    taus = [_tau_windows(u, per_block) if good else 1.0 for u, good in zip(influences, ok)]
     tau = max([1.0] + [taus[i] for i in (tau_of if tau_of is not None else range(len(thetas)))
                        if ok[i]])
     facts["tau"] = tau
@@ -389,9 +392,8 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     # independent is not widened by the accept length's τ: simulated, that took the cycle's
     # coverage to 99 % with width/spread 1.25, docs/statistics.md)
     inflates = [batch_means_inflation(t, length) for t in taus]
-    facts["inflate"] = batch_means_inflation(tau, length)
     labels = (np.arange(k) * b) // k
-    t = float(_sp.stdtrit(b - 1, 0.5 + confidence / 2))
+    t = float(dist.stdtrit(b - 1, 0.5 + confidence / 2))
     out = []
     facts["batch_logs"] = []
     for th, u, s, good, inflate in zip(thetas, influences, srcs, ok, inflates):

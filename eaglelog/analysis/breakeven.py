@@ -517,7 +517,7 @@ def _coverage(win, mask, base: BaseSide) -> float:
 
 def _buckets(win, fit, base: BaseSide, confidence: float):
     codes, labels = rate.bucket_of(win.r)
-    for bk in rate.by_bucket(win, fit, confidence, base.step_of):
+    for bk in rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels)):
         st = bk["step_ms"]
         mask = (codes == labels.index(bk.label)) & fit.use
         se_b, df_b = base.uncertainty(win.b[mask], win.w[mask])

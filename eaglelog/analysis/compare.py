@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import distributions as _sp
+from .. import distributions as dist
 from .. import stats
 from ..api import ParsedLog
 from ..errors import EaglelogError
@@ -408,7 +408,7 @@ def log_ratio_test(ref: Estimate, new: Estimate, confidence: float) -> tuple[Est
     if ratio.se_log == 0:
         return ratio, (1.0 if lr == 0 else 0.0)
     t = lr / ratio.se_log
-    p = 2 * (_sp.stdtr(ratio.df, -abs(t)) if math.isfinite(ratio.df) else _sp.ndtr(-abs(t)))
+    p = 2 * (dist.stdtr(ratio.df, -abs(t)) if math.isfinite(ratio.df) else dist.ndtr(-abs(t)))
     return ratio, float(p)
 
 

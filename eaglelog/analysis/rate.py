@@ -827,9 +827,10 @@ class BucketFit:
 
 
 def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
-              what: str = "decode lines") -> list[BucketFit]:
-    """The fit's figures per #running-req bucket (each from its own windows, in time order)."""
-    codes, labels = bucket_of(win.r)
+              what: str = "decode lines", buckets=None) -> list[BucketFit]:
+    """The fit's figures per #running-req bucket (each from its own windows, in time order);
+    ``buckets``: bucket_of(win.r) when the caller has it."""
+    codes, labels = buckets if buckets is not None else bucket_of(win.r)
     beta = np.asarray(fit_.beta)
     zi = win.y - win.x @ beta
     zc = zi if fit_.cov is None else zi + fit_.cov

@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .. import distributions as _sp
+from .. import distributions as dist
 from ..errors import EaglelogError
 from ..schema import REQUEST_COLUMNS
 from .. import stats
@@ -56,7 +56,7 @@ _ORIGIN = {"spec-bench": "spec-bench", "eagle": "eagle", "vllm.response": "vllm"
 # ----------------------------------------------------------------------------- statistics
 
 def _tq(df: float, confidence: float) -> float:
-    return float(_sp.stdtrit(df, 0.5 + confidence / 2))
+    return float(dist.stdtrit(df, 0.5 + confidence / 2))
 
 
 def ratio_estimate(y: np.ndarray, x: np.ndarray, confidence: float,
@@ -93,7 +93,7 @@ def wilson(k: int, n: int, confidence: float) -> tuple[float, float | None, floa
     p = k / n
     if n < MIN_REQUESTS:
         return p, None, None
-    z = float(_sp.ndtri(0.5 + confidence / 2))
+    z = float(dist.ndtri(0.5 + confidence / 2))
     d = 1 + z * z / n
     c = (p + z * z / (2 * n)) / d
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
@@ -121,7 +121,7 @@ def paired_t(d: np.ndarray, confidence: float) -> dict:
     se = sd / math.sqrt(n)
     t = m / se
     tq = _tq(n - 1, confidence)
-    out.update(t=t, p_value=float(2 * _sp.stdtr(n - 1, -abs(t))))
+    out.update(t=t, p_value=float(2 * dist.stdtr(n - 1, -abs(t))))
     out["ratio"] = Estimate(math.exp(m), math.exp(m - tq * se), math.exp(m + tq * se), n,
                             confidence, se, n - 1, out["ratio"].source)
     return out
@@ -148,7 +148,7 @@ def welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> dict:
     tq = _tq(df, confidence)
     return {"ratio": Estimate(math.exp(diff), math.exp(diff - tq * se), math.exp(diff + tq * se),
                               na + nb, confidence, se, df, src),
-            "p_value": float(2 * _sp.stdtr(df, -abs(t)))}
+            "p_value": float(2 * dist.stdtr(df, -abs(t)))}
 
 
 def holm(p: Sequence[float | None]) -> list[float | None]:

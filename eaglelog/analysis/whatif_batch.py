@@ -304,7 +304,7 @@ def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
     step_of = baseline_side(base, confidence, []).step_of if base is not None else None
     fit = free_fit(applied, source, confidence, warmup)
     out = []
-    for bk in rate.by_bucket(win, fit, confidence, step_of):
+    for bk in rate.by_bucket(win, fit, confidence, step_of, buckets=(codes, labels)):
         if bk.label not in mean:
             continue
         r = bk["rate"]
