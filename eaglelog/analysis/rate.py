@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
+from ..api import contiguous
 from ..stats import Estimate
 from .windows import _series_codes
 
@@ -147,13 +148,14 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     d = d.reset_index(drop=True)
     n = len(d)
     (key, pkey), _ = _series_codes([d, prefill])
-    key = np.asarray(key, dtype=np.int64)
-    pkey = np.asarray(pkey, dtype=np.int64)
+    key = np.asarray(key)                       # dense codes 0 … k − 1 (_series_codes)
+    pkey = np.asarray(pkey)
     if n and "tp" in d.columns and d["tp"].notna().any():
         # several TP ranks printing one series: keep the lowest (windows.py does the same)
         tp = d["tp"].to_numpy(dtype=np.int64, na_value=-1)
-        low = pd.Series(tp).groupby(key).transform("min").to_numpy()
-        keep = tp == low
+        low = np.full(int(key.max()) + 1, np.iinfo(np.int64).max)
+        np.minimum.at(low, key, tp)
+        keep = tp == low[key]
         if not keep.all():
             d, key, n = d[keep].reset_index(drop=True), key[keep], int(keep.sum())
     line = d["line_no"].to_numpy(dtype=np.int64) if n else np.empty(0, np.int64)
@@ -181,41 +183,44 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         else np.empty(0)
     pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
     pseq[~np.isfinite(pseq)] = 1.0
-    series = np.unique(key)
-    for s in series:
-        idx = np.flatnonzero(key == s)
-        why[idx[0]] = FIRST
+    nseries = int(np.count_nonzero(np.bincount(key))) if n else 0
+    for s, idx in _series_rows(key):
+        # (idx: the series' rows, a slice where they are contiguous, as they are when one
+        # scheduler printed them all: views, not copies of millions of rows; nxt and prv the
+        # rows after its first and before its last)
+        first, nxt, prv = _ends(idx)
+        why[first] = FIRST
         rs = r[idx]
-        rp[idx[1:]] = rs[:-1]
+        rp[nxt] = rs[:-1]
         bs = rs.copy()
         bs[1:] = (rs[1:] + rs[:-1]) / 2
         b[idx] = bs
         with np.errstate(invalid="ignore"):
             jump = np.abs(rs[1:] - rs[:-1]) >= JUMP_SHARE * np.maximum(rs[1:], rs[:-1])
-        sub = why[idx[1:]]
+        sub = why[nxt]
         sub[jump & (sub == USED)] = JUMP
-        why[idx[1:]] = sub
+        why[nxt] = sub
+        del jump
         # prefill lines of this series (or of every rank, with DP attention) between its
         # previous decode line and this one
-        pm = np.ones(len(pline), dtype=bool) if dp_attention or len(series) == 1 \
+        m = len(rs)
+        pm = np.ones(len(pline), dtype=bool) if dp_attention or nseries == 1 \
             else (pkey == s)
         if pm.any():
             at = np.searchsorted(line[idx], pline[pm])
-            inside = at < len(idx)
-            tok = np.bincount(at[inside], weights=ptok[pm][inside], minlength=len(idx))
-            cnt = np.bincount(at[inside], minlength=len(idx)).astype(float)
-            x[idx, 0], x[idx, 1] = tok / interval, cnt / interval
-            x[idx, 4] = np.bincount(at[inside], weights=pdrain[pm][inside],
-                                    minlength=len(idx)) / interval
-            x[idx[1:], 2], x[idx[1:], 3] = x[idx[:-1], 0], x[idx[:-1], 1]
-            own = (pkey[pm] == s)[inside] if dp_attention and len(series) > 1 else \
+            inside = at < m
+            ai = at[inside]
+            x[idx, 0] = np.bincount(ai, weights=ptok[pm][inside], minlength=m) / interval
+            x[idx, 1] = np.bincount(ai, minlength=m) / interval
+            x[idx, 4] = np.bincount(ai, weights=pdrain[pm][inside], minlength=m) / interval
+            x[nxt, 2], x[nxt, 3] = x[prv, 0], x[prv, 1]
+            own = (pkey[pm] == s)[inside] if dp_attention and nseries > 1 else \
                 np.ones(int(inside.sum()), dtype=bool)
             # (a prefill into a drained batch refilled no slot of running iterations: the
             # server idled, no iteration ran at a smaller batch)
-            nin[idx] = np.bincount(at[inside][own],
-                                   weights=(pseq * (1 - pdrain))[pm][inside][own],
-                                   minlength=len(idx))
-        if ts is not None and len(idx) > 2:
+            nin[idx] = np.bincount(ai[own], weights=(pseq * (1 - pdrain))[pm][inside][own],
+                                   minlength=m)
+        if ts is not None and m > 2:
             t = ts[idx]
             if not (t == np.iinfo(np.int64).min).any():
                 gap = np.diff(t).astype(float) / 1e6
@@ -224,9 +229,10 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
                 # far longer than the series' windows, and longer than its own batch size's
                 idle = (med > 0) & (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S) & \
                     (gap > IDLE_PEER_FACTOR * peer) & (gap >= peer + IDLE_EXTRA_S)
-                sub = why[idx[1:]]
+                sub = why[nxt]
                 sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
-                why[idx[1:]] = sub
+                why[nxt] = sub
+                del gap, peer, idle
     spec = bool(np.isfinite(a).any())
     tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -248,9 +254,9 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         if its is not None:
             iters = np.where(np.isfinite(its) & (its > 0), its, iters)
         x[:, [0, 1, 4]] *= (interval / np.maximum(iters, 1e-9))[:, None]
-        for s_ in np.unique(key):
-            idx = np.flatnonzero(key == s_)
-            x[idx[1:], 2:4] = x[idx[:-1], :2]
+        for _, idx in _series_rows(key):
+            _, nxt, prv = _ends(idx)
+            x[nxt, 2:4] = x[prv, :2]
     if np.isfinite(drafts).any() or np.isfinite(prompt).any():
         # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
         # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
@@ -258,10 +264,30 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         rs = np.where(np.isfinite(drafts) & (drafts > 0), drafts, b * interval)
         vp = np.isfinite(prompt) & np.isfinite(y)
         x[vp, 0] = prompt[vp] * y[vp] / 1000.0
-        for s_ in np.unique(key):
-            idx = np.flatnonzero(key == s_)
-            x[idx[1:], 2] = x[idx[:-1], 0]
+        for _, idx in _series_rows(key):
+            _, nxt, prv = _ends(idx)
+            x[nxt, 2] = x[prv, 0]
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin)
+
+
+def _series_rows(key: np.ndarray):
+    """(code, rows) of each series present in ``key`` (dense codes), in code order; rows a
+    slice where the series' rows are contiguous, else their positions."""
+    present = np.flatnonzero(np.bincount(key)) if len(key) else np.empty(0, np.int64)
+    for s in present:
+        if len(present) == 1:
+            yield int(s), slice(0, len(key))
+            continue
+        idx = np.flatnonzero(key == s)
+        run = contiguous(idx)
+        yield int(s), idx if run is None else run
+
+
+def _ends(idx):
+    """(the first row, the rows after it, the rows before the last) of a series' rows."""
+    if isinstance(idx, slice):
+        return idx.start, slice(idx.start + 1, idx.stop), slice(idx.start, idx.stop - 1)
+    return idx[0], idx[1:], idx[:-1]
 
 
 def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -304,21 +330,20 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray 
     (0 where b stays the trapezoid; None when no window was measured); the fit corrects its
     normal equations for it and for its covariance with y (``Windows.bycov``, ``_eiv``)."""
     bvar = np.zeros(len(key))
-    for s in np.unique(key):
-        idx = np.flatnonzero(key == s)
-        if len(idx) < 3:
-            continue
+    for _, idx in _series_rows(key):
         t = ts[idx]
+        if len(t) < 3:
+            continue
         if (t == np.iinfo(np.int64).min).any() or not (t % 1_000_000).any():
             continue                       # a missing stamp, or whole seconds only
         dt = np.diff(t).astype(float) / 1000.0          # ms
-        j = idx[1:]
+        _, j, prv = _ends(idx)
         spec_tok = np.isfinite(a[j]) & ~steps[j]
         per_tok = np.where(spec_tok, a[j], 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             bm = g[j] * dt / 1000.0 / per_tok / interval
-            lo = np.minimum(r[j], r[idx[:-1]])
-            hi = np.maximum(r[j], r[idx[:-1]])
+            lo = np.minimum(r[j], r[prv])
+            hi = np.maximum(r[j], r[prv])
             ok = np.isfinite(bm) & (bm > 0) & (dt > 0) & (g[j] > 0) & \
                 (bm >= 0.5 * lo) & (bm <= 1.5 * hi + 0.5)
         if ok.sum() < 3:
@@ -327,7 +352,7 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray 
         med = float(np.nanmedian(ratio))
         if not (0.97 <= med <= 1.03):
             continue
-        jj = j[ok]
+        jj = np.flatnonzero(ok) + j.start if isinstance(j, slice) else j[ok]
         b[jj] = bm[ok]
         y[jj] = dt[ok] / interval
         rel = PRINTED_STEP ** 2 / 12 * ((1 / g[jj]) ** 2 + np.where(
@@ -437,19 +462,24 @@ def _column(win: Windows, scale: tuple[float, float], c: int) -> np.ndarray:
 
 
 def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> np.ndarray:
-    """The design's columns ``keep`` times ``coef`` for every window (Z @ coef, without Z)."""
+    """The design's columns ``keep`` times ``coef`` for every window (Z @ coef, without Z; a
+    block of windows at a time, so that its temporaries stay small)."""
     out = np.zeros(win.n)
-    u = (win.b - scale[0]) / scale[1] if (1 in keep or 2 in keep) else None
-    for c, v in zip(keep, coef):
-        v = float(v)
-        if c == 0:
-            out += v
-        elif c == 1:
-            out += v * u
-        elif c == 2:
-            out += v * (u * u)
-        elif v:
-            out += v * win.x[:, c - 3]
+    smooth = 1 in keep or 2 in keep
+    coef = [float(v) for v in coef]
+    for s_ in range(0, win.n, CHUNK):
+        sl = slice(s_, s_ + CHUNK)
+        o = out[sl]
+        u = (win.b[sl] - scale[0]) / scale[1] if smooth else None
+        for c, v in zip(keep, coef):
+            if c == 0:
+                o += v
+            elif c == 1:
+                o += v * u
+            elif c == 2:
+                o += v * (u * u)
+            elif v:
+                o += v * win.x[sl, c - 3]
     return out
 
 
@@ -698,6 +728,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         trend = float(np.average(res[idx[:h]], weights=ww[:h])
                       - np.average(res[idx[h:]], weights=ww[h:]))
         trend /= float(np.average(fitted[idx], weights=ww)) or 1.0
+    fitted = res = limit = stall = idx = ww = None   # (millions of windows each: the room)
     beta = _beta_of(win, use, spec)
     step = None
     coverage = 1.0
@@ -720,6 +751,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             m = use & (strata == g)
             res0[m] -= np.median(z0[m])
         prec = precision(win, use, res0)
+        z0 = res0 = m = None
         if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
             # the precision weights put the fit on windows whose batch barely moves, where the
             # corrected matrix is singular: the equal-precision fit (which _choose checked)
@@ -734,10 +766,16 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     # window: none of them in a batch), so their length in windows is what the data hold
     counted = use | acc
     n = int(counted.sum())
-    ests, facts = stats.influence_estimates(
-        [thetas[k] for k in OUTPUTS],
-        [None if terms[k] is None else stats.block_sums(terms[k][counted], n)
-         for k in OUTPUTS], n, confidence, tau_of=(0, 1, 2) if win.spec else (1,))
+    # (each output's terms go as soon as they are summed into batches: millions of windows
+    # each, and the passes below need the room)
+    sums = []
+    for k in OUTPUTS:
+        t = terms.pop(k)
+        sums.append(None if t is None else stats.block_sums(t[counted], n))
+        del t
+    del terms
+    ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
+                                            tau_of=(0, 1, 2) if win.spec else (1,))
     src = {"accept_len": f"{what} ({int(acc.sum())} windows, request-step weighted)",
            "cycle_ms": f"{what} ({int(use.sum())} windows of {win.n}, "
                        + {"clean": "none with prefill work", "corrected": "prefill time removed",
@@ -990,14 +1028,6 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     out = np.zeros(win.n)
     if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
         return out
-    nin_all = win.nin if win.nin is not None else np.zeros(win.n, dtype=np.float32)
-    with np.errstate(invalid="ignore"):
-        d_all = win.r - win.rp
-        live = np.flatnonzero(np.isfinite(d_all) & (win.b > 0) & ((d_all != 0) | (nin_all > 0)))
-    if not len(live):
-        return out
-    rp, r, b = win.rp[live].astype(float), win.r[live], win.b[live]
-    d, nin = d_all[live], nin_all[live].astype(float)
     g = np.zeros(3)
     g[list(spec.smooth)] = gamma[:len(spec.smooth)]
     c0, c1 = spec.scale
@@ -1005,33 +1035,40 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     def c(B):
         u = (B - c0) / c1
         return g[0] + g[1] * u + g[2] * u * u
-    # (a few arrays of the moved windows at a time: this runs inside the fit, on every window
-    # of a large log)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r
-        moved = d != 0
-        lo, hi = np.minimum(rp, r), np.maximum(rp, r)
-        span = np.where(moved, hi - lo, 1.0)
-        chi = c(hi)
-        sec = (chi - c(lo)) / span
-        np.clip(sec, 0.0, np.maximum(chi, 0.0) / np.where(hi > 0, hi, 1.0), out=sec)
-        del lo, chi, span
-        p = np.clip((b - rp) / np.where(moved, d, 1.0), 0.0, 1.0)
-        if win.measured is not None:
-            p *= 1 - p
-            p[~win.measured[live]] = 1 / 6
-        else:
-            p[:] = 1 / 6
-        cov = sec * p * d * d * moved
-        del sec, p
-        # the joins beyond the rise: one iteration's share each, at the slope of c at b
-        pairs = np.maximum(np.minimum(nin, nin - d), 0.0)
-        gap = 1.0 / win.interval
-        slope = np.clip((g[1] + 2 * g[2] * (b - c0) / c1) / c1, 0.0,
-                        np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
-        cov += slope * pairs * (gap * (1 - gap))
-        cov /= b
-    out[live] = np.where(np.isfinite(cov), cov, 0.0)
+    gap = 1.0 / win.interval
+    measured = win.measured
+    # a block of windows at a time: this runs inside the fit, on every window of a large log,
+    # and a dozen temporaries of millions of windows each were a third of its peak memory
+    for s_ in range(0, win.n, CHUNK):
+        sl = slice(s_, min(s_ + CHUNK, win.n))
+        r, rp, b = win.r[sl], win.rp[sl].astype(float), win.b[sl]
+        nin = np.zeros(len(r)) if win.nin is None else win.nin[sl].astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = r - rp
+            live = np.isfinite(d) & (b > 0) & ((d != 0) | (nin > 0))
+            if not live.any():
+                continue
+            # the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r
+            moved = d != 0
+            lo, hi = np.minimum(rp, r), np.maximum(rp, r)
+            span = np.where(moved, hi - lo, 1.0)
+            chi = c(hi)
+            sec = (chi - c(lo)) / span
+            np.clip(sec, 0.0, np.maximum(chi, 0.0) / np.where(hi > 0, hi, 1.0), out=sec)
+            p = np.clip((b - rp) / np.where(moved, d, 1.0), 0.0, 1.0)
+            if measured is not None:
+                p *= 1 - p
+                p[~measured[sl]] = 1 / 6
+            else:
+                p[:] = 1 / 6
+            cov = sec * p * d * d * moved
+            # the joins beyond the rise: one iteration's share each, at the slope of c at b
+            pairs = np.maximum(np.minimum(nin, nin - d), 0.0)
+            slope = np.clip((g[1] + 2 * g[2] * (b - c0) / c1) / c1, 0.0,
+                            np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
+            cov += slope * pairs * (gap * (1 - gap))
+            cov /= b
+        out[sl] = np.where(live & np.isfinite(cov), cov, 0.0)
     return out
 
 
@@ -1056,8 +1093,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     ns = len(spec.smooth)
     wu = np.where(use, win.w, 0.0)
-    pr = np.ones(win.n) if prec is None else prec
-    om = wu * pr
+    om = wu if prec is None else wu * prec
     W = float(wu.sum())
     st = strata if strata is not None else np.where(use | acc, 0, -1)
     nan = math.nan
@@ -1076,7 +1112,6 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         e = np.where(use, y - _times(win, spec.scale, keep, gamma), 0.0)
         cor = within_cov(win, gamma, spec)
         th["_cor"] = cor
-        zi = np.where(use, y - win.x @ beta, 0.0)        # per iteration
         direct, xbar = np.zeros(win.n), np.zeros(len(keep))
         g = st[use]
         if len(g) and g.min() < 0:           # windows of no stratum: one of their own
@@ -1092,7 +1127,10 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # residual of each stratum, combined with the strata's request-step shares.  With
         # equal precisions this is the stratum means of y − β·x.
         eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
-        mix = float(wu[use] @ (_times(win, spec.scale, spec.smooth, gamma[:ns]) + cor)[use]) / W
+        fitted = _times(win, spec.scale, spec.smooth, gamma[:ns])
+        fitted += cor
+        mix = float(wu[use] @ fitted[use]) / W
+        del fitted
         cyc = float(np.sum(share[live] * eg[live])) + mix
         if point_only:
             th["cycle_ms"], th["_beta"] = cyc, beta
@@ -1118,11 +1156,21 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         def through(sens):
             return _times(win, spec.scale, keep, Ainv.T @ sens) * ve
         th["cycle_ms"] = cyc
+        del e, cor
         terms["cycle_ms"] = (direct - through(xbar)) / cyc
+        del direct
         n1 = float(use.sum())
+        zi = np.where(use, y - win.x @ beta, 0.0)        # per iteration
+        del y
         cyc_it = float(zi.sum() / n1)
         th["cycle_ms_iter"] = cyc_it
-        terms["cycle_ms_iter"] = (np.where(use, (zi - cyc_it) / n1, 0.0) - through(x1)) / cyc_it
+        zi -= cyc_it
+        zi /= n1
+        zi[~use] = 0.0
+        zi -= through(x1)
+        zi /= cyc_it
+        terms["cycle_ms_iter"] = zi
+        del zi, ve
         if step is not None:
             th["step_ms"] = float((wu * step).sum() / W)
     wa = np.where(acc, win.w, 0.0)
@@ -1134,8 +1182,11 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # length is not a function of the batch size, and strata that are contiguous in time
         # (a batch that grows) would cancel inside the batches of the jackknife
         dev = np.where(acc, wa * (a - tau), 0.0)
+        del a, wa
         th["accept_len"] = tau
-        terms["accept_len"] = dev / Wa / tau
+        dev /= Wa
+        dev /= tau
+        terms["accept_len"] = dev
     if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
         th["rate"] = th["accept_len"] / th["cycle_ms"]
         terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
