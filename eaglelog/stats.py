@@ -191,6 +191,25 @@ def combine(estimate: float, parts: Sequence[tuple[Estimate, int]], confidence: 
 
 # ----------------------------------------------------------------------------- data-sized batches
 
+LONG_SERIES = 1 << 16     # autocorr_time: longer series reach for their lags in steps
+
+
+def _fast_len(n: int) -> int:
+    """The least 2^a 3^b 5^c ≥ n: a length the FFT takes in few radix passes."""
+    best = 1 << int(n - 1).bit_length()
+    p5 = 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            p = p35
+            while p < n:
+                p *= 2
+            best = min(best, p)
+            p35 *= 3
+        p5 *= 5
+    return best
+
+
 def autocorr_time(u: np.ndarray) -> float:
     """Integrated autocorrelation time τ = 1 + 2 Σ_k ρ_k of a series (in units of its samples),
     by Geyer's initial monotone sequence estimator: the sums of adjacent autocorrelation
@@ -204,13 +223,23 @@ def autocorr_time(u: np.ndarray) -> float:
     var = float(np.dot(d, d)) / n
     if not var > 0:
         return 1.0
-    size = 1 << int(2 * n - 1).bit_length()
-    f = np.fft.rfft(d, size)
-    acov = np.fft.irfft(f * np.conj(f), size)[:n] / n
-    rho = acov / acov[0]
     m = (n - 1) // 2
-    pairs = rho[0:2 * m:2] + rho[1:2 * m:2]
-    stop = np.flatnonzero(pairs <= 0)
+    # the autocovariances up to lag `lags` need an FFT of n + lags points, not 2n: on a long
+    # series the pairs turn negative within a few hundred lags, so a short reach is tried
+    # first and doubled until the sequence stops inside it (a series of millions of windows:
+    # half the FFT's length, half its time)
+    lags = n if n <= LONG_SERIES else 4096
+    while True:
+        size = _fast_len(n + lags - 1) if n > LONG_SERIES else 1 << int(2 * n - 1).bit_length()
+        f = np.fft.rfft(d, size)
+        acov = np.fft.irfft(f * np.conj(f), size)[:min(n, lags)] / n
+        rho = acov / acov[0]
+        mm = min(m, len(rho) // 2)
+        pairs = rho[0:2 * mm:2] + rho[1:2 * mm:2]
+        stop = np.flatnonzero(pairs <= 0)
+        if len(stop) or lags >= n:
+            break
+        lags *= 4
     pairs = pairs[:stop[0]] if len(stop) else pairs
     if not len(pairs):
         return 1.0

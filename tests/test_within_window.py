@@ -183,3 +183,29 @@ def test_each_output_carries_its_own_batch_means_correction():
     assert ests[1].se_log / raw[1] == pytest.approx(
         stats.batch_means_inflation(tau_cycle, length), rel=1e-9)
     assert ests[1].se_log / raw[1] < 1.02
+
+
+@pytest.mark.parametrize("phi", [0.3, 0.95, 0.9995])
+def test_a_long_series_tau_reaches_for_its_lags_in_steps(phi, monkeypatch):
+    """Over stats.LONG_SERIES windows the autocovariances come from an FFT of n + lags points,
+    the reach growing until Geyer's sequence stops inside it; τ is the full computation's (to
+    rounding), including a series whose sequence runs past the first reach (φ = 0.9995:
+    τ ≈ 4,000 windows, pairs positive beyond lag 4,096)."""
+    from scipy.signal import lfilter
+
+    from eaglelog import stats
+    n = 150_000
+    x = lfilter([1.0], [1.0, -phi], np.random.default_rng(5).normal(size=n))
+    reached = stats.autocorr_time(x)
+    monkeypatch.setattr(stats, "LONG_SERIES", 10 ** 12)      # the whole 2n-point FFT
+    whole = stats.autocorr_time(x)
+    assert reached == pytest.approx(whole, rel=1e-12)
+    if phi < 0.999:
+        assert whole == pytest.approx((1 + phi) / (1 - phi), rel=0.5)
+    else:                      # 150,000 windows hold ~40 τ: the estimate is rough, and long
+        assert whole > 2000
+
+
+def test_fast_fft_lengths():
+    from eaglelog import stats
+    assert [stats._fast_len(n) for n in (1, 7, 100, 3_804_095)] == [1, 8, 100, 3_840_000]

@@ -303,7 +303,10 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
     r_med = float(np.median(r[ok]))
     out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
     key = np.where(ok, r, -1.0)
-    order = np.argsort(key, kind="stable")          # each batch size's windows, contiguous
+    # each batch size's windows, contiguous (printed sizes are small integers: as int16 the
+    # stable sort is a radix sort, one pass instead of a merge sort of millions of floats)
+    small = key.max() < 32767 and bool((key == np.floor(key)).all())
+    order = np.argsort(key.astype(np.int16) if small else key, kind="stable")
     ks = key[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     ends = np.r_[starts[1:], len(ks)]
@@ -705,17 +708,24 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             use[:cut] = False
             acc[:cut] = False
         # stalls: windows far above the fit (idle time the timestamps do not show); refit
+        # (the choice and the fit are redone only when the windows used changed: each is a few
+        # passes over every window of a large log)
+        stale = bool(cut)
         for _ in range(3):
             if use.sum() < 3:
                 break
-            spec, kind = _choose(win, use)
-            beta, fitted, res, mad = residuals(use, spec)
+            if stale:
+                spec, kind = _choose(win, use)
+                beta, fitted, res, mad = residuals(use, spec)
+                stale = False
             stall = use & (res > STALL_SIGMAS * mad) & (res > STALL_SHARE * fitted)
             if not stall.any():
                 break
             use &= ~stall
             why[stall] = STALL
-        spec, kind = _choose(win, use)
+            stale = True
+        if stale:
+            spec, kind = _choose(win, use)
     trend = 0.0
     if cut and use.sum() >= 20:
         # what a warm-up left behind: the residuals' mean in the first half of the windows
@@ -747,7 +757,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # the equal-precision fit's residuals, centred in their strata, give the precisions
         z0 = win.y - win.x @ beta0
         res0 = np.where(use, z0, np.nan)
-        for g in np.unique(strata[use]):
+        for g in distinct(strata[use]):
             m = use & (strata == g)
             res0[m] -= np.median(z0[m])
         prec = precision(win, use, res0)
@@ -834,15 +844,25 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor)
 
 
+def distinct(v: np.ndarray, counts: bool = False):
+    """np.unique(v) (with ``counts``: and how often each occurs) of finite values; printed
+    batch sizes (small non-negative integers) by counting, not by sorting millions of them."""
+    if len(v) and 0 <= v.min() and v.max() < 1 << 20 and bool((v == np.floor(v)).all()):
+        n = np.bincount(v.astype(np.int64))
+        at = np.flatnonzero(n)
+        return (at.astype(v.dtype), n[at]) if counts else at.astype(v.dtype)
+    return np.unique(v, return_counts=counts)
+
+
 def bucket_of(r: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Batch-size buckets of the printed #running-req: each value when there are at most 16
     distinct, else powers of two ('4–7'); codes (−1: none) and labels."""
     ok = np.isfinite(r) & (r > 0)
     v = np.where(ok, r, np.nan)
-    uniq = np.unique(v[ok])
+    uniq = distinct(v[ok])
     if len(uniq) > 16:
         v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
-        uniq = np.unique(v[ok])
+        uniq = distinct(v[ok])
         labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
     else:
         labels = [str(int(a)) for a in uniq]
@@ -880,7 +900,8 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     # each bucket's windows that count, in time order, from one sort (not a pass over every
     # window per bucket: a large log has millions)
     counted = np.flatnonzero((use | acc) & (codes >= 0))
-    order = counted[np.argsort(codes[counted], kind="stable")]
+    # (as int16 the stable sort is a radix sort: the buckets are a few dozen at most)
+    order = counted[np.argsort(codes[counted].astype(np.int16), kind="stable")]
     cs = codes[order]
     cuts = np.searchsorted(cs, np.arange(len(labels) + 1))
     for g, label in enumerate(labels):
@@ -936,10 +957,9 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     """Strata of the printed batch size for post-stratification: each #running-req value, a
     value with fewer than ``least`` usable windows merged with its neighbours (by size)."""
     out = np.full(len(r), -1, dtype=np.int64)
-    vals = np.unique(r[use & np.isfinite(r)])
+    vals, counts = distinct(r[use & np.isfinite(r)], counts=True)
     if not len(vals):
         return out
-    _, counts = np.unique(r[use & np.isfinite(r)], return_counts=True)
     group, acc, code = {}, 0, 0
     for v, c in zip(vals, counts):
         group[v] = code

@@ -196,7 +196,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
             (win.y > 0) & (iters > 0)
         if ok.any():
             t_all = float(1000.0 * (tokens * iters)[ok].sum() / (win.y * iters)[ok].sum())
-    sizes = sorted(int(x) for x in np.unique(win.r[np.isfinite(win.r)])) if win.n else []
+    sizes = [int(x) for x in rate.distinct(win.r[np.isfinite(win.r)])] if win.n else []
     if len(sizes) > 1:
         notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: the aggregate "
                      "throughput mixes them; the per-stream rate weighs each window by its "
