@@ -56,8 +56,11 @@ SNIFF_LITERALS = {
     "send_one": (b"acc_length=",),
     "send_one_table": (b"Acc Length",),
     "adaptive_table": (b"Accept Len",),
-    "vllm_offline": (b"num_draft", b"num_accepted_tokens", b"mean acceptance length",
-                     b"acceptance at token", b"total_num_output_tokens"),
+    # (each keyword with the ':' its marker puts right after it: a SGLang server_args line
+    # holds 'speculative_num_draft_tokens=', and the regex then ran over every sniffed head)
+    "vllm_offline": (b"num_drafts:", b"num_draft_tokens:", b"num_accepted_tokens:",
+                     b"mean acceptance length:", b"acceptance at token ",
+                     b"total_num_output_tokens:"),
     "specbench": (b"= Task:",),
     "vllm_response": (b'"num_spec_steps"',),
     "specforge": (b'    "model": ',),

@@ -39,7 +39,10 @@ MARKER_TEXT = {
 SNIFF_LITERALS = {
     "llama_req": (b"draft acceptance",),
     "llama_pos": (b"acc per pos",),
-    "llama_simple": (b"n_draft", b"n_predict", b"accept"),
+    # ('accept' only as its marker has it, before blanks and '=': every SGLang decode line
+    # prints 'accept len:', and the regex then ran over every sniffed head)
+    "llama_simple": (b"n_draft", b"n_predict", b"accept=", b"accept =", b"accept\t",
+                     b"accept  ", b"accept \t"),
 }
 TOOL, ENGINE = "llama.cpp", "llama.cpp"
 
