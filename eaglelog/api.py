@@ -77,20 +77,20 @@ class ParsedLog:
         src = source if source is not None else self.sources[0].name
         memo = self.__dict__.setdefault("_config_memo", {})
         if (src, startup) not in memo:
-            memo[(src, startup)] = self._config(sa, src, startup)
+            at = self.positions(src, "server_args")       # positions, then the one row
+            if startup is not None and len(at):
+                at = at[(sa["startup"].to_numpy()[at] == startup)]
+            # (memoised by the row: an input with one start-up asks for the same row twice,
+            # as its last and as its start-up's, and a row of 65 typed columns is slow to read)
+            memo[(src, startup)] = self._config_row(sa, int(at[-1])) if len(at) else {}
         return dict(memo[(src, startup)])
 
-    def _config(self, sa: pd.DataFrame, src: str, startup: int | None) -> dict:
-        rows = self._rows_of("server_args")               # positions, then the one row
-        at = np.flatnonzero((sa["source"] == src).to_numpy(dtype=bool)) if rows is None else \
-            rows.get(src, np.empty(0, dtype=np.int64))
-        if startup is not None and len(at):
-            at = at[(sa["startup"].to_numpy()[at] == startup)]
-        if not len(at):
-            return {}
-        row = sa.iloc[int(at[-1])]
-        fixed = set(TABLES["server_args"].names)
-        return {k: _plain(v) for k, v in row.items() if k not in fixed}
+    def _config_row(self, sa: pd.DataFrame, i: int) -> dict:
+        memo = self.__dict__.setdefault("_config_rows", {})
+        if i not in memo:
+            fixed = set(TABLES["server_args"].names)
+            memo[i] = {k: _plain(v) for k, v in sa.iloc[i].items() if k not in fixed}
+        return memo[i]
 
     @staticmethod
     def _take(df: pd.DataFrame, at: np.ndarray, renumber: bool = False) -> pd.DataFrame:
@@ -116,24 +116,47 @@ class ParsedLog:
             return pd.DataFrame({c: self._take(df[c], at) for c in columns if c in df.columns})
         return self._take(df, at)
 
+    def values(self, source: str, name: str, column: str, dtype=float, na=np.nan) -> np.ndarray:
+        """Column ``column`` of the rows of table ``name`` that input ``source`` holds, as a
+        numpy array of ``dtype`` (NA as ``na``; an empty array when the table lacks it).
+        No DataFrame is built: a small log's analyses ask for a few columns many times, and
+        each frame costs more than the rows in it."""
+        df = self.tables[name]
+        if column not in df.columns:
+            return np.empty(0, dtype=dtype)
+        at = self.positions(source, name)
+        col = df[column]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype(object)
+        whole = col.to_numpy(dtype=dtype, na_value=na)
+        sl = contiguous(at)
+        return whole[sl] if sl is not None else whole[at]
+
     def positions(self, source: str, name: str) -> np.ndarray:
         """The row positions (ascending) of table ``name`` that input ``source`` holds."""
         df, rows = self.tables[name], self._rows_of(name)
         if rows is None:
-            return np.flatnonzero((df["source"] == source).to_numpy(dtype=bool)) if len(df) \
-                else np.empty(0, dtype=np.int64)
+            if not len(df):
+                return np.empty(0, dtype=np.int64)
+            col = df["source"]
+            if isinstance(col.dtype, pd.CategoricalDtype):     # (the codes: no comparison of
+                cats = col.cat.categories                         # strings, no Series)
+                k = cats.get_loc(source) if source in cats else -2
+                return np.flatnonzero(col.array.codes == k)
+            return np.flatnonzero((col == source).to_numpy(dtype=bool))
         return rows.get(source, np.empty(0, dtype=np.int64))
 
     def startups(self, source: str) -> list[tuple[int, int | None]]:
         """(startup, line of its server_args or None for 0) of every start-up segment of
         ``source`` that holds decode lines or profile blocks."""
-        def of(name):
-            return self.rows_of(source, name, ["startup", "line_no"])
         seen: set[int] = set()
         for name in ("decode", "prof"):
-            seen.update(int(x) for x in of(name)["startup"].dropna().unique())
-        sa = of("server_args")
-        lines = dict(zip(sa["startup"].astype(int), sa["line_no"].astype(int)))
+            ups = self.values(source, name, "startup")
+            seen.update(int(x) for x in np.unique(ups[~np.isnan(ups)]))
+        st = self.values(source, "server_args", "startup")
+        ln = self.values(source, "server_args", "line_no")
+        ok = ~(np.isnan(st) | np.isnan(ln))
+        lines = dict(zip(st[ok].astype(int).tolist(), ln[ok].astype(int).tolist()))
         return [(k, lines.get(k)) for k in sorted(seen)]
 
     def _rows_of(self, name: str) -> dict[str, np.ndarray] | None:

@@ -221,13 +221,12 @@ def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
             confidence: float) -> list[Phase]:
     """Each phase's ms per cycle over ``blocks`` (cycle-weighted) and its share of ``total``."""
     weights = blocks["cycles"].to_numpy(float)
-    ph = log.rows_of(source, "prof_phases", ["block", "phase", "ms_per_cycle"])
-    block = ph["block"].to_numpy(dtype=np.int64)
+    block = log.values(source, "prof_phases", "block", np.int64, -1)
     lines = blocks["line_no"].to_numpy(dtype=np.int64)
     keep = np.isin(block, lines)
     block = block[keep]
-    phase = ph["phase"].astype(str).to_numpy()[keep]
-    ms = ph["ms_per_cycle"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    phase = log.values(source, "prof_phases", "phase", object).astype(str)[keep]
+    ms = log.values(source, "prof_phases", "ms_per_cycle")[keep]
     order = np.argsort(lines, kind="stable")
     w_of = weights[order][np.searchsorted(lines[order], block)]    # each row's block weight
     out = []
