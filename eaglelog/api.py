@@ -101,7 +101,6 @@ class ParsedLog:
         if sl is not None:
             out = df.iloc[sl]
             if renumber:            # a new index on the slice object: its data stay shared
-                out = out.copy(deep=False)
                 out.index = pd.RangeIndex(len(out))
             return out
         out = df.take(at)
@@ -191,7 +190,10 @@ class ParsedLog:
                 df = empty[name]
             elif rows is not None and len(rows) > 1:
                 df = self._take(df, rows[source], renumber=True)
-            m = (df["source"] == source).to_numpy(dtype=bool) if rows is None else None
+            m = None
+            if rows is None and len(df):
+                m = np.zeros(len(df), dtype=bool)
+                m[self.positions(source, name)] = True
             if startup is not None:
                 s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
                 m = s if m is None else m & s
@@ -463,6 +465,11 @@ def _when(text: str, first, option: str):
 
 def _plain(v):
     """numpy/pandas scalars -> plain Python values (json.dumps-able); NA -> None."""
+    t = type(v)
+    if t is str or t is int or t is bool:     # (the usual values first: pd.isna is slow)
+        return v
+    if t is float:
+        return None if v != v else v
     if isinstance(v, (list, dict)):
         return v
     try:
