@@ -213,7 +213,12 @@ class ParsedLog:
             by = self.__dict__["_diags_by"] = {}
             for d in self.diagnostics:
                 by.setdefault(d.source, []).append(d)
-        return ParsedLog(tables, [info], list(by.get(source, ())))
+        out = ParsedLog(tables, [info], list(by.get(source, ())))
+        if startup is None and segment is None:
+            # every row of the input: its configurations are the ones read here already
+            memo = self.__dict__.get("_config_memo", {})
+            out.__dict__["_config_memo"] = {k: v for k, v in memo.items() if k[0] == source}
+        return out
 
     def select(self, since: str | None = None, until: str | None = None,
                startup: int | None = None) -> "ParsedLog":

@@ -43,12 +43,15 @@ class BetaSpec:
 
 def _rows(log, source: str):
     dec = log.decode
-    m = (dec["source"] == source).to_numpy(dtype=bool) if len(dec) else np.zeros(0, bool)
     if "header" not in dec.columns or "accept_rate" not in dec.columns:
         return np.zeros(len(dec), dtype=bool)
     # 'Decode batch. ' with accept rate: v0.5.3.post2 – v0.5.3.post3 only (sglang.md §11)
-    fam = (dec["header"] == ".").fillna(False).to_numpy(dtype=bool) & \
-        dec["accept_rate"].notna().to_numpy(dtype=bool) & \
+    rate = dec["accept_rate"].notna().to_numpy(dtype=bool)
+    if not rate.any():                 # (the usual case: later versions print no accept rate)
+        return rate
+    m = np.zeros(len(dec), dtype=bool)
+    m[log.positions(source, "decode")] = True
+    fam = (dec["header"] == ".").fillna(False).to_numpy(dtype=bool) & rate & \
         dec["accept_len"].notna().to_numpy(dtype=bool)
     if "engine" in dec.columns:
         fam &= ~(dec["engine"].astype("string") == "vllm").fillna(False).to_numpy(dtype=bool)
