@@ -784,7 +784,7 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     """
     import tempfile
 
-    from .remote import RemoteOptions, fetch_all, parse_remote
+    from .remote import RemoteOptions, fetch_progressive, is_glob, parse_remote
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -805,70 +805,29 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     diags: list[Diagnostic] = []
     with tempfile.TemporaryDirectory(prefix="eaglelog-") as work:
         rspecs = {s: parse_remote(s) for s in specs}
-        todo = [r for r in rspecs.values() if r is not None]
-        fetched = dict(zip([r.text for r in todo], fetch_all(todo, remote, work))) if todo else {}
-        # every input, in order: (name, local path or None, Fetched or error)
-        inputs = []
-        for spec in specs:
-            r = rspecs[spec]
-            if r is None:
-                inputs.append((spec, spec, None))
-                continue
-            got = fetched[r.text]
-            if isinstance(got, EaglelogError):
-                inputs.append((spec, None, got))
-                continue
-            for item in got:
-                if item.mode == "error" and item.partial and keep_going:
-                    # the host's decompressor failed mid-file: the lines before it are read,
-                    # as a local --keep-going read of the same file keeps them (remote.py)
-                    inputs.append((item.name, item.partial, item))
-                elif item.mode == "error":
-                    inputs.append((item.name, None, InputError(f"{item.name}: {item.notes[0]}")))
-                else:
-                    inputs.append((item.name, item.local_path, item))
-        # small inputs are typed together (batch.py): a dozen frames per input cost more than
-        # a small log's scan
-        batch = Batch(columns) if len(inputs) > 1 else None
-        times: dict[str, int] = {}         # how often each input was given (a count, not a scan)
-        for name, local, extra in inputs:
-            seen = times.get(name, 0)
-            times[name] = seen + 1
-            info = SourceInfo(name if not seen else f"{name} ({seen + 1})")  # same input twice
-            infos.append(info)
-            try:
-                if isinstance(extra, EaglelogError):
-                    raise extra
-                # the table cache serves local files and whole fetched copies (stable paths)
-                frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags,
-                                   use_cache=cache and (extra is None or
-                                                        extra.mode in ("fetch", "cache")),
-                                   mtime=extra.mtime if extra is not None else None,
-                                   columns=columns, batch=batch)
-                if extra is not None and extra.mode == "error":
-                    info.error = f"{info.name}: {extra.notes[0]}"
-                    diags.append(Diagnostic(info.name, extra.failed_line, "input_error",
-                                            extra.notes[0] + "; the records before it are kept",
-                                            "error"))
-                elif extra is not None:
-                    _remote_info(info, extra, diags)
-            except EaglelogError as e:
-                if not keep_going:
-                    raise
-                info.error = str(e)
-                diags.append(Diagnostic(info.name, None, "input_error",
-                                        str(e).split(": ", 1)[-1], "error"))
-                continue
-            if frames is None and batch.bytes < BATCH_BYTES:
-                continue                       # batched: typed with the next ones
-            if batch:                          # the batched inputs before this one, in order
-                for t, f in batch.frames().items():
-                    parts[t].append(f)
-            for t, f in (frames or {}).items():
-                parts[t].append(f)
-        if batch:
-            for t, f in batch.frames().items():
-                parts[t].append(f)
+        todo = list({r.text: r for r in rspecs.values() if r is not None}.values())
+        # the remote files are read as they arrive, while the rest are still coming
+        # (remote.fetch_progressive); every transfer has ended before the folder goes
+        arrivals, wait_all = fetch_progressive(todo, remote, work) if todo else ([], None)
+        arrivals = dict(zip([r.text for r in todo], arrivals))
+        late: list[tuple[SourceInfo, object, int]] = []   # transfer notes, once final
+        try:
+            # small inputs are typed together (batch.py): a dozen frames per input cost more
+            # than a small log's scan
+            several = len(specs) > 1 or any(r is not None and is_glob(r.path)
+                                            for r in rspecs.values())
+            batch = Batch(columns) if several else None
+            _parse_inputs(_inputs(specs, rspecs, arrivals, keep_going), engine, base_date,
+                          chunk_size, keep_going, cache, columns, batch, parts, infos, diags, late)
+        finally:
+            if wait_all is not None:
+                wait_all()
+        # what each transfer cost is known once it has ended: its notes go where the input's
+        # own diagnostics are (in reverse, so that the places before stay where they were)
+        for info, item, at in reversed(late):
+            notes: list[Diagnostic] = []
+            _remote_info(info, item, notes)
+            diags[at:at] = notes
     if all(i.error and not any(i.counts.values()) for i in infos):
         raise EaglelogError("no input could be read: " + "; ".join(i.error or "" for i in infos))
     tables = {name: concat_frames(TABLES[name], parts[name], consume=True) for name in TABLES}
@@ -876,6 +835,73 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
         from ._memory import trim
         trim()                  # the scan's freed buffers back to the system before analysis
     return ParsedLog(tables, infos, diags)
+
+
+def _inputs(specs, rspecs, arrivals, keep_going):
+    """Every input, in order, as (name, local path or None, Fetched or error); a remote spec's
+    files as they arrive (the same spec given twice: its files again, once read)."""
+    for spec in specs:
+        r = rspecs[spec]
+        if r is None:
+            yield spec, spec, None
+            continue
+        arr = arrivals[r.text]
+        for item in arr:
+            if item.mode == "error" and item.partial and keep_going:
+                # the host's decompressor failed mid-file: the lines before it are read,
+                # as a local --keep-going read of the same file keeps them (remote.py)
+                yield item.name, item.partial, item
+            elif item.mode == "error":
+                yield item.name, None, InputError(f"{item.name}: {item.notes[0]}")
+            else:
+                yield item.name, item.local_path, item
+        if isinstance(arr.result, EaglelogError):
+            yield spec, None, arr.result
+
+
+def _parse_inputs(inputs, engine, base_date, chunk_size, keep_going, cache, columns, batch,
+                  parts, infos, diags, late) -> None:
+    """Scan each input into ``parts`` (per table), ``infos`` and ``diags``; ``late`` collects
+    the remote inputs, whose transfer notes are added once every transfer has ended."""
+    times: dict[str, int] = {}         # how often each input was given (a count, not a scan)
+    for name, local, extra in inputs:
+        seen = times.get(name, 0)
+        times[name] = seen + 1
+        info = SourceInfo(name if not seen else f"{name} ({seen + 1})")  # same input twice
+        infos.append(info)
+        try:
+            if isinstance(extra, EaglelogError):
+                raise extra
+            # the table cache serves local files and whole fetched copies (stable paths)
+            frames = _scan_one(local, engine, base_date, chunk_size, keep_going, info, diags,
+                               use_cache=cache and (extra is None or
+                                                    extra.mode in ("fetch", "cache")),
+                               mtime=extra.mtime if extra is not None else None,
+                               columns=columns, batch=batch)
+            if extra is not None and extra.mode == "error":
+                info.error = f"{info.name}: {extra.notes[0]}"
+                diags.append(Diagnostic(info.name, extra.failed_line, "input_error",
+                                        extra.notes[0] + "; the records before it are kept",
+                                        "error"))
+            elif extra is not None:
+                late.append((info, extra, len(diags)))
+        except EaglelogError as e:
+            if not keep_going:
+                raise
+            info.error = str(e)
+            diags.append(Diagnostic(info.name, None, "input_error",
+                                    str(e).split(": ", 1)[-1], "error"))
+            continue
+        if frames is None and batch.bytes < BATCH_BYTES:
+            continue                       # batched: typed with the next ones
+        if batch:                          # the batched inputs before this one, in order
+            for t, f in batch.frames().items():
+                parts[t].append(f)
+        for t, f in (frames or {}).items():
+            parts[t].append(f)
+    if batch:
+        for t, f in batch.frames().items():
+            parts[t].append(f)
 
 
 def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:

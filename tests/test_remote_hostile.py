@@ -359,3 +359,45 @@ def test_a_stream_cut_before_its_end_fails_what_did_not_arrive_whole(tmp_path):
     assert [i.mode for i in items] == ["reduce", "error"] and not st.done
     assert items[1].notes[0] == "the connection ended during the transfer (eaglelog test)"
     assert items[1].local_path == ""
+
+
+def test_a_file_is_handed_over_whole_once_the_next_one_begins(tmp_path):
+    """remote.fetch_progressive reads each file while the rest arrive: the stream hands a
+    file to on_ready only when the next FILE section starts (its STATUS line, a decompressor
+    that failed, comes before that), and the list at the end is the same items, in order."""
+    sep = b"\x1eEAGLELOG "
+    from eaglelog.remote import _Stream
+    st = _Stream(parse_remote("gpu7:/logs/*"), RemoteOptions(cache_dir=str(tmp_path)),
+                 str(tmp_path), "reduce")
+    ready = []
+    st.on_ready = lambda it: ready.append((it.name, it.mode, bool(it.notes)))
+    parts = [sep + b"HELLO 2 none\n", sep + b"FILE 9 1 =/logs/a.gz\n1:Decode batch x\n",
+             sep + b"END 1 0 0 0\n",
+             sep + b"STATUS 1 x" + b"gzip: unexpected end of file".hex().encode() + b"\n",
+             sep + b"FILE 9 1 =/logs/b.log\n1:y\n", sep + b"END 1 0 0 0\n",
+             sep + b"ERR nofile =/logs/c.log\n", sep + b"FILE 9 1 =/logs/d.log\n",
+             sep + b"END 0 0 0 0\n", sep + b"DONE\n"]
+    seen = []
+    for p in parts:
+        st.feed_wire(p)
+        seen.append(len(ready))
+    assert seen == [0, 0, 0, 0, 1, 1, 1, 3, 3, 3]
+    assert ready[0] == ("gpu7:/logs/a.gz", "error", True)      # the STATUS line applied
+    assert ready[1:] == [("gpu7:/logs/b.log", "reduce", False),
+                         ("gpu7:/logs/c.log", "error", True)]
+    items = st.finish("lost")
+    assert [i.name for i in items][:3] == [r[0] for r in ready]
+    assert [i.name for i in items] == ["gpu7:/logs/a.gz", "gpu7:/logs/b.log",
+                                       "gpu7:/logs/c.log", "gpu7:/logs/d.log"]
+
+
+def test_arrivals_yield_what_came_then_the_rest_and_again_on_a_second_reading():
+    from eaglelog.remote import Arrivals
+    arr = Arrivals()
+    arr.q.put(("item", "a"))
+    arr.q.put(("item", "b"))
+    arr.q.put(("done", ["a", "b", "c"]))
+    assert list(arr) == ["a", "b", "c"] and list(arr) == ["a", "b", "c"]
+    failed = Arrivals()
+    failed.q.put(("done", eaglelog.InputError("host: no such file")))
+    assert list(failed) == [] and isinstance(failed.result, eaglelog.InputError)
