@@ -34,6 +34,8 @@ def timed(cmd: list[str], env: dict) -> tuple[float, str]:
 
 
 def main() -> None:
+    from parse_speed import bytecode_as_installed    # (this folder)
+    bytecode_as_installed()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=100)
     ap.add_argument("--log", help="use this log instead of generating one")
