@@ -25,7 +25,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from ._lazy import pd
-from .parsers import engine_named
+from .parsers import engine_named, holds_any
 from .schema import TABLES
 from .sources import MAX_LINE
 from .tables import concat_frames
@@ -136,7 +136,7 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             if got > MAX_LINE and _has_long_line(buf):
                 return None
             pos += got
-            for fam in [f for f, lit in watch.items() if any(x in buf for x in lit)]:
+            for fam in [f for f, lit in watch.items() if holds_any(buf, lit)]:
                 m = ENGINES[fam].first_match(buf)
                 if m is not None:
                     sc.diag(sc.stats.lines + buf.count(b"\n", 0, m.start()) + 1, "other_family",

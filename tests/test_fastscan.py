@@ -462,3 +462,26 @@ def test_dates_the_timestamp_columns_hold(tmp_path, monkeypatch, date):
     assert log.decode["timestamp"].notna().tolist() == [True, ok, True]
     assert log.prof["timestamp"].notna().tolist() == [ok]
     assert len([d for d in log.diagnostics if d.kind == "bad_value"]) == (0 if ok else 2)
+
+
+def test_find_any_agrees_with_bytes_find():
+    """_fastscan.find_any (the GIL-free watch for other servers' lines) names the first needle
+    that bytes.find finds, on bytes and bytearrays, at either end and across needles."""
+    import random
+
+    from eaglelog.parsers import _fastscan as fs
+    from eaglelog.parsers import holds_any
+    rng = random.Random(7)
+    needles = (b"SpecDecoding metrics: ", b"Avg prompt throughput: ", b"iter", b"x")
+    for _ in range(300):
+        text = bytes(rng.choice(b"abcSpecx :\n") for _ in range(rng.randrange(0, 60)))
+        if rng.random() < 0.4:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(needles) + text[at:]
+        for buf in (text, bytearray(text)):
+            want = next((i for i, n in enumerate(needles) if n in buf), -1)
+            assert fs.find_any(buf, needles) == want
+            assert holds_any(buf, needles) == (want >= 0)
+    assert fs.find_any(b"abc", ()) == -1 and fs.find_any(b"", (b"a",)) == -1
+    with pytest.raises(TypeError):
+        fs.find_any(b"abc", ("a",))

@@ -1569,6 +1569,44 @@ static PyObject *line_stats(PyObject *mod, PyObject *args) {
     return Py_BuildValue("LL", nl, blank);
 }
 
+/* find_any(chunk, needles) -> the index of the first needle (in the tuple's order) that occurs
+ * in chunk, or -1.  The literal watch for other servers' lines (parallel.py, SniffingScanner)
+ * ran five bytes.find over every chunk of a large log holding the GIL, which the scan threads
+ * then waited for; here the search releases it (glibc memmem). */
+static PyObject *find_any(PyObject *mod, PyObject *args) {
+    (void)mod;
+    Py_buffer view;
+    PyObject *needles;
+    if (!PyArg_ParseTuple(args, "y*O!", &view, &PyTuple_Type, &needles)) return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(needles);
+    const char *ptr[64];
+    Py_ssize_t len[64];
+    if (k > 64) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "at most 64 needles");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *b = PyTuple_GET_ITEM(needles, i);
+        if (!PyBytes_Check(b)) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_TypeError, "needles must be bytes");
+            return NULL;
+        }
+        ptr[i] = PyBytes_AS_STRING(b);
+        len[i] = PyBytes_GET_SIZE(b);
+    }
+    Py_ssize_t found = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k && found < 0; i++) {
+        if (len[i] == 0 || memmem(view.buf, (size_t)view.len, ptr[i], (size_t)len[i]))
+            found = i;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(found);
+}
+
 static PyMethodDef FastScanner_methods[] = {
     {"scan", (PyCFunction)FastScanner_scan, METH_VARARGS, "scan(chunk, pos, line_no, startup)"},
     {"take_into", (PyCFunction)FastScanner_take_into, METH_VARARGS,
@@ -1590,6 +1628,8 @@ static PyTypeObject FastScannerType = {
 
 static PyMethodDef module_methods[] = {
     {"line_stats", line_stats, METH_VARARGS, "line_stats(chunk) -> (newlines, blank lines)"},
+    {"find_any", find_any, METH_VARARGS,
+     "find_any(chunk, needles) -> index of the first needle found in chunk, or -1"},
     {"absorb_threshold", absorb_threshold, METH_VARARGS,
      "absorb_threshold([n]) -> bytes from which Column.absorb moves pages; n >= 1 sets it"},
     {NULL}};
