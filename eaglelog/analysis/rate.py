@@ -956,7 +956,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
 def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     """Strata of the printed batch size for post-stratification: each #running-req value, a
     value with fewer than ``least`` usable windows merged with its neighbours (by size)."""
-    out = np.full(len(r), -1, dtype=np.int64)
+    out = np.full(len(r), -1, dtype=np.int32)      # (a code per window: int32 is room enough)
     vals, counts = distinct(r[use & np.isfinite(r)], counts=True)
     if not len(vals):
         return out
@@ -1123,7 +1123,6 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     y = np.where(use, win.y, 0.0)
     if W > 0 and use.sum() > len(keep):
         # few large temporaries, no n × p matrix: fresh pages are what large arrays cost most
-        omu = om[use]
         A, rhs = _gram(win, spec.scale, keep, om, use, y)
         dA, drhs = _eiv(win, use, spec, keep, om)
         Ainv = np.linalg.pinv(A - dA)
@@ -1146,7 +1145,12 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # window's own batch (plus its within-window term) and the precision-weighted mean
         # residual of each stratum, combined with the strata's request-step shares.  With
         # equal precisions this is the stratum means of y − β·x.
-        eg = np.bincount(g, weights=(om * e)[use], minlength=ng) * inv
+        # (a large log's fit peaks here in its point-only pass, which needs e no more)
+        oe = np.multiply(om, e, out=e) if point_only else om * e
+        eg = np.bincount(g, weights=oe[use], minlength=ng) * inv
+        del oe
+        if point_only:
+            del e, y
         fitted = _times(win, spec.scale, spec.smooth, gamma[:ns])
         fitted += cor
         mix = float(wu[use] @ fitted[use]) / W
@@ -1159,6 +1163,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # the mean batch moves inside a stratum (a window the batch jumped in sits far from
         # its printed size), and that is the run's mix, which the cycle is conditional on
         direct[use] = share[g] * om[use] * (e[use] - eg[g]) * inv[g]
+        omu = om[use]
         x1 = np.zeros(len(keep))
         for i, c in enumerate(keep):
             col = _column(win, spec.scale, c)[use]
