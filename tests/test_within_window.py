@@ -209,3 +209,29 @@ def test_a_long_series_tau_reaches_for_its_lags_in_steps(phi, monkeypatch):
 def test_fast_fft_lengths():
     from eaglelog import stats
     assert [stats._fast_len(n) for n in (1, 7, 100, 3_804_095)] == [1, 8, 100, 3_840_000]
+
+
+@pytest.mark.parametrize("values", [
+    [3.0], [2.0, 3.0], [1.0, 1.0, 2.0, 8.0], [0.0, 5.0, 5.0, 5.0, 7.0, 9.0],
+    [1.5, 2.0, 2.0],                   # not integers: np.median itself
+    [-1.0, 2.0, 4.0],                  # negative: np.median itself
+])
+def test_the_counting_median_is_numpys(values):
+    v = np.array(values)
+    assert rate.median(v) == float(np.median(v))
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 7, 1000, 1001):
+        w = rng.integers(0, 40, n).astype(float)
+        assert rate.median(w) == float(np.median(w))
+
+
+def test_small_integers_are_what_counting_can_take():
+    assert rate.small_ints(np.array([0.0, 3.0, 16.0]))
+    assert not rate.small_ints(np.array([0.0, 3.5]))
+    assert not rate.small_ints(np.array([-1.0, 3.0]))
+    assert rate.small_ints(np.array([-1.0, 3.0]), signed=True)
+    assert not rate.small_ints(np.array([-2.0, 3.0]), signed=True)
+    assert not rate.small_ints(np.array([1.0, float(1 << 20)]))
+    assert not rate.small_ints(np.array([]))
+    assert list(rate._present(np.zeros(5, dtype=np.int8))) == [0]
+    assert list(rate._present(np.array([0, 2, 2, 0]))) == [0, 2]

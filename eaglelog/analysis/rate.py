@@ -183,8 +183,9 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         else np.empty(0)
     pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
     pseq[~np.isfinite(pseq)] = 1.0
-    nseries = int(np.count_nonzero(np.bincount(key))) if n else 0
-    for s, idx in _series_rows(key):
+    present = _present(key)
+    nseries = len(present)
+    for s, idx in _series_rows(key, present):
         # (idx: the series' rows, a slice where they are contiguous, as they are when one
         # scheduler printed them all: views, not copies of millions of rows; nxt and prv the
         # rows after its first and before its last)
@@ -224,8 +225,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             t = ts[idx]
             if not (t == np.iinfo(np.int64).min).any():
                 gap = np.diff(t).astype(float) / 1e6
-                med = float(np.median(gap))
-                peer = _gap_medians(gap, rs[1:])
+                med = median(gap)
+                peer = _gap_medians(gap, rs[1:], med)
                 # far longer than the series' windows, and longer than its own batch size's
                 idle = (med > 0) & (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S) & \
                     (gap > IDLE_PEER_FACTOR * peer) & (gap >= peer + IDLE_EXTRA_S)
@@ -270,10 +271,22 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin)
 
 
-def _series_rows(key: np.ndarray):
+def _present(key: np.ndarray) -> np.ndarray:
+    """The series codes present in ``key`` (dense codes), ascending (one series, the usual
+    log: no count of millions of rows)."""
+    if not len(key):
+        return np.empty(0, np.int64)
+    lo = int(key.min())
+    if lo == int(key.max()):
+        return np.array([lo], dtype=np.int64)
+    return np.flatnonzero(np.bincount(key))
+
+
+def _series_rows(key: np.ndarray, present: np.ndarray | None = None):
     """(code, rows) of each series present in ``key`` (dense codes), in code order; rows a
     slice where the series' rows are contiguous, else their positions."""
-    present = np.flatnonzero(np.bincount(key)) if len(key) else np.empty(0, np.int64)
+    if present is None:
+        present = _present(key)
     for s in present:
         if len(present) == 1:
             yield int(s), slice(0, len(key))
@@ -290,22 +303,23 @@ def _ends(idx):
     return idx[0], idx[1:], idx[:-1]
 
 
-def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
+def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
     """The wall time a window of its batch size usually takes: the median gap of the windows
     printing the same #running-req (at least IDLE_PEERS of them), else the series' median
     scaled by its batch over the median batch (at least 1×): a window's time grows with the
     cycle, and the cycle with the batch size — the series' median alone took every window of a
-    slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16)."""
-    out = np.full(len(gap), float(np.median(gap)) if len(gap) else 0.0)
+    slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16).
+    ``med``: the series' median gap."""
+    out = np.full(len(gap), med if len(gap) else 0.0)
     ok = np.isfinite(r) & (r > 0)
     if not ok.any():
         return out
-    r_med = float(np.median(r[ok]))
+    r_med = median(r[ok])
     out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
     key = np.where(ok, r, -1.0)
     # each batch size's windows, contiguous (printed sizes are small integers: as int16 the
     # stable sort is a radix sort, one pass instead of a merge sort of millions of floats)
-    small = key.max() < 32767 and bool((key == np.floor(key)).all())
+    small = small_ints(key, 32767, signed=True)
     order = np.argsort(key.astype(np.int16) if small else key, kind="stable")
     ks = key[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
@@ -313,7 +327,7 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray) -> np.ndarray:
     for a_, b_ in zip(starts, ends):
         if ks[a_] > 0 and b_ - a_ >= IDLE_PEERS:
             sel = order[a_:b_]
-            out[sel] = float(np.median(gap[sel]))
+            out[sel] = median(gap[sel])
     return out
 
 
@@ -844,10 +858,31 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor)
 
 
+def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> bool:
+    """Whether every value of the (non-empty) float array is an integer below ``limit`` and
+    not negative (``signed``: at least −1, the stand-in for none): printed batch sizes, which
+    counting (or a radix sort) handles in one pass where sorting millions of floats takes
+    many."""
+    return bool(len(v)) and v.min() >= (-1 if signed else 0) and v.max() < limit and \
+        bool((v == np.floor(v)).all())
+
+
+def median(v: np.ndarray) -> float:
+    """np.median of finite values, the same number; of small non-negative integers (printed
+    batch sizes) by counting them: a selection among millions of repeated values is slow."""
+    if not small_ints(v):
+        return float(np.median(v))
+    cum = np.cumsum(np.bincount(v.astype(np.int64)))
+    n = len(v)
+    lo = int(np.searchsorted(cum, (n - 1) // 2, side="right"))    # the order statistics
+    hi = int(np.searchsorted(cum, n // 2, side="right"))          # (n−1)//2 and n//2
+    return (lo + hi) / 2
+
+
 def distinct(v: np.ndarray, counts: bool = False):
     """np.unique(v) (with ``counts``: and how often each occurs) of finite values; printed
     batch sizes (small non-negative integers) by counting, not by sorting millions of them."""
-    if len(v) and 0 <= v.min() and v.max() < 1 << 20 and bool((v == np.floor(v)).all()):
+    if small_ints(v):
         n = np.bincount(v.astype(np.int64))
         at = np.flatnonzero(n)
         return (at.astype(v.dtype), n[at]) if counts else at.astype(v.dtype)
