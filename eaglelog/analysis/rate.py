@@ -316,19 +316,25 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
         return out
     r_med = median(r[ok])
     out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
-    key = np.where(ok, r, -1.0)
-    # each batch size's windows, contiguous (printed sizes are small integers: as int16 the
-    # stable sort is a radix sort, one pass instead of a merge sort of millions of floats)
-    small = small_ints(key, 32767, signed=True)
-    order = np.argsort(key.astype(np.int16) if small else key, kind="stable")
-    ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    ends = np.r_[starts[1:], len(ks)]
-    for a_, b_ in zip(starts, ends):
-        if ks[a_] > 0 and b_ - a_ >= IDLE_PEERS:
-            sel = order[a_:b_]
+    for v, sel in _by_value(np.where(ok, r, -1.0)):
+        if v > 0 and len(sel) >= IDLE_PEERS:
             out[sel] = median(gap[sel])
     return out
+
+
+def _by_value(k: np.ndarray):
+    """(value, positions) of each distinct value of ``k``, ascending, the positions ascending:
+    one stable sort, not a pass over every row per value (printed batch sizes and strata are
+    small integers: as int16 the stable sort is a radix sort, one pass instead of a merge sort
+    of millions of floats)."""
+    if not len(k):
+        return
+    small = k.min() >= -32768 and k.max() < 32767 and bool((k == np.floor(k)).all())
+    order = np.argsort(k.astype(np.int16) if small else k, kind="stable")
+    ks = k[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    for a_, b_ in zip(starts, np.r_[starts[1:], len(ks)]):
+        yield ks[a_], order[a_:b_]
 
 
 def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray | None:
@@ -753,7 +759,6 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                       - np.average(res[idx[h:]], weights=ww[h:]))
         trend /= float(np.average(fitted[idx], weights=ww)) or 1.0
     fitted = res = limit = stall = idx = ww = None   # (millions of windows each: the room)
-    beta = _beta_of(win, use, spec)
     step = None
     coverage = 1.0
     if step_of is not None:
@@ -771,11 +776,12 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # the equal-precision fit's residuals, centred in their strata, give the precisions
         z0 = win.y - win.x @ beta0
         res0 = np.where(use, z0, np.nan)
-        for g in distinct(strata[use]):
-            m = use & (strata == g)
+        iu = np.flatnonzero(use)
+        for _, at in _by_value(strata[iu]):
+            m = iu[at]
             res0[m] -= np.median(z0[m])
         prec = precision(win, use, res0)
-        z0 = res0 = m = None
+        z0 = res0 = m = iu = at = None
         if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
             # the precision weights put the fit on windows whose batch barely moves, where the
             # corrected matrix is singular: the equal-precision fit (which _choose checked)
@@ -1007,6 +1013,13 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
                 group[v] = code - 1
     codes = np.array([group[v] for v in vals], dtype=np.int64)
     fin = np.isfinite(r)
+    ri = np.where(fin, r, -1.0)
+    if small_ints(ri, signed=True):
+        # printed sizes: a table lookup (−1, no size, indexes the last slot, which no value
+        # takes)
+        lut = np.full(int(ri.max()) + 2, -1, dtype=np.int32)
+        lut[vals.astype(np.int64)] = codes
+        return lut[ri.astype(np.int64)]
     at = np.searchsorted(vals, np.where(fin, r, vals[0]))
     hit = fin & (at < len(vals)) & (vals[np.minimum(at, len(vals) - 1)] == np.where(fin, r, np.nan))
     out[hit] = codes[at[hit]]

@@ -190,12 +190,19 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # for log lines; drafts / batch for windows of seconds, whose iteration counts differ)
     t_all = None
     if fit is not None:
-        tokens = np.where(np.isfinite(win.a) & ~win.steps_throughput, win.a, 1.0) * win.b
+        # (in place where it can be: millions of windows, and this runs at the command's peak)
         iters = np.divide(win.w, win.b, out=np.zeros(win.n), where=win.b > 0)
         ok = ~np.isin(win.why, (rate.FIRST, rate.IDLE, rate.STALL)) & np.isfinite(win.y) & \
             (win.y > 0) & (iters > 0)
         if ok.any():
-            t_all = float(1000.0 * (tokens * iters)[ok].sum() / (win.y * iters)[ok].sum())
+            tokens = np.where(np.isfinite(win.a) & ~win.steps_throughput, win.a, 1.0)
+            tokens *= win.b
+            tokens *= iters
+            num = tokens[ok].sum()
+            del tokens
+            iters *= win.y
+            t_all = float(1000.0 * num / iters[ok].sum())
+        del iters, ok
     sizes = [int(x) for x in rate.distinct(win.r[np.isfinite(win.r)])] if win.n else []
     if len(sizes) > 1:
         notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: the aggregate "
