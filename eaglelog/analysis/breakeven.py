@@ -517,10 +517,11 @@ def _coverage(win, mask, base: BaseSide) -> float:
 
 def _buckets(win, fit, base: BaseSide, confidence: float):
     codes, labels = rate.bucket_of(win.r)
+    w = win.w           # (computed per call: once, not per bucket, for millions of windows)
     for bk in rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels)):
         st = bk["step_ms"]
         mask = (codes == labels.index(bk.label)) & fit.use
-        se_b, df_b = base.uncertainty(win.b[mask], win.w[mask])
+        se_b, df_b = base.uncertainty(win.b[mask], w[mask])
         if not math.isfinite(st.estimate):
             step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")
         elif se_b > 0:
