@@ -329,8 +329,8 @@ def _by_value(k: np.ndarray):
     of millions of floats)."""
     if not len(k):
         return
-    small = k.min() >= -32768 and k.max() < 32767 and bool((k == np.floor(k)).all())
-    order = np.argsort(k.astype(np.int16) if small else k, kind="stable")
+    order = np.argsort(k.astype(np.int16) if small_ints(k, 32767, signed=True) else k,
+                       kind="stable")
     ks = k[order]
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     for a_, b_ in zip(starts, np.r_[starts[1:], len(ks)]):
@@ -865,7 +865,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
 
 
 def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> bool:
-    """Whether every value of the (non-empty) float array is an integer below ``limit`` and
+    """Whether every value of the (non-empty) array is an integer below ``limit`` and
     not negative (``signed``: at least −1, the stand-in for none): printed batch sizes, which
     counting (or a radix sort) handles in one pass where sorting millions of floats takes
     many."""
