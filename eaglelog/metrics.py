@@ -40,7 +40,6 @@ import threading
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 
 from .errors import EaglelogError, InputError
@@ -244,6 +243,7 @@ def parse_exposition(text: str, where: str = "") -> list[tuple[str, dict, float,
 
 
 def _http_get(url: str, timeout: float, accept: str = "text/plain;version=0.0.4") -> bytes:
+    import urllib.request      # here: http.client, ssl and email take 15 ms to import
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
     with urllib.request.urlopen(req, timeout=timeout) as r:       # noqa: S310 - user's URL
         return r.read()
