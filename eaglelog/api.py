@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterable
 
 
 from ._lazy import np, pd
-from .errors import EaglelogError, InputError, NoRecordsError
+from .errors import EaglelogError, InputError, NoRecordsError, UsageProblem
 from .parsers import (ENGINES, choose_engine, chosen_where, engine_named, found_families,
                       reported_families, sniffing_scanner)
 from .parsers.scan import Diagnostic
@@ -464,7 +464,7 @@ def _when(text: str, first, option: str):
     try:
         return np.datetime64(pd.Timestamp(t), "us")
     except (ValueError, TypeError):
-        raise EaglelogError(f"{option} {text!r}: not a time (YYYY-MM-DD HH:MM[:SS], HH:MM[:SS] or "
+        raise UsageProblem(f"{option} {text!r}: not a time (YYYY-MM-DD HH:MM[:SS], HH:MM[:SS] or "
                             "+N[s|m|h] after the first line)") from None
 
 

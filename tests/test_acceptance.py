@@ -239,6 +239,11 @@ def test_cli_json_csv_markdown():
     r = run("acceptance", "-f", "markdown", fx("vllm_bench_mismatch.log"))
     assert r.exit_code == 0 and r.stdout.startswith("| run ")
     assert "| 0.7000  insufficient data |" in r.stdout
+    # a "|" in a header or cell is escaped: every line of the table has as many cells
+    r = run("acceptance", "-f", "markdown", os.path.join(SAMPLES, "eagle3_5step.log"))
+    assert r.exit_code == 0 and "P(≥ i \\| ≥ i−1) [CI]" in r.stdout
+    cells = {len(line.replace("\\|", "").split("|")) for line in r.stdout.strip().split("\n")}
+    assert cells == {9}          # 7 columns: 8 separators, 9 pieces
 
 
 def test_cli_no_data_exit_1():

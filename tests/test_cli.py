@@ -246,3 +246,12 @@ def test_help_lists_a_command_s_own_options_first_and_each_table_once(run):
     assert "prof-phases" in table_help and "prof_phases|" not in table_help
     assert run("-q", "parse", "--table", "prof_phases", "-f", "csv", FIVE).stdout == \
         run("-q", "parse", "--table", "prof-phases", "-f", "csv", FIVE).stdout
+
+
+def test_a_time_that_is_not_one_is_a_usage_error(run):
+    """--since/--until take a time: anything else exits 2 (a usage error), in one line."""
+    for opt in ("--since", "--until"):
+        r = run("summary", opt, "garbage", SAMPLES / "eagle3_5step.log")
+        assert r.exit_code == 2
+        assert r.stderr == (f"eaglelog: error: {opt} 'garbage': not a time (YYYY-MM-DD "
+                            "HH:MM[:SS], HH:MM[:SS] or +N[s|m|h] after the first line)\n")

@@ -142,3 +142,16 @@ def test_a_damaged_completion_count_is_left_out_not_nan(tmp_path):
     whole = reconcile(eaglelog.parse(str(SAMPLES / "sweep" / "steps5.log")))
     (g,) = [f for f in whole.findings if f.factor == "per-request accept length"]
     assert "left out" not in g.text
+
+
+def test_a_cycle_not_measured_says_why(run, tmp_path):
+    """A log cut after two decode windows and a cut-short block: the cycle line says that the
+    windows are too few, not that the decode lines lack an accept len (they print one)."""
+    short = tmp_path / "short.log"
+    short.write_text("".join(FIVE.read_text().splitlines(keepends=True)[:15]))
+    out = run("-q", "summary", "--baseline-toks", "90", short).stdout
+    assert ("  cycle           not measured: no complete EAGLE3_PROF block, too few usable decode "
+            "windows to derive it\n") in out
+    assert "  accept length   2.440  insufficient data" in out
+    assert "(1 window of 2, prefill time included: an upper bound)" in out
+    assert "no accept len" not in out

@@ -698,3 +698,14 @@ def test_all_idle_windows_leak_no_numpy_warning(write):
         warnings.simplefilter("error")
         s = summarize(log)
     assert s.throughput_all is None
+
+
+def test_the_year_note_asks_for_date_only_without_it(run):
+    """vLLM prefixes carry no year: the note says where the years came from, and asks for
+    --date only when it was not given."""
+    log = SAMPLES / "vllm_v1.log"
+    given = run("acceptance", "--date", "2026-02-10", log).stderr
+    assert ("vllm_v1.log: vLLM prefixes carry no year; years from --date (2026 for the first "
+            "line)\n") in given and "pass --date" not in given
+    assert "; pass --date YYYY-MM-DD (the first line's date) to set it" in \
+        run("acceptance", log).stderr

@@ -806,8 +806,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     del terms
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,))
-    src = {"accept_len": f"{what} ({int(acc.sum())} windows, request-step weighted)",
-           "cycle_ms": f"{what} ({int(use.sum())} windows of {win.n}, "
+    na, nu = int(acc.sum()), int(use.sum())
+    src = {"accept_len": f"{what} ({na} window{'s' * (na != 1)}, request-step weighted)",
+           "cycle_ms": f"{what} ({nu} window{'s' * (nu != 1)} of {win.n}, "
                        + {"clean": "none with prefill work", "corrected": "prefill time removed",
                           "upper bound": "prefill time included: an upper bound"}[kind] + ")"}
     # the batch size inside a window is not printed: B̃ is the mean of the two lines'.  The same

@@ -1096,8 +1096,9 @@ class VllmScanner(ScannerBase):
             year = _dt.date.today().year - self._yoff
             how = f"assumed to end this year ({year} for the first line)"
         if note and self._years_used:
-            self.diag(None, "date", f"vLLM prefixes carry no year; years {how}; pass --date "
-                      "YYYY-MM-DD (the first line's date) to set it", "note")
+            hint = "" if self.base_date is not None else \
+                "; pass --date YYYY-MM-DD (the first line's date) to set it"
+            self.diag(None, "date", f"vLLM prefixes carry no year; years {how}{hint}", "note")
         return year
 
     def _frames(self, year0: int) -> dict[str, pd.DataFrame]:

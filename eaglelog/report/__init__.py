@@ -85,7 +85,16 @@ def human_table(df: pd.DataFrame, tablefmt: str = "simple", drop_empty: bool = T
             keep.remove("startup")
         df = df[keep]
     rows = [[_human_value(v) for v in row] for row in df.itertuples(index=False, name=None)]
-    return tabulate(rows, headers=list(df.columns), tablefmt=tablefmt, disable_numparse=True)
+    headers = list(df.columns)
+    if tablefmt == "github":        # a "|" in a cell ends it in markdown: escape it
+        headers = [md_cell(h) for h in headers]
+        rows = [[md_cell(v) for v in row] for row in rows]
+    return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+
+
+def md_cell(v):
+    """A markdown table cell's text: "|" escaped (GitHub's tables split cells on it)."""
+    return v.replace("|", "\\|") if isinstance(v, str) else v
 
 
 def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str | None:

@@ -145,7 +145,9 @@ def summary_block(s) -> str:
         out.append(f"  {label:<16}{num(s.cycle_derived.estimate)} ms  {ci(s.cycle_derived)}   "
                    f"{s.cycle_derived.source}")
     elif s.cycle_ms is None and not s.phases:
-        out.append(f"  {'cycle':<16}no EAGLE3_PROF blocks and no accept len in the decode lines")
+        why = ("too few usable decode windows to derive it"
+               if s.accept_sglang is not None else "no accept len in the decode lines")
+        out.append(f"  {'cycle':<16}not measured: no complete EAGLE3_PROF block, {why}")
     families = set((s.engine or "sglang").split("+"))
     server = ("vLLM" if "vllm" in families and "sglang" not in families else
               "SGLang" if "sglang" in families and "vllm" not in families else "server")
