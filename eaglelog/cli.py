@@ -92,8 +92,8 @@ def main(ctx: click.Context, verbose: bool, quiet: bool, no_cache: bool) -> None
       eaglelog reconcile server.log                      profiler vs SGLang accept length
       eaglelog compare before.log after.log --fail-on-regression
       eaglelog sweep --baseline-toks 90 steps*.log       which config wins
-    eaglelog whatif --baseline-toks 90 steps5.log      what other num_steps would give
-    eaglelog schedule --baseline-log base.log -f vllm steps*.log   K per batch size
+      eaglelog whatif --baseline-toks 90 steps5.log      what other num_steps would give
+      eaglelog schedule --baseline-log base.log -f vllm steps*.log   K per batch size
       eaglelog summary gpu7:/var/log/sglang/server.log   over ssh
       eaglelog parse --table decode -f csv -o decode.csv server.log.gz
     """

@@ -97,7 +97,11 @@ def test_help_has_examples_and_version(run):
     r = run("parse", "--help")
     assert "Examples:" in r.stdout and "eaglelog parse --table prof server.log" in r.stdout
     assert run("--version").stdout.strip() == f"eaglelog, version {eaglelog.__version__}"
-    assert "Examples:" in run("-h").stdout
+    top = run("-h").stdout
+    assert "Examples:" in top
+    # every example line of the top-level help at the same indent
+    ex = top.split("Examples:\n")[1].split("\n\n")[0].split("\n")
+    assert len(ex) == 9 and all(line.startswith("    eaglelog ") for line in ex)
 
 
 def test_quiet_silences_notes(run):
