@@ -76,6 +76,11 @@ def _clean(v):
     return None if math.isnan(v) else v
 
 
+def binom_tail(k: int, n: int, p: float) -> float:
+    """P(X ≥ k) for X ~ Binomial(n, p), exactly."""
+    return float(sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(max(k, 0), n + 1)))
+
+
 def n_batches(n: int) -> int:
     """B = ⌊√n⌋ clipped to [MIN_BATCHES, MAX_BATCHES]: batches grow with n, so that they
     outgrow the correlation length, while B − 1 degrees of freedom stay useful."""

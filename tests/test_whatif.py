@@ -617,3 +617,33 @@ def test_runs_of_different_draft_methods_are_not_pooled(run, tmp_path):
                      .replace("'method': 'eagle3'", "'method': 'ngram'"))
     r = run("-q", "whatif", VLLM_SWEEP[0], str(ngram), VLLM_SWEEP[3])
     assert r.exit_code == 1 and "different methods (eagle3, ngram)" in r.stderr
+
+
+def test_held_out_runs_outside_their_intervals_are_said(run):
+    """Three runs at several batch sizes each: every held-out run misses its interval (3 of 3;
+    P(≥ 3 of 3 outside) at 95 % intervals is 1.25e-4), and a note says the intervals are too
+    narrow for such runs; by batch size 16 of 18 are inside (P(≥ 2 of 18) = 0.23: no note on
+    those)."""
+    from eaglelog.stats import binom_tail
+    assert binom_tail(3, 3, 0.05) == pytest.approx(1.25e-4)
+    assert binom_tail(2, 18, 0.05) == pytest.approx(1 - 0.95 ** 18 - 18 * 0.05 * 0.95 ** 17)
+    assert binom_tail(0, 4, 0.3) == pytest.approx(1.0)
+    logs = sorted(str(p) for p in (SAMPLES / "schedule").glob("steps*.log"))
+    base = ["--steps", "1..6", "--baseline-log", str(SAMPLES / "batch_baseline.log")]
+    d = json.loads(run("-q", "whatif", "-f", "json", *base, *logs).stdout)
+    assert [c["inside"] for c in d["leave_one_out"]] == [False, False, False]
+    (note,) = [n for n in d["notes"] if "outside their" in n]
+    assert note == ("leave-one-run-out: 3 of 3 runs outside their 95% prediction intervals "
+                    "(errors -11.1% … +15.7%), more than the level explains: the runs differ in "
+                    "more than the model holds, and the intervals above are too narrow for runs "
+                    "like these (--by batch predicts and checks each batch size on its own)")
+    d = json.loads(run("-q", "whatif", "-f", "json", "--by", "batch", *base, *logs).stdout)
+    inside = [c["inside"] for c in d["by_batch_leave_one_out"] if c.get("comparable", True)]
+    assert (sum(inside), len(inside)) == (16, 18)
+    (note,) = [n for n in d["notes"] if "outside their" in n]
+    assert note.endswith("too narrow for runs like these")
+    # runs the model predicts: no such note
+    sweep = sorted(str(p) for p in (SAMPLES / "sweep").glob("steps*.log"))
+    d = json.loads(run("-q", "whatif", "-f", "json", "--baseline-toks", "90", *sweep).stdout)
+    assert all(c["inside"] for c in d["leave_one_out"])
+    assert not [n for n in d["notes"] if "outside their" in n]

@@ -519,6 +519,27 @@ def _d(e):
     return e.to_dict() if e is not None else None
 
 
+def loo_miss_note(checks, evs, confidence: float, by_batch: bool = False) -> str | None:
+    """A note when more held-out runs fall outside their prediction intervals than the
+    intervals' level explains: k of n outside, where P(≥ k outside | n, 1 − confidence) < 5 %
+    (binomial, each check independent).  Then the runs differ in something the model does not
+    hold, and its intervals are too narrow for them."""
+    used = [c for c in checks if c.comparable]
+    n, k = len(used), sum(not c.inside for c in used)
+    if not k or stats.binom_tail(k, n, 1 - confidence) >= 0.05:
+        return None
+    errs = sorted(c.error for c in used)
+    batches = sorted({round(e.batch, 1) for e in evs if e.run in {c.run for c in used}})
+    mix = f"; their mean batch sizes: {', '.join(f'{b:g}' for b in batches)}" \
+        if len(batches) > 1 and batches[-1] > 1.25 * batches[0] else ""
+    if not by_batch:
+        mix += " (--by batch predicts and checks each batch size on its own)"
+    return (f"leave-one-run-out: {k} of {n} runs outside their {confidence:.0%} prediction "
+            f"intervals (errors {errs[0]:+.1%} … {errs[-1]:+.1%}), more than the level "
+            f"explains: the runs differ in more than the model holds, and the intervals above "
+            f"are too narrow for runs like these{mix}")
+
+
 def predict(evs: list[Evidence], s_new: int, confidence: float,
             model: CostModel | None = None, verify_slope: float | None = None,
             step_of=None, draft_tokens: int | None = None) -> Prediction:
@@ -845,6 +866,9 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
             notes.append("leave-one-run-out: " + ", ".join(unchecked) + " not predicted from the "
                          "others: without it they hold one num_steps, which does not measure "
                          "how the cycle grows with the steps")
+        miss = loo_miss_note(checks, evs, confidence, by_batch)
+        if miss:
+            notes.append(miss)
         if any(not c.comparable for c in checks):
             notes.append("leave-one-run-out: a run whose batch mix differs from its predictor's, "
                          "where the predictor's buckets do not cover it, is a different "
