@@ -545,12 +545,24 @@ def results_output(result, fmt, output, block):
 
 
 def save_picture(fig, path: str, fmt: str | None = None) -> None:
-    """Write a figure (report.plot.save_figure); a path that cannot be written is one line."""
+    """Write a figure (report.plot.save_figure) and say so; a path that cannot be written is
+    one line."""
     from .report.plot import save_figure
     try:
         save_figure(fig, path, fmt)
     except OSError as e:
         raise EaglelogError(f"{path}: cannot write: {e.strerror or e}") from None
+    said_wrote(path)
+
+
+def said_wrote(path: str) -> None:
+    """``eaglelog: wrote PATH (size)`` on stderr, unless -q: every command that writes a file
+    the user named says so (a file written to stdout is not said)."""
+    ctx = click.get_current_context()
+    if not (ctx.obj or {}).get("quiet"):
+        from .report import fmt_bytes
+        click.echo(printable(f"eaglelog: wrote {path} ({fmt_bytes(os.path.getsize(path))})"),
+                   err=True)
 
 
 def render_result(result, fmt, output, block, markdown_tables) -> None:
@@ -1291,6 +1303,8 @@ def export_cmd(ctx, logs, engine, keep_going, base_date, output):
                             "start-ups count as runs): give one log with one start-up")
     from .report import finite
     emit(_json.dumps(finite(runs[0].to_export()), default=str, allow_nan=False) + "\n", output)
+    if output and output != "-":
+        said_wrote(output)
     finish(ctx, log)
 
 
@@ -1387,10 +1401,6 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
                                                   confidence=confidence,
                                                   keep_going=keep_going))
     save_picture(fig, output, fmt)
-    if not ctx.obj["quiet"]:
-        from .report import fmt_bytes
-        click.echo(printable(f"eaglelog: wrote {output} ({fmt_bytes(os.path.getsize(output))})"),
-                   err=True)
     if log is not None:
         finish(ctx, log)
 
@@ -1424,7 +1434,6 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
       eaglelog report --baseline-log base.log -o batch.html spec.log
       eaglelog report --baseline-toks 90 -o sweep.html steps-*.log
     """
-    from .report import fmt_bytes
     from .report.html import PLOT_EXTRA, plot_available, report_html
 
     picture_output(output, (".html", ".htm"), "reports")
@@ -1435,11 +1444,10 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
                              "eaglelog.analysis.sweep"))
     emit(report_html(log, baseline=baseline, confidence=confidence, title=title,
                      warmup=warmup_of(ctx), pictures=pictures), output)
-    if not ctx.obj["quiet"]:
-        if not pictures:
-            click.echo(f"eaglelog: note: {output} has the tables but no pictures: they need "
-                       f"matplotlib ({PLOT_EXTRA})", err=True)
-        click.echo(f"eaglelog: wrote {output} ({fmt_bytes(os.path.getsize(output))})", err=True)
+    if not pictures and not ctx.obj["quiet"]:
+        click.echo(f"eaglelog: note: {output} has the tables but no pictures: they need "
+                   f"matplotlib ({PLOT_EXTRA})", err=True)
+    said_wrote(output)
     finish(ctx, log)
 
 

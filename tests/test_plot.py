@@ -3,6 +3,7 @@ draw the numbers of the analysis results, the output is deterministic, and a mis
 is a one-line error naming the extra."""
 import dataclasses
 import datetime as dt
+import json
 import re
 import sys
 
@@ -647,3 +648,27 @@ def test_a_tied_row_is_marked_on_the_sweep_plot(tmp_path):
     assert [r.mark for r in res.rows] == ["best", "tied", ""]
     ax = plot.sweep_figure(res).axes[0]
     assert sorted(t.get_text() for t in ax.texts) == ["best", "tied"]
+
+
+def test_every_file_written_is_said(run, tmp_path):
+    """export -o, acceptance --plot and schedule --plot say what they wrote, as plot and report
+    do (one line, unless -q)."""
+    from eaglelog.report import fmt_bytes
+
+    def said(out):
+        return f"eaglelog: wrote {out} ({fmt_bytes(out.stat().st_size)})\n"
+
+    out = tmp_path / "run.json"
+    r = run("export", FIVE, "-o", out)
+    assert r.exit_code == 0 and r.stderr == said(out)
+    assert json.loads(out.read_text())["source"]
+    png = tmp_path / "acc.png"
+    r = run("acceptance", "--plot", png, "-f", "json", FIVE)
+    assert r.exit_code == 0 and r.stderr.endswith(said(png))
+    sched = sorted(str(p) for p in (SAMPLES / "schedule").glob("steps*.log"))
+    png = tmp_path / "sched.png"
+    r = run("-q", "schedule", "--baseline-log", SAMPLES / "batch_baseline.log", "--plot", png,
+            *sched)
+    assert r.exit_code == 0 and r.stderr == "" and png.stat().st_size > 1000
+    r = run("schedule", "--baseline-log", SAMPLES / "batch_baseline.log", "--plot", png, *sched)
+    assert r.exit_code == 0 and r.stderr.endswith(said(png))
