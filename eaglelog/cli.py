@@ -151,6 +151,25 @@ def input_options(f):
 
 def selection_options(f):
     """What of the logs an analysis looks at: a time span, one start-up, the warm-up."""
+    @click.option("--skip-warmup", "skip_warmup", default="auto", show_default=True,
+                  metavar="auto|N",
+                  help="Leading decode windows to leave out: 'auto' (a start unlike the rest, "
+                       "found by MSER-5 and a test, said in a note), N windows, or 0.")
+    @span_options
+    @functools.wraps(f)
+    def wrapper(*args, skip_warmup="auto", **kwargs):
+        ctx = click.get_current_context()
+        if skip_warmup != "auto" and not (skip_warmup.isdigit()):
+            raise click.BadParameter(f"{skip_warmup!r}: 'auto' or a number of windows",
+                                     param_hint="--skip-warmup")
+        ctx.obj["warmup"] = "auto" if skip_warmup == "auto" else int(skip_warmup)
+        return f(*args, **kwargs)
+    return wrapper
+
+
+def span_options(f):
+    """What of the logs an analysis looks at: a time span, one start-up (the analyses of
+    requests and positions, which have no decode windows to leave out, take only these)."""
     @click.option("--since", metavar="TIME", default=None,
                   help="Only what the logs printed from TIME on: 'YYYY-MM-DD HH:MM[:SS]', "
                        "'HH:MM[:SS]' (on the first line's date) or '+N[s|m|h]' after the first "
@@ -159,19 +178,11 @@ def selection_options(f):
     @click.option("--startup", type=click.IntRange(0), default=None, metavar="N",
                   help="Only server start-up N of each log (1: after its first server_args "
                        "line; 0: before it).")
-    @click.option("--skip-warmup", "skip_warmup", default="auto", show_default=True,
-                  metavar="auto|N",
-                  help="Leading decode windows to leave out: 'auto' (a start unlike the rest, "
-                       "found by MSER-5 and a test, said in a note), N windows, or 0.")
     @functools.wraps(f)
-    def wrapper(*args, since=None, until=None, startup=None, skip_warmup="auto", **kwargs):
+    def wrapper(*args, since=None, until=None, startup=None, **kwargs):
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
-        if skip_warmup != "auto" and not (skip_warmup.isdigit()):
-            raise click.BadParameter(f"{skip_warmup!r}: 'auto' or a number of windows",
-                                     param_hint="--skip-warmup")
         ctx.obj["select"] = {"since": since, "until": until, "startup": startup}
-        ctx.obj["warmup"] = "auto" if skip_warmup == "auto" else int(skip_warmup)
         return f(*args, **kwargs)
     return wrapper
 
@@ -806,6 +817,7 @@ PAIR_BY = ("auto", "question", "prompt", "rid")
 
 @main.command("requests")
 @input_options
+@span_options
 @baseline_option
 @click.option("--by", type=click.Choice(REQUEST_GROUPINGS), default=None,
               help="Also per group: the question's category (benchmark files; SGLang: the "
@@ -858,6 +870,7 @@ def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
 
 @main.command("acceptance")
 @input_options
+@span_options
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @click.option("--plot", "plot_to", type=click.Path(dir_okay=False, writable=True), default=None,
@@ -900,6 +913,7 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
 
 @main.command("whatif")
 @input_options
+@selection_options
 @baseline_option
 @click.option("--steps", "steps", default="1..8", show_default=True, metavar="LIST",
               help="The draft-step counts to predict: a range 1..8 or a list 1,2,3,7.")
@@ -974,6 +988,7 @@ def whatif_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
 
 @main.command("schedule")
 @input_options
+@selection_options
 @baseline_option
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval and of the ties.")

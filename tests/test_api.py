@@ -158,3 +158,27 @@ def test_compare_takes_an_export_as_the_reference(run, tmp_path):
         eaglelog.summarize([ref, SWEEP[3]])
     r = run("compare", SWEEP[2])
     assert r.exit_code == 2 and "at least two runs" in r.stderr
+
+
+def test_selection_on_requests_positions_whatif_and_schedule(run):
+    """acceptance and requests take --since/--until/--startup; whatif and schedule take
+    --skip-warmup too: each CLI answer is the library's on the selected log, and the span
+    changes it."""
+    part = eaglelog.parse(FIVE).select(since="+60s")
+    a = eaglelog.acceptance(part)
+    assert same_json(a) == cli(run, "acceptance", "--since", "+60s", FIVE)
+    assert same_json(a) != cli(run, "acceptance", FIVE)
+    q = eaglelog.requests(eaglelog.parse(FIVE).select(until="+60s"))
+    assert same_json(q) == cli(run, "requests", "--until", "+60s", FIVE)
+    assert 0 < q.runs[0].requests < eaglelog.requests(FIVE).runs[0].requests
+    assert cli(run, "requests", "--startup", "1", FIVE) == cli(run, "requests", FIVE)
+    w = eaglelog.whatif(eaglelog.parse(SWEEP).select(since="+100s"), baseline_toks=90,
+                        skip_warmup=0)
+    got = cli(run, "whatif", "--baseline-toks", "90", "--since", "+100s", "--skip-warmup", "0",
+              *SWEEP)
+    assert same_json(w) == got and got != cli(run, "whatif", "--baseline-toks", "90", *SWEEP)
+    sched = sorted(glob.glob(str(SAMPLES / "schedule" / "*.log")))
+    base = str(SAMPLES / "batch_baseline.log")
+    s = eaglelog.schedule(eaglelog.parse(sched), baseline_log=base, skip_warmup=5)
+    got = cli(run, "schedule", "--baseline-log", base, "--skip-warmup", "5", *sched)
+    assert same_json(s) == got and got != cli(run, "schedule", "--baseline-log", base, *sched)
