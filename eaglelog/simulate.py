@@ -988,6 +988,14 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         about="continuous traffic with whole-second timestamps (SGLang without "
               "SGLANG_LOG_MS=1): the mean batch inside a window is approximated; true 1.03"),
     _REF.replace(
+        name="reference_s", log_ms=False,
+        about="reference with whole-second timestamps: few joins and finishes inside a window; "
+              "true 1.00"),
+    _REF.replace(
+        name="few_think_s", clients=((0.0, 2),), think_s=0.5, log_ms=False,
+        about="2 clients with a 0.5 s think time and whole-second timestamps: the batch moves "
+              "between 0, 1 and 2 inside most windows; true 1.00"),
+    _REF.replace(
         name="continuous_pause", clients=((0.0, 16), (420.0, 0), (480.0, 16)),
         output_median=300.0, output_sigma=0.4, duration_s=900.0, target_speedup=1.03,
         baseline="map",

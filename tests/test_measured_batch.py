@@ -7,6 +7,8 @@ SGLang (python/sglang/srt/managers/scheduler_metrics_mixin.py, log_decode_stats,
 ``self.last_decode_stats_tic = time.perf_counter()`` and ``gen_throughput =
 self.num_generated_tokens / gap_latency``: the throughput of a decode line covers the time since
 the previous decode line, so tokens = throughput × the time between the two lines' stamps."""
+import math
+
 import numpy as np
 import pytest
 
@@ -205,3 +207,35 @@ def test_prefills_that_found_the_batch_drained_carry_the_idle_before_them(tmp_pa
     assert f.beta[1] == pytest.approx(6.0, abs=0.6)
     assert f.beta[4] == pytest.approx(3.0, abs=1.5)
     assert f["cycle_ms"].estimate == pytest.approx(run.truth.sums.metrics().cycle_ms, rel=3e-3)
+
+
+def test_whole_second_stamps_say_what_the_allowance_costs(tmp_path):
+    """With whole-second stamps the cycle's interval holds the systematic allowance for each
+    window's mean batch (SYS_FLOOR); where it is the larger part of the interval, breakeven and
+    summary say so and name SGLANG_LOG_MS=1 (v0.5.6 →, ../shared/formats/sglang.md §1: PR
+    #14183).  Millisecond stamps measure the mean batch: no allowance, no note."""
+    rows = [(8, 8.0, 2.50, 800.0 + 5 * ((k * 7) % 3)) for k in range(60)]
+    for ms in (False, True):
+        walls = rows if ms else [(r, b, a, w * 2) for r, b, a, w in rows]
+        path = str(_write(tmp_path, window_log(walls, ms=ms), f"{ms}.log"))
+        log = eaglelog.parse(path)
+        be = eaglelog.breakeven(log, baseline_toks=90)
+        said = [n for n in be.notes if n.startswith("whole-second timestamps")]
+        s = eaglelog.summary(log)
+        said_s = [n for n in s.notes if n.startswith("whole-second timestamps")]
+        if ms:
+            assert not said and not said_s
+            continue
+        c = be.cycle_ms
+        half = (c.ci_high / c.ci_low) ** 0.5 - 1
+        assert half == pytest.approx(1.959964 * rate.SYS_FLOOR, rel=0.05)
+        assert said == [f"whole-second timestamps: the cycle's interval (±{half:.2%}) is mostly "
+                        "an allowance for each window's mean batch, which such stamps cannot "
+                        f"measure (its statistical part ±{said[0].split('part ±')[1][:5]}); "
+                        "SGLANG_LOG_MS=1 (SGLang v0.5.6 →) makes the stamps measure it"]
+        stat = float(said[0].split("part ±")[1].split("%")[0]) / 100
+        fit = rate.fit(run_windows(log, log.sources[0].name)[1], 0.95)
+        se_stat = math.sqrt(fit["cycle_ms"].se_log ** 2 - fit.sys_rel ** 2)
+        assert 0 < stat < half / 2
+        assert stat == pytest.approx(half * se_stat / fit["cycle_ms"].se_log, abs=6e-5)
+        assert said_s == said            # summary without a baseline says it too

@@ -421,6 +421,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                          f"cycle from the EAGLE3_PROF blocks ({cyc.estimate:.2f} ms), as asked")
     else:
         cyc, kind, r = derived, fit.kind, fit["rate"]
+        notes.extend(fit.notes)
         step_bar = fit["step_ms"].estimate
         wts = np.where(fit.use, win.w, 0.0)
         if prof is not None and prof.sufficient and derived.sufficient:

@@ -832,6 +832,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature, on the
         # share of the request-steps whose windows approximate it
         sys_rel = math.hypot(sys_rel, SYS_FLOOR * approx_share)
+    sys_trap = sys_rel
     if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
             thetas["cycle_ms"] > 0:
         # the within-window covariance term is a model (one step between two lines)
@@ -854,6 +855,13 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             e = stats.from_log_se(e.estimate, se, df, e.n, confidence)
         out[nm] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log, e.df,
                            src.get(nm, what))
+    c = out["cycle_ms"]
+    if c.sufficient and se_c is not None and sys_trap > se_c and whole_seconds(win, approx):
+        half = math.sqrt(c.ci_high / c.ci_low) - 1
+        notes.append(f"whole-second timestamps: the cycle's interval (±{half:.2%}) is mostly an "
+                     "allowance for each window's mean batch, which such stamps cannot measure "
+                     f"(its statistical part ±{half * se_c / math.hypot(se_c, sys_rel):.2%}); "
+                     "SGLANG_LOG_MS=1 (SGLang v0.5.6 →) makes the stamps measure it")
     left = {}
     for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP):
         k = int((why == code).sum())
@@ -863,6 +871,16 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
                    cut, tuple(notes), use, acc, sys_rel,
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor)
+
+
+def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
+    """Whether the SGLang decode lines of ``rows`` are stamped in whole seconds (SGLang's
+    default; SGLANG_LOG_MS=1 adds milliseconds, v0.5.6 →)."""
+    if win.ts is None or win.rs is not None or not rows.any():
+        return False
+    t = win.ts[rows]
+    t = t[t != np.iinfo(np.int64).min]
+    return bool(len(t)) and not (t % 1_000_000).any()
 
 
 def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> bool:

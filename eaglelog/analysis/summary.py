@@ -172,6 +172,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         if len(use) else None
     derived = fit["cycle_ms"] if fit is not None and math.isfinite(fit["cycle_ms"].estimate) \
         else None
+    if derived is not None and be is None:
+        notes.extend(fit.notes)               # (break-even's notes carry them otherwise)
     eff = None
     if be is not None and be.eff_tok_s is not None and math.isfinite(be.eff_tok_s.estimate):
         eff = be.eff_tok_s
