@@ -229,10 +229,10 @@ def test_whole_second_stamps_say_what_the_allowance_costs(tmp_path):
         c = be.cycle_ms
         half = (c.ci_high / c.ci_low) ** 0.5 - 1
         assert half == pytest.approx(1.959964 * rate.SYS_FLOOR, rel=0.05)
-        assert said == [f"whole-second timestamps: the cycle's interval (±{half:.2%}) is mostly "
-                        "an allowance for each window's mean batch, which such stamps cannot "
-                        f"measure (its statistical part ±{said[0].split('part ±')[1][:5]}); "
-                        "SGLANG_LOG_MS=1 (SGLang v0.5.6 →) makes the stamps measure it"]
+        assert said == [f"whole-second timestamps: most of the cycle's ±{half:.2%} is an "
+                        "allowance for each window's mean batch, which they cannot measure "
+                        f"(statistical part ±{said[0].split('part ±')[1][:5]}); SGLANG_LOG_MS=1 "
+                        "(SGLang v0.5.6 →) lets them"]
         stat = float(said[0].split("part ±")[1].split("%")[0]) / 100
         fit = rate.fit(run_windows(log, log.sources[0].name)[1], 0.95)
         se_stat = math.sqrt(fit["cycle_ms"].se_log ** 2 - fit.sys_rel ** 2)

@@ -102,6 +102,11 @@ def test_summary_and_breakeven_of_an_endpoint_agree_with_the_log(served, engine)
     ws, _ = cli_json(["summary", "--baseline-toks", "90", served["log"]])
     assert ms["breakeven"]["speedup"]["estimate"] == pytest.approx(
         ws["breakeven"]["speedup"]["estimate"], rel=0.02)
+    # the header counts what the source holds: windows of counters, not log lines
+    r = CliRunner().invoke(main, ["summary", "--no-cache", *SCRAPE, url(served, engine)])
+    head = r.stdout.splitlines()[0]
+    assert f"({ms['lines']:,} metrics windows, " in head and " lines" not in head, head
+    assert ms["lines"] == ms["throughput"]["windows"] > 10
 
 
 def test_decode_windows_of_an_endpoint_are_the_counters(served):

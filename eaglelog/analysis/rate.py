@@ -858,10 +858,10 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     c = out["cycle_ms"]
     if c.sufficient and se_c is not None and sys_trap > se_c and whole_seconds(win, approx):
         half = math.sqrt(c.ci_high / c.ci_low) - 1
-        notes.append(f"whole-second timestamps: the cycle's interval (±{half:.2%}) is mostly an "
-                     "allowance for each window's mean batch, which such stamps cannot measure "
-                     f"(its statistical part ±{half * se_c / math.hypot(se_c, sys_rel):.2%}); "
-                     "SGLANG_LOG_MS=1 (SGLang v0.5.6 →) makes the stamps measure it")
+        notes.append(f"whole-second timestamps: most of the cycle's ±{half:.2%} is an allowance "
+                     "for each window's mean batch, which they cannot measure (statistical part "
+                     f"±{half * se_c / math.hypot(se_c, sys_rel):.2%}); SGLANG_LOG_MS=1 (SGLang "
+                     "v0.5.6 →) lets them")
     left = {}
     for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP):
         k = int((why == code).sum())

@@ -55,6 +55,8 @@ class SummaryResult:
     cycle_derived: Estimate | None = None     # the rate model's cycle (decode lines)
     cycle_kind: str | None = None             # clean | corrected | upper bound
     speculative: bool = True                  # the decode lines print an accept length
+    counted: str = "lines"                    # what ``lines`` counts: log lines, or the
+                                              # windows of a /metrics or Prometheus source
 
     def to_dict(self) -> dict:
         def d(e):
@@ -223,7 +225,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
-                         fit.kind if fit is not None else None, win.spec)
+                         fit.kind if fit is not None else None, win.spec,
+                         "metrics windows" if cfg.get("metrics_engine") else "lines")
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,

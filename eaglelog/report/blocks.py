@@ -111,7 +111,8 @@ def summary_block(s) -> str:
     from .__init__ import fmt_duration
 
     span = f", {fmt_duration(s.span_s)}" if s.span_s is not None else ""
-    out = [f"{s.source}   ({s.lines:,} lines{span}; intervals: {s.confidence:.0%} confidence)"]
+    out = [f"{s.source}   ({s.lines:,} {getattr(s, 'counted', 'lines')}{span}; intervals: "
+           f"{s.confidence:.0%} confidence)"]
     c = s.config
     if c:
         if c.get("algorithm"):
