@@ -336,6 +336,24 @@ def test_a_partial_baseline_matches_the_same_windows_on_both_sides(write, tmp_pa
     assert any("the baseline covers running_req 1–8" in n for n in r.notes)
 
 
+def test_a_baseline_that_covers_none_of_the_run_is_an_invalid_baseline(run):
+    """Not 'insufficient data' (the run has data; the baseline matches none of it), and a
+    gate fails on it even with --allow-insufficient."""
+    r = eaglelog.breakeven(SAMPLES / "batch_eagle3.log", baseline_toks="64:50,128:40")
+    assert r.verdict == "invalid baseline"
+    assert r.verdict_reason == ("the baseline covers running_req 64–128, none of the run's "
+                                "batch sizes (the run: 1–32)")
+    assert r.coverage == 0
+    got = run("-q", "breakeven", "--baseline-toks", "64:50,128:40", "--check",
+              "--allow-insufficient", SAMPLES / "batch_eagle3.log")
+    assert got.exit_code == 3, got.output
+    # the summary keeps the run's own accept length and per-stream rate
+    s = eaglelog.summary(SAMPLES / "batch_eagle3.log", baseline_toks="64:50,128:40")
+    free = eaglelog.summary(SAMPLES / "batch_eagle3.log")
+    assert s.accept_sglang.estimate == free.accept_sglang.estimate
+    assert s.eff_tok_s.estimate == free.eff_tok_s.estimate
+
+
 @pytest.mark.parametrize("n", [10, 11, 17, 99, 100, 101, 399, 400, 401, 12345, 3790831])
 def test_batch_starts_match_the_batch_labels(n):
     import numpy as np
@@ -379,3 +397,34 @@ def test_a_slow_high_batch_level_is_not_taken_for_idle_gaps(tmp_path):
     truth = run_.truth.sums.metrics().rate_spec
     assert truth == pytest.approx(64.69, abs=0.01)
     assert f["rate"].ci_low * 1000 <= truth <= f["rate"].ci_high * 1000
+
+
+def test_a_baseline_log_of_many_batch_sizes_gives_a_step_at_each(tmp_path):
+    """A baseline log whose #running-req takes more than 16 values (a ramp 1 → 24): every size
+    with enough windows is a point of the step curve.  (The per-batch tables group such sizes
+    by powers of two, '4–7'; a group's step is the step at no one size, and until 2026-12-04
+    the baseline kept only the groups of one size: sizes 1 and 2, and a run at 13–16 was
+    'partial' against 0 % coverage.)  The simulated baseline is noise-free: its step at B is
+    the hardware's b(B) (eaglelog/simulate.py, Hardware.step_ms)."""
+    from eaglelog.analysis.breakeven import size_ranges
+    from eaglelog.simulate import SCENARIOS, baseline_log, ramp, simulate
+    sc = SCENARIOS["growing"].replace(duration_s=480.0, clients=ramp(1, 24, 480.0),
+                                      log_requests=False)
+    base = tmp_path / "base.log"
+    baseline_log(sc).write(str(base))
+    run = tmp_path / "run.log"
+    simulate(sc.replace(clients=((0.0, 14),), duration_s=240.0), 1).write(str(run))
+    blog = eaglelog.parse(str(base))
+    assert blog.decode["running_req"].nunique() > 16
+    r = eaglelog.breakeven(eaglelog.parse(str(run)), baseline_log=blog)
+    assert r.verdict in ("above", "below", "inconclusive"), (r.verdict, r.notes)
+    assert r.runs[0].facts["coverage"] > 0.99
+    sizes = [int(s) for s in r.baseline_step_ms.source.split("running_req ")[1]
+             .replace("–", ",").split(",")]
+    assert min(sizes) <= 2 and max(sizes) >= 20, r.baseline_step_ms.source
+    # the stated mean step is the hardware's at the run's batch mix, within its interval
+    b = eaglelog.parse(str(run)).decode["running_req"].to_numpy(float)
+    hw = float(np.mean([sc.hw.step_ms(x) for x in b]))
+    assert r.baseline_step_ms.estimate == pytest.approx(hw, rel=0.01)
+    assert size_ranges([1, 2, 3, 4, 6, 8, 9]) == "1–4, 6, 8–9"
+    assert size_ranges([5]) == "5" and size_ranges([]) == ""

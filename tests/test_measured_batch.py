@@ -74,6 +74,15 @@ def test_whole_second_stamps_keep_the_trapezoid(tmp_path):
     assert win.measured is None and win.bvar is None
     assert win.b[2] == 8.0 and win.b[4] == 6.0 and win.b[5] == 6.0   # (r_{j-1} + r_j) / 2
     assert win.why[5] == rate.JUMP          # 4 -> 8: the mean batch is not known
+    # … and the text says it was left out, and what would measure it
+    f = rate.fit(win, 0.95, warmup=0)
+    assert f.left_out[rate.WHY[rate.JUMP]] == 2       # 8 -> 4 and 4 -> 8
+    assert ("2 of 8 decode windows left out of the cycle: the batch size moved by more than "
+            "half between their two lines, so their mean batch is not known (SGLANG_LOG_MS=1 "
+            "stamps measure it)") in f.notes
+    # millisecond stamps measure it: the window is used, no note
+    g = rate.fit(windows_of(tmp_path, window_log(WINDOWS), "ms.log"), 0.95, warmup=0)
+    assert rate.WHY[rate.JUMP] not in g.left_out and not any("left out" in n for n in g.notes)
 
 
 def test_a_wrong_decode_log_interval_keeps_the_trapezoid(tmp_path):

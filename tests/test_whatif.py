@@ -603,11 +603,18 @@ def test_cli_verify_slope_is_the_api_s():
     assert d["model"]["verify_slope_from"].endswith("(--verify-slope)")
 
 
-def test_summary_says_when_its_per_stream_rate_covers_part_of_the_run(run):
+def test_summary_keeps_the_run_s_own_figures_when_the_baseline_covers_part_of_it(run):
+    """A baseline that covers 60 % of the run's request-steps narrows the break-even to that
+    part (said in a note), never the run's own accept length and per-stream rate: with and
+    without the baseline, summary prints the same lines for them."""
     out = run("-q", "summary", "--baseline-toks", "1:90,8:70", VLLM_SWEEP[3]).stdout
-    line = next(ln for ln in out.splitlines() if ln.strip().startswith("per stream"))
-    assert "over the 60 % of request-steps the baseline covers" in line
     free = run("-q", "summary", VLLM_SWEEP[3]).stdout
+
+    def line(text, key):
+        return next(ln for ln in text.splitlines() if ln.strip().startswith(key))
+    for key in ("per stream", "accept length", "cycle"):
+        assert line(out, key) == line(free, key), key
+    assert "the baseline covers running_req 1–8: 60% of the run's request-steps" in out
     assert "baseline covers" not in free
 
 

@@ -270,9 +270,12 @@ def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> Ba
                             "step time from")
     bfit = rate.fit(win, confidence, None, what="baseline log")
     buckets = []
-    for bk in rate.by_bucket(win, bfit, confidence, what="baseline log"):
+    # a step per printed batch size, every size on its own (not the power-of-two groups the
+    # per-batch tables use beyond 16 sizes: a group's step is not the step at any one size)
+    for bk in rate.by_bucket(win, bfit, confidence, what="baseline log",
+                             buckets=rate.bucket_of(win.r, exact=True)):
         e = bk["cycle_ms"]
-        if e.sufficient and bk.label.isdigit():
+        if e.sufficient:
             buckets.append((float(bk.label), e))
     if not buckets:
         raise EaglelogError(f"{src}: the baseline log has too few windows at any batch size for "
@@ -282,10 +285,22 @@ def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> Ba
                      "apart (an upper bound): the speedup is overstated by as much")
     sizes = np.array([s for s, _ in buckets])
     steps = np.array([e.estimate for _, e in buckets])
-    label = ("baseline log, step per running_req " +
-             ", ".join(f"{int(s)}" for s, _ in buckets))
+    label = "baseline log, step per running_req " + size_ranges(sizes)
     return BaseSide(src, "log", rate.step_curve(sizes, steps), label,
                     (float(sizes[0]), float(sizes[-1])), buckets)
+
+
+def size_ranges(sizes) -> str:
+    """Batch sizes as runs of consecutive ones: [1, 2, 3, 4, 6, 8, 9] → '1–4, 6, 8–9'."""
+    out, run = [], []
+    for v in (int(x) for x in sizes):
+        if run and v != run[-1] + 1:
+            out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
+            run = []
+        run.append(v)
+    if run:
+        out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
+    return ", ".join(out)
 
 
 def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
@@ -465,7 +480,13 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         pct = f"{coverage:.0%}"
         notes.append(f"the baseline covers running_req {int(lo)}–{int(hi)}: {pct} of the run's "
                      "request-steps; the rest is left out of the match")
-        if coverage < MIN_COVERAGE and verdict != "insufficient data":
+        if coverage <= 0:
+            sizes = rate.distinct(win.r[np.isfinite(win.r) & (win.r > 0)])
+            ran = f" (the run: {int(sizes[0])}–{int(sizes[-1])})" if len(sizes) else ""
+            verdict, reason = "invalid baseline", (
+                f"the baseline covers running_req {int(lo)}–{int(hi)}, none of the run's batch "
+                f"sizes{ran}")
+        elif coverage < MIN_COVERAGE and verdict != "insufficient data":
             reason = (f"{verdict} at running_req {int(lo)}–{int(hi)} ({pct} of the run's "
                       "request-steps); the baseline does not cover the rest")
             verdict = "partial"

@@ -867,6 +867,12 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         k = int((why == code).sum())
         if k:
             left[WHY[code]] = k
+    if left.get(WHY[JUMP]):
+        k = left[WHY[JUMP]]
+        notes.append(f"{k} of {win.n} decode windows left out of the cycle: the batch size moved "
+                     "by more than half between their two lines, so their mean batch is not "
+                     "known" + (" (SGLANG_LOG_MS=1 stamps measure it)"
+                                if whole_seconds(win, why == JUMP) else ""))
     return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
                    cut, tuple(notes), use, acc, sys_rel,
@@ -914,13 +920,14 @@ def distinct(v: np.ndarray, counts: bool = False):
     return np.unique(v, return_counts=counts)
 
 
-def bucket_of(r: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]]:
     """Batch-size buckets of the printed #running-req: each value when there are at most 16
-    distinct, else powers of two ('4–7'); codes (−1: none) and labels."""
+    distinct (or ``exact``: always), else powers of two ('4–7'); codes (−1: none) and
+    labels."""
     ok = np.isfinite(r) & (r > 0)
     v = np.where(ok, r, np.nan)
     uniq = distinct(v[ok])
-    if len(uniq) > 16:
+    if len(uniq) > 16 and not exact:
         v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
         uniq = distinct(v[ok])
         labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]

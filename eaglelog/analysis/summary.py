@@ -168,7 +168,11 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # the rate model once: break-even's own fit over every window when it made one
     fit = be.whole_fit if be is not None and be.whole_fit is not None else \
         free_fit(log, source, confidence, warmup) if win.n else None
-    acc_sg = (be.accept_len if be is not None else fit["accept_len"]) if win.spec else None
+    # the run's own accept length and per-stream rate, over all of it: where the baseline
+    # covers only part of the run, break-even's figures (in its own line) are of that part
+    whole = be is None or be.coverage >= 1 - 1e-9
+    acc_sg = (be.accept_len if be is not None and (whole or fit is None) else
+              fit["accept_len"]) if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
         if len(use) else None
@@ -177,7 +181,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     if derived is not None and be is None:
         notes.extend(fit.notes)               # (break-even's notes carry them otherwise)
     eff = None
-    if be is not None and be.eff_tok_s is not None and math.isfinite(be.eff_tok_s.estimate):
+    if be is not None and whole and be.eff_tok_s is not None and \
+            math.isfinite(be.eff_tok_s.estimate):
         eff = be.eff_tok_s
     elif fit is not None and win.spec and math.isfinite(fit["rate"].estimate):
         r = fit["rate"]

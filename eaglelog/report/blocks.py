@@ -170,10 +170,6 @@ def summary_block(s) -> str:
         how = ("1000 × accept length / cycle: the rate one request gets (what the break-even "
                "compares)" if getattr(s, "speculative", True) else
                "1000 / step: the rate one request gets (a baseline for --baseline-toks)")
-        cov = getattr(s.breakeven, "coverage", 1.0) if s.breakeven is not None else 1.0
-        if cov < 0.999:
-            how += (f"; over the {100 * cov:.0f} % of request-steps the baseline covers "
-                    "(without a baseline: all of them)")
         out.append(f"  {'per stream':<16}{num(s.eff_tok_s.estimate)} tok/s  {ci(s.eff_tok_s)}   "
                    + how)
     if s.breakeven is not None:
