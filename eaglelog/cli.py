@@ -527,9 +527,13 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
 GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
 
 
-def show_run_errors(log: "ParsedLog", result) -> None:
+def show_run_errors(log: "ParsedLog", result):
     """The runs an analysis could not answer (library.each_run): one line each on stderr, and
-    exit 1 at the end (finish)."""
+    exit 1 at the end (finish).  Returns the result with every error in its ``errors``: those
+    inputs that could not be read (--keep-going: said when they were read) first, so that a
+    JSON reader sees every input that gave no answer."""
+    import dataclasses
+
     from .parsers.scan import Diagnostic
 
     for msg in result.errors:
@@ -537,6 +541,10 @@ def show_run_errors(log: "ParsedLog", result) -> None:
                        "error")
         log.diagnostics.append(d)
         click.echo(f"eaglelog: error: {d}", err=True)
+    unread = tuple(i.error if i.error.startswith(i.name + ":") else f"{i.name}: {i.error}"
+                   for i in log.sources if i.error)
+    return dataclasses.replace(result, errors=unread + tuple(result.errors)) if unread \
+        else result
 
 
 def results_output(result, fmt, output, block):
@@ -628,8 +636,8 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     when it contains 1 (or when the cycle is only an upper bound), 'insufficient data'
     without an interval, 'partial' when the baseline covers too few of the run's batch sizes,
     'mixed' when one stated rate meets a wide range of batch sizes that disagree, 'invalid
-    baseline' when the break-even exceeds what a cycle can commit. The statistical model:
-    docs/statistics.md.
+    baseline' when the break-even exceeds what a cycle can commit or the baseline covers none
+    of the run's batch sizes. The statistical model: docs/statistics.md.
 
     \b
     Examples:
@@ -647,7 +655,7 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     result = library.breakeven(log, baseline=baseline, confidence=confidence,
                                by_batch=by == "batch", cycle_from=cycle_from,
                                skip_warmup=warmup_of(ctx), workers=run_workers())
-    show_run_errors(log, result)
+    result = show_run_errors(log, result)
     results_output(result, fmt, output, breakeven_block)
     if check:
         failing = [r for r in result.runs if r.verdict in GATE_FAILS or
@@ -727,7 +735,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         return
     result = library.summarize(log, baseline=baseline, confidence=confidence,
                                skip_warmup=warmup_of(ctx), workers=run_workers())
-    show_run_errors(log, result)
+    result = show_run_errors(log, result)
     results_output(result, fmt, output, summary_block)
     finish(ctx, log)
 
@@ -779,7 +787,7 @@ def reconcile_cmd(ctx, logs, engine, keep_going, base_date, confidence, fmt, out
 
     result = library.reconcile(log, confidence=confidence, skip_warmup=warmup_of(ctx),
                                workers=run_workers())
-    show_run_errors(log, result)
+    result = show_run_errors(log, result)
     results_output(result, fmt, output, reconcile_block)
     finish(ctx, log)
 
@@ -1143,8 +1151,8 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
     \b
     Examples:
       eaglelog compare before.log after.log
-      eaglelog compare --min-effect 2 --fail-on-regression cycle_ms base.log nccl.log
-      eaglelog compare base.log new.log --fail-on-regression
+      eaglelog compare --min-effect 2 --fail-on-regression cycle_ms before.log nccl.log
+      eaglelog compare before.log after.log --fail-on-regression
       eaglelog compare --test mannwhitney -f json last-week.json today.log
     """
     from .report.blocks import compare_block
@@ -1164,8 +1172,9 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
         emit(compare_block(result, "github" if fmt == "markdown" else "simple"), output)
     else:
         emit(render_frame(result.to_frame(), fmt, output), output)
+    shown = fmt in ("table", "markdown") and output is None      # the block printed them
     for w in result.warnings:
-        if not ctx.obj["quiet"]:
+        if not ctx.obj["quiet"] and not shown:
             click.echo(printable(f"eaglelog: warning: {w}"), err=True)
     if fail_on:
         known = {m.metric for m in result.metrics}

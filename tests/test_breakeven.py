@@ -2,6 +2,7 @@
 of the intervals by simulation, a bootstrap cross-check, insufficient data, the CLI."""
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -428,3 +429,36 @@ def test_a_baseline_log_of_many_batch_sizes_gives_a_step_at_each(tmp_path):
     assert r.baseline_step_ms.estimate == pytest.approx(hw, rel=0.01)
     assert size_ranges([1, 2, 3, 4, 6, 8, 9]) == "1–4, 6, 8–9"
     assert size_ranges([5]) == "5" and size_ranges([]) == ""
+
+
+def test_a_profiler_cycle_over_cycles_beside_a_cycle_over_request_steps_is_explained():
+    """sample_logs/schedule/steps5.log runs at batch sizes 1–32: its EAGLE3_PROF blocks give
+    57.02 ms a cycle, the mean over cycles, and so do its decode lines per iteration; break-even
+    compares the mean over request-steps, 111.72 ms, which weighs each cycle by its batch size.
+    summary prints both, and says why they differ."""
+    r = eaglelog.breakeven(SAMPLES / "schedule" / "steps5.log",
+                           baseline_log=SAMPLES / "batch_baseline.log")
+    assert round(r.cycle_ms.estimate, 2) == 111.72
+    assert ("the EAGLE3_PROF cycle (57.02 ms) is a mean over cycles, as is the decode lines' "
+            "per iteration (57.01 ms); break-even uses their mean over request-steps (111.72 ms), "
+            "which weighs each cycle by its batch size") in r.notes
+    # one batch size: the means agree, no such note
+    one = eaglelog.breakeven(FIVE, baseline_toks=90)
+    assert not any("mean over cycles" in n for n in one.notes)
+
+
+def test_a_window_whose_accept_len_is_damaged_is_left_out_not_taken_as_one_token(write):
+    """A damaged `accept len: x.49` is warned about when parsed; its window has no tokens per
+    iteration, so its wall time is not known.  Taken as one token (a = 1), as until
+    2026-12-04, it was a window 2–3× too fast inside the cycle."""
+    text = FIVE.read_text()
+    lines = text.splitlines(keepends=True)
+    at = [i for i, ln in enumerate(lines) if "Decode batch" in ln][50]
+    lines[at] = re.sub(r"accept len: \d\.\d\d", "accept len: x.49", lines[at])
+    bad = eaglelog.parse(write("damaged.log", "".join(lines)))
+    assert any(d.line_no == at + 1 and d.kind == "bad_value" for d in bad.diagnostics)
+    good = eaglelog.breakeven(FIVE, baseline_toks=90)
+    r = eaglelog.breakeven(bad, baseline_toks=90)
+    assert r.runs[0].facts["left_out"].get("no accept len") == 1
+    assert r.cycle_ms.estimate == pytest.approx(good.cycle_ms.estimate, rel=2e-4)
+    assert r.accept_len.n == good.accept_len.n - 1

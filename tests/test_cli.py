@@ -235,6 +235,20 @@ def test_one_run_that_cannot_be_analysed_does_not_hide_the_others(run, write):
     assert one["source"] == str(FIVE) and one["verdict"] in ("above", "below", "inconclusive")
 
 
+def test_an_input_that_cannot_be_read_is_in_the_json_errors_too(run, write, tmp_path):
+    """--keep-going: an empty or missing input is said on stderr when it is read, and is an
+    entry of the JSON's "errors" (before the runs that could not be analysed), so that a
+    reader of the JSON alone sees every input that gave no answer."""
+    empty = write("empty.log", "")
+    missing = str(tmp_path / "missing.log")
+    for cmd in (["summary"], ["breakeven", "--baseline-toks", "90"], ["reconcile"]):
+        r = run("-q", *cmd, "-f", "json", "--keep-going", FIVE, empty, missing)
+        assert r.exit_code == 1, (cmd, r.output)
+        got = json.loads(r.stdout)
+        assert got["errors"] == [f"{empty}: empty file", f"{missing}: no such file"], cmd
+        assert [x["source"] for x in got["runs"]] == [str(FIVE)]
+
+
 def test_help_lists_a_command_s_own_options_first_and_each_table_once(run):
     """Issue 16: a command's help shows its own options, then the shared input options, then
     the output ones; the main help's examples show the main job; --table lists each table

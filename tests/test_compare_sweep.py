@@ -345,3 +345,16 @@ def test_a_damaged_export_is_one_line_naming_it(run, tmp_path, damage, why):
     assert r.exit_code == 1 and r.stdout == ""
     assert r.stderr == (f"eaglelog: error: {bad}: not a valid eaglelog export ({why}); make one "
                         "with `eaglelog export LOG -o FILE.json`\n")
+
+
+def test_a_warning_is_said_once_where_it_is_seen(run):
+    """The human block prints a comparability warning in the answer, so it is not said again
+    on stderr; csv rows have no place for it, so there it goes to stderr."""
+    a, b = SAMPLES / "eagle3_5step.log", SAMPLES / "batch_eagle3.log"
+    warn = (f"{b}: different batch sizes (#running-req 1–32 vs 1): cycle and step time grow "
+            "with the batch; the per-stream rate and the speedup weigh each run's own mix")
+    r = run("compare", a, b)
+    assert r.stdout.count(f"warning: {warn}") == 1 and r.stderr == ""
+    r = run("compare", "-f", "csv", a, b)
+    assert r.stderr == f"eaglelog: warning: {warn}\n"
+    assert json.loads(run("compare", "-f", "json", a, b).stdout)["warnings"] == [warn]

@@ -11,7 +11,7 @@ the bound does not settle it), ``insufficient data`` when there is no interval, 
 the baseline covers too little of the run's batch sizes for a whole-run verdict, ``mixed`` when a
 single stated rate is compared with a run spanning a wide range of batch sizes and the batch sizes
 disagree, ``invalid baseline`` when the break-even is more than a cycle can commit (a baseline
-that is not a per-stream rate).
+that is not a per-stream rate) or the baseline covers none of the run's batch sizes.
 """
 from __future__ import annotations
 
@@ -449,6 +449,16 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                              f"iteration) differ by {abs(math.expm1(d)):.0%}: the verdict uses "
                              "the derived cycle, which holds all the wall time between cycles "
                              "(the profiler sees only what it brackets)")
+        per_iter = fit["cycle_ms_iter"]
+        if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
+                math.isfinite(per_iter.estimate) and per_iter.estimate > 0 and \
+                abs(math.log(derived.estimate / per_iter.estimate)) > DISAGREE:
+            # the batch size varies: a mean over cycles (the profiler's, and the decode lines'
+            # per iteration) is not the mean over request-steps that break-even compares
+            notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) is a mean over cycles, "
+                         f"as is the decode lines' per iteration ({per_iter.estimate:.2f} ms); "
+                         f"break-even uses their mean over request-steps ({derived.estimate:.2f}"
+                         " ms), which weighs each cycle by its batch size")
     se_b, df_b = base.uncertainty(win.b, wts)
     if not math.isfinite(step_bar):
         step = stats.insufficient(math.nan, 0, confidence, base.source)
@@ -519,7 +529,9 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         # every batch size of the run, those the baseline does not cover included
         whole = whole or rate.fit(win, confidence, None, warmup=fit.warmup)
         buckets = tuple(_buckets(win, whole, base, confidence))
-        if wide and not by_batch and verdict not in ("insufficient data", "invalid baseline"):
+        # (the verdict is the same whether the table is asked for or not: a gate must not
+        # depend on what is printed)
+        if wide and verdict not in ("insufficient data", "invalid baseline"):
             vs = {b.verdict for b in buckets if b.verdict != "insufficient data"}
             if len(vs) > 1:
                 verdict, reason = "mixed", ("the batch sizes disagree: " + ", ".join(

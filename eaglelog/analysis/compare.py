@@ -329,9 +329,7 @@ class MetricComparison:
     better: str
     run: str
     reference_mean: float
-    reference_sd: float | None
     mean: float
-    sd: float | None
     ratio: Estimate
     p_value: float | None
     test: str
@@ -351,8 +349,7 @@ class MetricComparison:
     def to_dict(self) -> dict:
         return {"metric": self.metric, "label": self.label, "unit": self.unit,
                 "better": self.better, "role": self.role, "run": self.run,
-                "reference_mean": _f(self.reference_mean), "reference_sd": _f(self.reference_sd),
-                "mean": _f(self.mean), "sd": _f(self.sd),
+                "reference_mean": _f(self.reference_mean), "mean": _f(self.mean),
                 "ratio": _f(self.ratio.estimate), "ratio_ci_low": _f(self.ratio.ci_low),
                 "ratio_ci_high": _f(self.ratio.ci_high), "test": self.test,
                 "p_value": _f(self.p_value) if self.p_value is not None else None,
@@ -447,7 +444,6 @@ def compare_metric(a: Metric, b: Metric, run: str, confidence: float, test: str,
         p = float(mannwhitneyu(ba, bb, alternative="two-sided").pvalue) \
             if not np.array_equal(np.sort(ba), np.sort(bb)) else 1.0
         used = "mannwhitney"
-    sd = None
     why = _not_comparable(a, b)
     unresolved = (a.resolution and b.resolution and (a.constant or b.constant) and
                   abs(eb.estimate - ea.estimate) <= 2 * max(a.resolution, b.resolution) + 1e-12)
@@ -461,9 +457,8 @@ def compare_metric(a: Metric, b: Metric, run: str, confidence: float, test: str,
         sig = bool(p < 1 - confidence)
         prac = abs(math.log(ratio.estimate)) >= math.log1p(min_effect)
         verdict = ""
-    return MetricComparison(a.name, a.label, a.unit, a.better, run, ea.estimate, sd,
-                            eb.estimate, sd, ratio, p, used, sig, prac, verdict, ea.n, eb.n,
-                            role)
+    return MetricComparison(a.name, a.label, a.unit, a.better, run, ea.estimate, eb.estimate,
+                            ratio, p, used, sig, prac, verdict, ea.n, eb.n, role)
 
 
 def _finish(m: MetricComparison, p_adj: float | None, confidence: float,

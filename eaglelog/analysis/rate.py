@@ -60,9 +60,9 @@ SYS_FLOOR = 0.0035     # relative standard uncertainty of a derived cycle from t
                        # inside every window moved the simulated cycle by 0.4 % (docs/statistics.md)
 
 # why a window is not used for the cycle (codes of Windows.why)
-USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP = range(7)
+USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT = range(8)
 WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out",
-       "batch size jump")
+       "batch size jump", "no accept len")
 COV_REL = 0.25         # relative uncertainty of the within-window covariance term (within_cov):
                        # its one-step model missed 8–20 % of the simulated term (docs/statistics.md)
 EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's sizes is at its edge
@@ -241,6 +241,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     bad = ~((g > 0) & (b > 0) & np.isfinite(y))
     y[bad] = np.nan
     why[bad & (why == USED)] = NO_THROUGHPUT
+    if spec:
+        # a speculative run's window without a readable accept len (a damaged value: warned
+        # when parsed) has no tokens per iteration: its wall time is not known, and taking
+        # one token (a = 1) made it 2–3× too short
+        lost = ~np.isfinite(a) & ~steps & ~bad
+        y[lost] = np.nan
+        why[lost & (why == USED)] = NO_ACCEPT
     rs = None
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
@@ -860,10 +867,10 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         half = math.sqrt(c.ci_high / c.ci_low) - 1
         notes.append(f"whole-second timestamps: most of the cycle's ±{half:.2%} is an allowance "
                      "for each window's mean batch, which they cannot measure (statistical part "
-                     f"±{half * se_c / math.hypot(se_c, sys_rel):.2%}); SGLANG_LOG_MS=1 (SGLang "
-                     "v0.5.6 →) lets them")
+                     f"±{half * se_c / math.hypot(se_c, sys_rel):.2%}); SGLANG_LOG_MS=1 stamps "
+                     "(SGLang v0.5.6 →) measure it")
     left = {}
-    for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP):
+    for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT):
         k = int((why == code).sum())
         if k:
             left[WHY[code]] = k

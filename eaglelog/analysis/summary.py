@@ -42,7 +42,7 @@ class SummaryResult:
     bottleneck: str | None
     accept_sglang: Estimate | None
     accept_profiler: Estimate | None
-    throughput_all: float | None      # aggregate tok/s while decoding (all streams together)
+    throughput_all: float | None      # aggregate tok/s over the decode windows' wall time
     eff_tok_s: Estimate | None        # the rate one request stream gets: 1000 × accept / cycle
     windows: int
     windows_used: int                 # decode windows behind the derived cycle
@@ -194,7 +194,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         eff = Estimate(1000 / d.estimate, None if d.ci_high is None else 1000 / d.ci_high,
                        None if d.ci_low is None else 1000 / d.ci_low, d.n, d.confidence,
                        d.se_log, d.df, "1000 / step (decode lines)")
-    # the aggregate throughput while decoding: tokens over wall time, pooled over the windows
+    # the aggregate throughput: tokens over the decode windows' wall time, pooled over those
     # with a known start and no idle gap or stall, each by its iterations (decode_log_interval
     # for log lines; drafts / batch for windows of seconds, whose iteration counts differ)
     t_all = None

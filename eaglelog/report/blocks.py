@@ -164,8 +164,9 @@ def summary_block(s) -> str:
         out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
                    f"profiler Accept len: {s.accept_profiler.source}{ratio}")
     if s.throughput_all is not None:
-        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate while decoding: all "
-                   f"streams, over {s.windows} decode windows")
+        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams, "
+                   f"over the wall time of {s.windows} decode windows (their prefill time "
+                   "included)")
     if s.eff_tok_s is not None:
         how = ("1000 × accept length / cycle: the rate one request gets (what the break-even "
                "compares)" if getattr(s, "speculative", True) else
@@ -184,6 +185,9 @@ def summary_block(s) -> str:
                    f"{ci(b.breakeven_accept_len)} vs {s.breakeven.baseline}; measured "
                    f"{num(b.accept_len.estimate)}{cyc}")
         out.append(f"  {'verdict':<16}{verdict_sentence(b)}")
+        if b.by_batch:                  # a wide span at one stated rate: the table is the answer
+            out.append("")
+            out.append("\n".join("  " + ln for ln in by_batch_table(b).splitlines()))
         for n in b.notes:
             out.append(f"  note: {n}")
     elif s.accept_sglang is not None or s.cycle_ms is not None:
