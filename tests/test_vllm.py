@@ -122,7 +122,9 @@ def test_mixed_log_is_split_by_family():
 def test_compare_across_engines_warns(run):
     r = run("compare", SAMPLES / "eagle3_5step.log", SAMPLE)
     assert r.exit_code == 0
-    assert "runs of different engines (vllm vs sglang)" in r.stderr
+    assert "runs of different engines (vllm vs sglang)" in r.stdout          # in the block
+    r = run("compare", "-f", "csv", SAMPLES / "eagle3_5step.log", SAMPLE)
+    assert "runs of different engines (vllm vs sglang)" in r.stderr          # no room in rows
 
 
 # ---------------------------------------------------------------------------------- the sample

@@ -654,3 +654,24 @@ def test_held_out_runs_outside_their_intervals_are_said(run):
     d = json.loads(run("-q", "whatif", "-f", "json", "--baseline-toks", "90", *sweep).stdout)
     assert all(c["inside"] for c in d["leave_one_out"])
     assert not [n for n in d["notes"] if "outside their" in n]
+
+
+def test_a_cost_model_that_misfits_says_its_intervals_carry_it(tmp_path):
+    """Cells at 15 and 16 running requests (a span under ×1.5: no batch column) scatter beyond
+    their own errors; the model line says by how much, and that the prediction intervals hold
+    it as model error (whatif_derived: the χ² above 1 is a relative variance of a new cell)."""
+    from eaglelog.simulate import SCENARIOS, simulate
+    paths = []
+    for k in (1, 2, 3, 5):
+        p = tmp_path / f"k{k}.log"
+        simulate(SCENARIOS["continuous_s"].replace(num_steps=k, duration_s=300.0,
+                                                   name=f"k{k}"), 3).write(str(p))
+        paths.append(str(p))
+    w = eaglelog.whatif(paths, baseline_toks=81.8)
+    text = w.to_dict()["model"]["model"]
+    chi2 = float(text.split("χ²/df ")[1].split(" ")[0])
+    assert chi2 > 2
+    assert text.endswith(f"χ²/df {chi2:.2g} (the cells scatter {math.sqrt(chi2):.2g}× beyond "
+                         "their own errors: the intervals carry it as model error)")
+    # the vLLM sweep fits within its errors: no such words
+    assert "scatter" not in eaglelog.whatif(VLLM_SWEEP).to_dict()["model"]["model"]

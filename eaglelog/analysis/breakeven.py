@@ -439,26 +439,26 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         notes.extend(fit.notes)
         step_bar = fit["step_ms"].estimate
         wts = np.where(fit.use, win.w, 0.0)
-        if prof is not None and prof.sufficient and derived.sufficient:
-            per_iter = fit["cycle_ms_iter"]
+        per_iter = fit["cycle_ms_iter"]
+        if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
+                prof.estimate > 0 and math.isfinite(per_iter.estimate) and per_iter.estimate > 0:
             d = math.log(prof.estimate / per_iter.estimate)
-            se = math.hypot(prof.se_log or 0.0, per_iter.se_log or 0.0)
+            se = math.hypot(prof.se_log or 0.0, per_iter.se_log or 0.0) if prof.sufficient \
+                else 0.0
             if abs(d) > max(DISAGREE, 2 * se):
                 notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) and the cycle "
                              f"derived from the decode lines ({per_iter.estimate:.2f} ms per "
                              f"iteration) differ by {abs(math.expm1(d)):.0%}: the verdict uses "
                              "the derived cycle, which holds all the wall time between cycles "
                              "(the profiler sees only what it brackets)")
-        per_iter = fit["cycle_ms_iter"]
-        if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
-                math.isfinite(per_iter.estimate) and per_iter.estimate > 0 and \
-                abs(math.log(derived.estimate / per_iter.estimate)) > DISAGREE:
-            # the batch size varies: a mean over cycles (the profiler's, and the decode lines'
-            # per iteration) is not the mean over request-steps that break-even compares
-            notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) is a mean over cycles, "
-                         f"as is the decode lines' per iteration ({per_iter.estimate:.2f} ms); "
-                         f"break-even uses their mean over request-steps ({derived.estimate:.2f}"
-                         " ms), which weighs each cycle by its batch size")
+            elif abs(math.log(derived.estimate / per_iter.estimate)) > DISAGREE:
+                # they agree per cycle; the batch size varies, and a mean over cycles is not
+                # the mean over request-steps that break-even compares
+                notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) is a mean over "
+                             "cycles, as is the decode lines' per iteration "
+                             f"({per_iter.estimate:.2f} ms); break-even uses their mean over "
+                             f"request-steps ({derived.estimate:.2f} ms), which weighs each cycle "
+                             "by its batch size")
     se_b, df_b = base.uncertainty(win.b, wts)
     if not math.isfinite(step_bar):
         step = stats.insufficient(math.nan, 0, confidence, base.source)

@@ -146,7 +146,9 @@ def fit_derived(evs) -> DerivedCost | None:
     text = (f"derived cycles of {len(y)} cells (runs × #running-req, {len(steps)} num_steps; "
             f"no EAGLE3_PROF phases): cycle = {terms} ms" + (", n = batch × K" if 4 in cols
                                                              else "")
-            + f"; χ²/df {chi2:.2g}")
+            + f"; χ²/df {chi2:.2g}" + (
+                f" (the cells scatter {math.sqrt(chi2):.2g}× beyond their own errors: the "
+                "intervals carry it as model error)" if chi2 > 2 else ""))
     res = tuple((c_[0], c_[3], c_[1], float(v), float(f)) for c_, v, f in zip(cells, y, fitted))
     return DerivedCost(c, C, max(chi2 - 1.0, 0.0) * float(rv.mean()), len(y),
                        (int(K.min()), int(K.max())),
