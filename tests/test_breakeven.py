@@ -404,9 +404,9 @@ def test_a_baseline_log_of_many_batch_sizes_gives_a_step_at_each(tmp_path):
     """A baseline log whose #running-req takes more than 16 values (a ramp 1 → 24): every size
     with enough windows is a point of the step curve.  (The per-batch tables group such sizes
     by powers of two, '4–7'; a group's step is the step at no one size, and until 2026-12-04
-    the baseline kept only the groups of one size: sizes 1 and 2, and a run at 13–16 was
-    'partial' against 0 % coverage.)  The simulated baseline is noise-free: its step at B is
-    the hardware's b(B) (eaglelog/simulate.py, Hardware.step_ms)."""
+    the baseline kept only the groups of one size, here size 1 alone: this run at 14 was
+    'insufficient data' at 0 % coverage.)  The simulated baseline is noise-free: its step at
+    B is the hardware's b(B) (eaglelog/simulate.py, Hardware.step_ms)."""
     from eaglelog.analysis.breakeven import size_ranges
     from eaglelog.simulate import SCENARIOS, baseline_log, ramp, simulate
     sc = SCENARIOS["growing"].replace(duration_s=480.0, clients=ramp(1, 24, 480.0),
@@ -462,3 +462,21 @@ def test_a_window_whose_accept_len_is_damaged_is_left_out_not_taken_as_one_token
     assert r.runs[0].facts["left_out"].get("no accept len") == 1
     assert r.cycle_ms.estimate == pytest.approx(good.cycle_ms.estimate, rel=2e-4)
     assert r.accept_len.n == good.accept_len.n - 1
+
+
+def test_the_verdict_and_the_gate_do_not_depend_on_asking_for_the_table(run):
+    """One stated rate against a run at 1–32: 'mixed' with or without --by batch (the table is
+    computed either way), and --check fails both ways; summary prints the table its verdict
+    points to."""
+    log = SAMPLES / "batch_eagle3.log"
+    for extra in ([], ["--by", "batch"]):
+        r = run("-q", "breakeven", "--baseline-toks", "90", *extra, "-f", "json", log)
+        assert json.loads(r.stdout)["runs"][0]["verdict"] == "mixed", extra
+        assert run("-q", "breakeven", "--baseline-toks", "90", *extra, "--check",
+                   log).exit_code == 3, extra
+    out = run("-q", "summary", "--baseline-toks", "90", log).stdout
+    assert "MIXED: the batch sizes disagree" in out and "(see the table)" in out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip().split(" ")[0] in
+            ("1", "2", "4", "8", "16", "32")]
+    assert [r[0] for r in rows] == ["1", "2", "4", "8", "16", "32"]
+    assert [r[-1] for r in rows] == ["above", "above", "above", "below", "below", "below"]
