@@ -485,6 +485,14 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def error_line(message: str) -> tuple[int | None, str]:
+    """An input error's line and the rest of it: 'f.log:2: binary data …' → (2, 'binary
+    data …'); 'f.log: empty file' → (None, 'empty file')."""
+    head, _, rest = message.partition(": ")
+    line = head.rsplit(":", 1)[-1] if ":" in head else ""
+    return (int(line), rest) if line.isdigit() else (None, rest)
+
+
 def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bool,
               info: SourceInfo, diags: list[Diagnostic], use_cache: bool = False,
               mtime: float | None = None, columns: dict | None = None,
@@ -590,9 +598,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         except InputError as e:
             if scanner is None or not keep_going:
                 raise
-            line = str(e).split(": ", 1)[0].rsplit(":", 1)[-1]
-            scanner.diag(int(line) if line.isdigit() else None, "input_error",
-                         str(e).split(": ", 1)[-1] + "; the records before it are kept", "error")
+            line, what = error_line(str(e))
+            scanner.diag(line, "input_error", what + "; the records before it are kept", "error")
             info.error = str(e)
             state = None                      # never cache a damaged read
         if scanner is None:
@@ -889,8 +896,8 @@ def _parse_inputs(inputs, engine, base_date, chunk_size, keep_going, cache, colu
             if not keep_going:
                 raise
             info.error = str(e)
-            diags.append(Diagnostic(info.name, None, "input_error",
-                                    str(e).split(": ", 1)[-1], "error"))
+            line, what = error_line(str(e))
+            diags.append(Diagnostic(info.name, line, "input_error", what, "error"))
             continue
         if frames is None and batch.bytes < BATCH_BYTES:
             continue                       # batched: typed with the next ones

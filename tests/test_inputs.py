@@ -103,6 +103,15 @@ def test_binary_file(run, write):
     assert r.exit_code == 1
     assert err_line(r) == (f"eaglelog: error: {p}:2: binary data (NUL byte at offset 9) and "
                            "no record: not a text log")
+    # the same line, with its line number, beside a good input under --keep-going
+    r = run("summary", "--keep-going", FIVE, p)
+    assert r.exit_code == 1
+    assert (f"eaglelog: error: {p}:2: binary data (NUL byte at offset 9) and no record: not a "
+            "text log") in r.stderr.splitlines()
+    from eaglelog.api import error_line
+    assert error_line(f"{p}:2: binary data") == (2, "binary data")
+    assert error_line("gpu7:/var/log/s.log: empty file") == (None, "empty file")
+    assert error_line("gpu7:/var/log/s.log:12: cut short") == (12, "cut short")
 
 
 def test_nul_bytes_inside_a_log_do_not_lose_records(write):
