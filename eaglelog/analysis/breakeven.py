@@ -292,15 +292,19 @@ def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> Ba
 
 def size_ranges(sizes) -> str:
     """Batch sizes as runs of consecutive ones: [1, 2, 3, 4, 6, 8, 9] → '1–4, 6, 8–9'."""
-    out, run = [], []
+    runs: list[list[int]] = []
     for v in (int(x) for x in sizes):
-        if run and v != run[-1] + 1:
-            out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
-            run = []
-        run.append(v)
-    if run:
-        out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
-    return ", ".join(out)
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
+def run_span(win: "rate.Windows") -> tuple[float, float] | None:
+    """The smallest and largest #running-req the run's decode lines print (None: none)."""
+    r = win.r[np.isfinite(win.r) & (win.r > 0)]
+    return (float(r.min()), float(r.max())) if len(r) else None
 
 
 def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
@@ -335,12 +339,10 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
 def _span_note(win: "rate.Windows", base: BaseSide) -> tuple[str | None, bool]:
     """A note when a stated single rate meets a run that is not at one batch size; and
     whether the span is wide (the per-batch table is then the answer)."""
-    if base.kind != "rate":
+    span = run_span(win) if base.kind == "rate" else None
+    if span is None:
         return None, False
-    r = win.r[np.isfinite(win.r) & (win.r > 0)]
-    if not len(r):
-        return None, False
-    lo, hi = float(r.min()), float(r.max())
+    lo, hi = span
     if hi <= 1 and lo >= 1:
         return None, False
     wide = hi / lo > WIDE_SPAN
@@ -491,8 +493,8 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         notes.append(f"the baseline covers running_req {int(lo)}–{int(hi)}: {pct} of the run's "
                      "request-steps; the rest is left out of the match")
         if coverage <= 0:
-            sizes = rate.distinct(win.r[np.isfinite(win.r) & (win.r > 0)])
-            ran = f" (the run: {int(sizes[0])}–{int(sizes[-1])})" if len(sizes) else ""
+            span = run_span(win)
+            ran = f" (the run: {int(span[0])}–{int(span[1])})" if span else ""
             verdict, reason = "invalid baseline", (
                 f"the baseline covers running_req {int(lo)}–{int(hi)}, none of the run's batch "
                 f"sizes{ran}")

@@ -171,8 +171,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # the run's own accept length and per-stream rate, over all of it: where the baseline
     # covers only part of the run, break-even's figures (in its own line) are of that part
     whole = be is None or be.coverage >= 1 - 1e-9
-    acc_sg = (be.accept_len if be is not None and (whole or fit is None) else
-              fit["accept_len"]) if win.spec else None
+    acc_sg = (be.accept_len if be is not None and whole else fit["accept_len"]) \
+        if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
                                  confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
         if len(use) else None
