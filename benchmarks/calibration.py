@@ -42,8 +42,8 @@ from eaglelog.simulate import (SCENARIOS, Scenario, TruthSums, baseline_log,  # 
                                baseline_map, simulate, stated_steps)
 
 ROWS = ["reference", "continuous", "continuous_s", "reference_s", "few_think_s",
-        "continuous_pause", "growing", "varying",
-        "warmup", "prof5", "baseline_batch1", "aggregate_baseline", "ar09", "ar095", "few_windows"]
+        "continuous_docker", "continuous_pause", "growing", "varying", "warmup", "prof5",
+        "baseline_batch1", "aggregate_baseline", "ar09", "ar095", "few_windows"]
 METRICS = ("speedup", "cycle_ms", "accept_len")
 os.environ.setdefault("EAGLELOG_WORKERS", "1")      # no nested parallel scans
 

@@ -165,6 +165,10 @@ DECODE = Table(
         C("largest_len", "Int64", "tokens", "scheduler bookkeeping (v0.4.3.post3 – v0.4.4.post1)"),
         C("queue_req", "Int64", "requests", "waiting-queue length at the logging instant"),
         C("line_timestamp", "datetime64[us]", "", "the 'timestamp:' field (v0.4.9.post1 – post2)"),
+        C("wrapper_time", "datetime64[us]", "", "a sub-second date-time that a wrapper printed "
+          "in front of the SGLang prefix (docker logs --timestamps, a Kubernetes log file, a "
+          "collector), in the wrapper's own clock (often UTC): only the time between two lines "
+          "is used (sglang.md §1.3); NA where no wrapper printed one", core=False),
         C("est_decode_tflops", "float64", "TFLOPS", "model-based MFU estimate, per GPU"),
         C("est_read_bw", "float64", "GB/s", "estimated read bandwidth per GPU"),
         C("est_write_bw", "float64", "GB/s", "estimated write bandwidth per GPU"),
@@ -220,6 +224,8 @@ PREFILL = Table(
         C("input_throughput", "float64", "tokens/s", "#new-token / wall time since the previous "
           "prefill line", "higher"),
         C("line_timestamp", "datetime64[us]", "", "the 'timestamp:' field (v0.4.9.post1 – post2)"),
+        C("wrapper_time", "datetime64[us]", "", "as in decode: a wrapper's sub-second "
+          "date-time in front of the SGLang prefix; NA where none", core=False),
         C("est_prefill_tflops", "float64", "TFLOPS", "MFU estimate, per GPU"),
         C("fwd_occupancy", "float64", "%", "device-timer forward occupancy"),
     ) + _LINE_META,
@@ -705,9 +711,9 @@ _RANKS = tuple(tag.lower() for tag in RANK_TAGS)
 ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
         "running_req", "accept_len", "accept_rate", "gen_throughput", "header", "engine",
-        "prompt_throughput", "drafts", "gen_throughput_steps"),
+        "prompt_throughput", "drafts", "gen_throughput_steps", "line_timestamp", "wrapper_time"),
     "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
-        "new_seq", "new_token", "running_req"),
+        "new_seq", "new_token", "running_req", "input_throughput", "wrapper_time"),
 }
 
 

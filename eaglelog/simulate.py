@@ -148,6 +148,10 @@ class Scenario:
     decode_log_interval: int = 40
     tp_size: int = 2
     log_ms: bool = True                # SGLANG_LOG_MS=1: milliseconds in the prefix
+    wrapper: str | None = None         # "docker": each line as `docker logs --timestamps` shows
+                                       # it, RFC 3339 UTC with nanoseconds in front of the prefix
+    wrapper_delay_ms: float = 0.3      # the wrapper stamps a line this long (mean, exponential)
+                                       # after SGLang wrote it, never before the line before
     log_requests: bool = True          # Finish: lines
     version: str = "0.5.10"            # line formats: "0.5.10" or "0.5.8"
     overlap: bool = False              # overlap scheduler; changes the log only with "0.5.8"
@@ -359,7 +363,9 @@ class _Sim:
         self.keep = keep_arrays
         ss = np.random.SeedSequence([seed, _name_key(sc.name)])
         # separate streams: a knob that changes one (think time) leaves the others alone
-        r_lat, r_noise, r_req, r_acc, r_cli = (np.random.default_rng(s) for s in ss.spawn(5))
+        # (a sixth stream for the wrapper's delays: the first five are what they were)
+        r_lat, r_noise, r_req, r_acc, r_cli, self.r_wrap = (np.random.default_rng(s)
+                                                            for s in ss.spawn(6))
         self.r_req, self.r_acc, self.r_cli, self.r_noise, self.r_lat = r_req, r_acc, r_cli, \
             r_noise, r_lat
         self.k = sc.k if speculative else 0
@@ -379,6 +385,7 @@ class _Sim:
         self.lines: list[str] = []
         self._stamp_sec = -1
         self._stamp_txt = ""
+        self._wrap_last = -math.inf            # the wrapper's last stamp (ms)
         self.tags = " TP0" if sc.tp_size > 1 else ""
         # window bookkeeping (per printed decode line)
         self.win: dict[str, list] = {k: [] for k in (
@@ -459,8 +466,20 @@ class _Sim:
         return f"[{self._stamp_txt}{ms}{self.tags if tags is None else tags}] "
 
     def emit(self, t_ms: float, msg: str, tags: str | None = None) -> int:
-        self.lines.append(self.stamp(t_ms, tags) + msg + "\n")
+        self.lines.append(self.wrap(t_ms, self.stamp(t_ms, tags) + msg + "\n"))
         return len(self.lines)
+
+    def wrap(self, t_ms: float, line: str) -> str:
+        """``line`` as the wrapper shows it (``Scenario.wrapper``), written at ``t_ms``."""
+        if self.sc.wrapper != "docker":
+            return line
+        # read from the container's stdout after a short delay, in order; UTC (the simulated
+        # host's clock is UTC+1): only differences of these stamps mean anything
+        w = max(self._wrap_last, t_ms + self.r_wrap.exponential(self.sc.wrapper_delay_ms))
+        self._wrap_last = w
+        at = START - _dt.timedelta(hours=1) + _dt.timedelta(milliseconds=w)
+        ns = int(w * 1e6) % 1000                  # below the microsecond
+        return at.strftime("%Y-%m-%dT%H:%M:%S.%f") + f"{ns:03d}Z " + line
 
     # ----------------------------------------------------------------- requests
     def new_request(self, client: int, arrive: float, n: int) -> _Req:
@@ -698,7 +717,7 @@ class _Sim:
                    f"{running}, #queue-req: {queue}, cuda graph: False, input throughput "
                    f"(token/s): {thr:.2f}")
             at = t_end
-        line = self.stamp(at) + msg + "\n"
+        line = self.wrap(at, self.stamp(at) + msg + "\n")
         last = self.last_decode_line
         if sc.overlap and sc.version == "0.5.8" and last is not None and last[1] == it - 1:
             # overlap, ≤ v0.5.8: the prefill is scheduled (and its line printed) before the
@@ -790,10 +809,11 @@ class _Sim:
             block.append(f"  {label + ':':<18}{v:6.2f} ms/cyc  ({100 * v / total:5.1f}%)")
         block += [f"  {'TOTAL:':<18}{tot_p:6.2f} ms/cyc", f"  Accept len:      {acc:.2f}",
                   f"  Eff tok/s:       {1000 * acc / total:.1f}"]
-        pre = self.stamp(float(self.TEND[i])) if sc.prof_prefix else ""
-        self.lines.extend(pre + x + "\n" for x in block)
+        at = float(self.TEND[i])
+        pre = self.stamp(at) if sc.prof_prefix else ""
+        self.lines.extend(self.wrap(at, pre + x + "\n") for x in block)
         if not sc.prof_prefix:
-            self.lines.append("\n")
+            self.lines.append(self.wrap(at, "\n"))
         self.prof_done += 1
         blk = self.blk
         blk["line_no"].append(len(self.lines) - len(block) - (0 if sc.prof_prefix else 1) + 1)
@@ -827,8 +847,8 @@ class _Sim:
                 hist = np.bincount(drafts, minlength=1).tolist()
                 meta += f", 'spec_accept_histogram': {hist}"
         # v0.5.8 – v0.5.11: the request logger prints no prefix (sglang.md §7.2)
-        self.lines.append(f"Finish: obj=GenerateReqInput(rid='{r.rid}', stream=False), "
-                          f"out={{'meta_info': {meta}}}}}\n")
+        self.lines.append(self.wrap(t, f"Finish: obj=GenerateReqInput(rid='{r.rid}', "
+                                       f"stream=False), out={{'meta_info': {meta}}}}}\n"))
 
     # ----------------------------------------------------------------- the truth
     def truth(self) -> Truth:
@@ -991,6 +1011,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         name="reference_s", log_ms=False,
         about="reference with whole-second timestamps: few joins and finishes inside a window; "
               "true 1.00"),
+    _REF.replace(
+        name="continuous_docker", clients=((0.0, 16),), output_median=300.0, output_sigma=0.4,
+        duration_s=900.0, target_speedup=1.03, log_ms=False, wrapper="docker",
+        about="continuous_s read through `docker logs --timestamps`: whole seconds in SGLang's "
+              "prefix, the wrapper's nanosecond stamps (0.3 ms late on average) in front; "
+              "true 1.03"),
     _REF.replace(
         name="few_think_s", clients=((0.0, 2),), think_s=0.5, log_ms=False,
         about="2 clients with a 0.5 s think time and whole-second timestamps: the batch moves "

@@ -241,7 +241,8 @@ def test_whole_second_stamps_say_what_the_allowance_costs(tmp_path):
         assert said == [f"whole-second timestamps: most of the cycle's ±{half:.2%} is an "
                         "allowance for each window's mean batch, which they cannot measure "
                         f"(statistical part ±{said[0].split('part ±')[1][:5]}); SGLANG_LOG_MS=1 "
-                        "stamps (SGLang v0.5.6 →) measure it"]
+                        "stamps (SGLang v0.5.6 →), or a wrapper's (docker or kubectl logs "
+                        "--timestamps), measure it"]
         stat = float(said[0].split("part ±")[1].split("%")[0]) / 100
         fit = rate.fit(run_windows(log, log.sources[0].name)[1], 0.95)
         se_stat = math.sqrt(fit["cycle_ms"].se_log ** 2 - fit.sys_rel ** 2)

@@ -68,6 +68,8 @@ COV_REL = 0.25         # relative uncertainty of the within-window covariance te
 EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's sizes is at its edge
 PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 decimals
 STAMP_VAR = 2 / 12      # ms²: the variance of the difference of two truncated ms stamps
+FIELD_VAR = 2e-6 / 12   # ms²: the same for two truncated µs stamps (the 'timestamp:' field)
+PINNED_LEAST = 20       # pairs of lines a wrapper's stamp variance is measured on
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
                        # the mean batch of the window between them is not known
 
@@ -95,6 +97,8 @@ class Windows:
     rp: np.ndarray | None = None    # the #running-req printed by the line before (NaN: none)
     nin: np.ndarray | None = None   # requests its own prefill lines admitted into a running
                                     # batch (#new-seq; not those of a drained one)
+    svar: np.ndarray | None = None  # variance of the measured wall time Δt (ms²) from its two
+                                    # stamps, where bvar > 0 (STAMP_VAR, FIELD_VAR, a wrapper's)
 
     @property
     def n(self) -> int:
@@ -108,7 +112,8 @@ class Windows:
                        self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
                        None if self.bvar is None else self.bvar[keep],
                        None if self.rp is None else self.rp[keep],
-                       None if self.nin is None else self.nin[keep])
+                       None if self.nin is None else self.nin[keep],
+                       None if self.svar is None else self.svar[keep])
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -117,13 +122,13 @@ class Windows:
 
     @property
     def bycov(self) -> np.ndarray | None:
-        """Covariance of a measured b's error with y's: both hold the window's two truncated
-        millisecond stamps (Δt = y × interval; ∂b/∂Δt = b/Δt, ∂y/∂Δt = 1/interval)."""
+        """Covariance of a measured b's error with y's: both hold the window's two stamps
+        (Δt = y × interval; ∂b/∂Δt = b/Δt, ∂y/∂Δt = 1/interval)."""
         if self.bvar is None:
             return None
+        sv = STAMP_VAR if self.svar is None else self.svar     # (None: millisecond stamps)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.bvar > 0, self.b / (self.y * self.interval ** 2) * STAMP_VAR,
-                            0.0)
+            return np.where(self.bvar > 0, self.b / (self.y * self.interval ** 2) * sv, 0.0)
 
     @property
     def w(self) -> np.ndarray:
@@ -251,9 +256,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     rs = None
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
-    bvar = None
+    bvar = svar = None
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
-        bvar = _measured_batch(key, ts, r, a, g, steps, interval, b, y, why)
+        clocks = _clocks(d, ts, key)
+        if any(kind == "wrapper" for _, _, kind, _ in clocks):
+            clocks = _wrapper_jitter(clocks, key, prefill, pkey, nseries)
+        bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
+                                     nin)
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
     if np.isfinite(drafts).any() and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
@@ -275,7 +284,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for _, idx in _series_rows(key):
             _, nxt, prv = _ends(idx)
             x[nxt, 2] = x[prv, 0]
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin)
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
+                   svar)
 
 
 def _present(key: np.ndarray) -> np.ndarray:
@@ -344,9 +354,111 @@ def _by_value(k: np.ndarray):
         yield ks[a_], order[a_:b_]
 
 
-def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray | None:
-    """Where a series' timestamps have sub-second resolution (SGLang with SGLANG_LOG_MS=1), the
-    mean batch of each window is measured instead of approximated: the window's tokens are
+NAT = np.iinfo(np.int64).min
+
+
+def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray) -> list:
+    """The finest clock each series' decode lines carry, as (rows, µs stamps, kind): the
+    prefix's own where it prints milliseconds (SGLANG_LOG_MS=1, v0.5.6 →: 'ms'); where it prints
+    whole seconds, the 'timestamp:' field of v0.4.9.post1 – post2 (µs, SGLang's own clock:
+    'field'), else a wrapper's sub-second time in front of the prefix (docker logs
+    --timestamps, a Kubernetes log file, a collector: 'wrapper'), when every line of the
+    series has one.  A series with none of these is left out (whole seconds)."""
+    alts = []
+    for name, kind in (("line_timestamp", "field"), ("wrapper_time", "wrapper")):
+        if name in d.columns:
+            alts.append((d[name].to_numpy(dtype="datetime64[us]").view(np.int64), kind))
+    out = []
+    for s, idx in _series_rows(key):
+        t = ts[idx]
+        if len(t) < 3:
+            continue
+        if not (t == NAT).any() and (t % 1_000_000).any():
+            out.append((idx, t, "ms", STAMP_VAR))
+            continue
+        for alt, kind in alts:
+            t = alt[idx]
+            if not (t == NAT).any() and (t % 1_000_000).any():
+                out.append((idx, t, kind, FIELD_VAR if kind == "field" else s))
+                break
+    return out
+
+
+def _spread(z: np.ndarray) -> float:
+    """The variance of ``z`` about its median, gross outliers (over 10 robust σ and 1 ms from
+    it: a stamp held up once) left out: a second moment, as the error model needs, not a
+    robust scale (the difference of two exponential delays has a MAD-based σ² about half its
+    variance)."""
+    dev = z - np.median(z)
+    mad = 1.4826 * float(np.median(np.abs(dev)))
+    keep = np.abs(dev) <= max(10 * mad, 1.0)
+    return float(np.mean(dev[keep] ** 2))
+
+
+def _wrapper_jitter(clocks: list, key, prefill: pd.DataFrame, pkey, nseries: int) -> list:
+    """Each wrapper-stamped series' clock with the variance of the difference of two of its
+    stamps (ms²), measured on its ``Prefill batch`` lines, or dropped when it cannot be.
+
+    A wrapper stamps a line when the line reaches it, some time after SGLang wrote it; what
+    matters is the variance of the difference of two such delays, which the decode windows'
+    measured batch inherits (and the fit's errors-in-variables correction divides out: an
+    assumed 2 ms² where the truth was 0.18 moved the simulated cycle by +0.24 %).  The prefill
+    lines measure it: from v0.5.9 each prints `input throughput` = a batch's #new-token over
+    the time SGLang's own clock (``time.perf_counter``) saw since the previous prefill line —
+    the previous batch's tokens (``managers/scheduler_metrics_mixin.py`` ``log_prefill_stats``:
+    ``last_input_throughput = last_prefill_tokens / gap_latency``, then ``last_prefill_tokens =
+    adder.log_input_tokens``; v0.5.10's ``report_prefill_stats`` the same, docs/simulation.md
+    §1), not this batch's as ../shared/formats/sglang.md §4.2 says; both are tried, and the one
+    the stamps agree with is taken.  So the wrapper's gap between two prefill lines less that
+    time is the difference of their two delays.  With no usable prefill lines (older releases
+    print no throughput) the variance comes from the windows the lines pin
+    (``_measured_batch``); with neither, the series keeps its whole-second trapezoid."""
+    have = "wrapper_time" in prefill.columns and "input_throughput" in prefill.columns and \
+        len(prefill)
+    if have:
+        pw = prefill["wrapper_time"].to_numpy(dtype="datetime64[us]").view(np.int64)
+        thr = _col(prefill, "input_throughput")
+        tok = _col(prefill, "new_token")
+    out = []
+    for idx, t, kind, extra in clocks:
+        if kind != "wrapper":
+            out.append((idx, t, kind, extra))
+            continue
+        var = None
+        if have:
+            at = np.flatnonzero(pkey == extra) if nseries > 1 else np.arange(len(pw))
+            var = _prefill_jitter(pw[at], thr[at], tok[at])
+        out.append((idx, t, kind, var))
+    return out
+
+
+def _prefill_jitter(pw: np.ndarray, thr: np.ndarray, tok: np.ndarray) -> float | None:
+    """The variance (ms²) of wrapper stamp differences against SGLang's clock, from consecutive
+    prefill lines (``_wrapper_jitter``); None with fewer than PINNED_LEAST pairs, or when
+    neither reading of the throughput agrees with the stamps (median off by over 5 ms or a
+    spread over 1 % of the gaps: the wrapper is not the lines' clock)."""
+    ok = (pw[1:] != NAT) & (pw[:-1] != NAT) & (thr[1:] > 0) & np.isfinite(tok[1:]) & \
+        np.isfinite(tok[:-1])
+    if ok.sum() < PINNED_LEAST:
+        return None
+    W = (pw[1:] - pw[:-1])[ok].astype(float) / 1000.0         # ms
+    th = thr[1:][ok]
+    best = None
+    for n in (tok[:-1][ok], tok[1:][ok]):
+        G = 1000.0 * n / th
+        z = W - G
+        med = float(np.median(z))
+        v = _spread(z) - float(np.mean((G * PRINTED_STEP / th) ** 2 / 12))
+        if abs(med) <= 5.0 and _spread(z) <= (0.01 * float(np.median(G))) ** 2 and \
+                (best is None or v < best):
+            best = max(v, 0.0)
+    return best
+
+
+def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin):
+    """Where a series' timestamps have sub-second resolution (``_clocks``: SGLang with
+    SGLANG_LOG_MS=1, the 'timestamp:' field, a wrapper's stamps), the mean batch of each window is
+    measured instead of approximated: the window's tokens are
     gen throughput × its wall time (the time between this line and the one before: SGLang
     resets the throughput's clock, ``last_decode_stats_tic``, when it prints a decode line),
     its request-steps are tokens / accept len (tokens without speculation), and the mean batch
@@ -355,17 +467,18 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray 
     clock is not the throughput's) keeps the trapezoid.
 
     The measured batch carries the rounding of what it is computed from: accept len and gen
-    throughput to 2 decimals (uniform errors, variance 0.01² / 12) and two millisecond stamps
-    that logging truncates (variance 2 / 12 ms², STAMP_VAR).  Returns that variance per window
-    (0 where b stays the trapezoid; None when no window was measured); the fit corrects its
-    normal equations for it and for its covariance with y (``Windows.bycov``, ``_eiv``)."""
+    throughput to 2 decimals (uniform errors, variance 0.01² / 12) and the two stamps: two
+    millisecond stamps that logging truncates (variance 2 / 12 ms², STAMP_VAR), two µs stamps
+    (FIELD_VAR), or two wrapper stamps, taken when each line reached the wrapper: the variance
+    the prefill lines measured (``_wrapper_jitter``) or the windows whose batch the lines pin
+    (no prefill line in them or in the window before, the same #running-req at both ends: the
+    mean batch is that number), the larger; a wrapper series with neither keeps the
+    trapezoid.  Returns (that variance of b per window, the stamps' variance of Δt per window),
+    0 where b stays the trapezoid, or (None, None) when no window was measured; the fit
+    corrects its normal equations for them (``Windows.bycov``, ``_eiv``)."""
     bvar = np.zeros(len(key))
-    for _, idx in _series_rows(key):
-        t = ts[idx]
-        if len(t) < 3:
-            continue
-        if (t == np.iinfo(np.int64).min).any() or not (t % 1_000_000).any():
-            continue                       # a missing stamp, or whole seconds only
+    svar = np.zeros(len(key))
+    for idx, t, kind, var in clocks:
         dt = np.diff(t).astype(float) / 1000.0          # ms
         _, j, prv = _ends(idx)
         spec_tok = np.isfinite(a[j]) & ~steps[j]
@@ -382,16 +495,32 @@ def _measured_batch(key, ts, r, a, g, steps, interval, b, y, why) -> np.ndarray 
         med = float(np.nanmedian(ratio))
         if not (0.97 <= med <= 1.03):
             continue
+        rounding = PRINTED_STEP ** 2 / 12 * ((1 / g[j]) ** 2 + np.where(
+            spec_tok, 1 / per_tok, 0.0) ** 2)
+        sv = var
+        if kind == "wrapper":
+            # windows whose batch the lines pin: the same #running-req at both ends and no
+            # prefill line inside or in the window before (no request joined, so none
+            # finished; an overlap scheduler's prefill printed before the line before cannot
+            # have joined either): their mean batch is r, and (bm / r − 1) × Δt is the stamps'
+            # error of Δt, plus the rounding's
+            pinned = ok & (r[j] == rp[j]) & (x[j, 1] == 0) & (x[j, 3] == 0) & (nin[j] == 0) & \
+                (r[j] > 0)
+            if pinned.sum() >= PINNED_LEAST:
+                z = (bm[pinned] / r[j][pinned] - 1) * dt[pinned]
+                v = max(_spread(z) - float(np.mean(rounding[pinned] * dt[pinned] ** 2)), 0.0)
+                sv = v if sv is None else max(sv, v)
+            if sv is None:
+                continue                     # its delays unmeasured: the trapezoid stays
         jj = np.flatnonzero(ok) + j.start if isinstance(j, slice) else j[ok]
         b[jj] = bm[ok]
         y[jj] = dt[ok] / interval
-        rel = PRINTED_STEP ** 2 / 12 * ((1 / g[jj]) ** 2 + np.where(
-            spec_tok[ok], 1 / per_tok[ok], 0.0) ** 2) + STAMP_VAR / dt[ok] ** 2
-        bvar[jj] = bm[ok] ** 2 * rel
+        bvar[jj] = bm[ok] ** 2 * (rounding[ok] + sv / dt[ok] ** 2)
+        svar[jj] = sv
         sub = why[jj]
         sub[sub == JUMP] = USED          # the window's mean batch is known
         why[jj] = sub
-    return bvar if bvar.any() else None
+    return (bvar, svar) if bvar.any() else (None, None)
 
 
 # ----------------------------------------------------------------------------- warm-up
@@ -868,7 +997,8 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         notes.append(f"whole-second timestamps: most of the cycle's ±{half:.2%} is an allowance "
                      "for each window's mean batch, which they cannot measure (statistical part "
                      f"±{half * se_c / math.hypot(se_c, sys_rel):.2%}); SGLANG_LOG_MS=1 stamps "
-                     "(SGLang v0.5.6 →) measure it")
+                     "(SGLang v0.5.6 →), or a wrapper's (docker or kubectl logs --timestamps), "
+                     "measure it")
     left = {}
     for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT):
         k = int((why == code).sum())

@@ -59,6 +59,9 @@ class Prefix:
     time: str | None  # HH:MM:SS[.ffffff]
     tags: str | None  # e.g. "DP1 TP0"; None when the bracket has no tags or there is no bracket
     bracket: bool     # an SGLang bracket was found
+    wrapper: str | None = None   # 'YYYY-MM-DD HH:MM:SS.ffffff' of a wrapper's sub-second time
+                                 # in front of the SGLang bracket (docker logs --timestamps, a
+                                 # Kubernetes log file, a collector), in the wrapper's own clock
 
     def rank_key(self) -> str | None:
         """Key that groups lines of one process: tags text, '' for an untagged bracket, None
@@ -104,7 +107,7 @@ def read_prefix(text: str) -> Prefix:
         if last.group("ms"):
             t += "." + last.group("ms")
         tags = last.group("tags").strip() or None
-        return Prefix(last.group("date"), t, tags, True)
+        return Prefix(last.group("date"), t, tags, True, _wrapper_time(text[:last.start()]))
     w = WRAPPER_TIME_RX.search(text)
     if w:
         t = w.group("time")
@@ -122,6 +125,19 @@ def read_prefix(text: str) -> Prefix:
         if g is not None:            # '[2026-03-02 14:02G20.472 TP0]': a damaged bracket
             return Prefix(g.group("date"), g.group("time"), None, True)
     return NO_PREFIX
+
+
+def _wrapper_time(text: str) -> str | None:
+    """A wrapper's date-time with a fraction of a second in ``text`` (what precedes the SGLang
+    bracket), as 'YYYY-MM-DD HH:MM:SS.ffffff'; None when there is none, or it names no instant.
+    Whole seconds are not kept: they say no more than SGLang's own bracket."""
+    if len(text) < 21:
+        return None
+    w = WRAPPER_TIME_RX.search(text)
+    if w is None or not w.group("frac"):
+        return None
+    t = f"{w.group('date')} {w.group('time')}.{w.group('frac')[:6]}"
+    return t if valid_datetime(w.group("date"), t[11:]) else None
 
 
 def split_tags(tags: str | None) -> dict[str, int]:

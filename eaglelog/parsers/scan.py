@@ -264,6 +264,9 @@ class Scanner(ScannerBase):
         return None
 
     def _emit(self, table: str, line_no: int, rec: dict, startup: int | None = None) -> None:
+        wrapper = rec.pop("_wtime", None)
+        if wrapper is not None and table in ("decode", "prefill"):
+            rec["wrapper_time"] = wrapper      # (the rate model's clock: rate.decode_windows)
         bad = self._stamp(rec)
         if bad is not None:
             self.diag(line_no, "bad_value", f"{table} line: timestamp {bad!r} is not a valid "

@@ -130,6 +130,8 @@ def prefix_columns(prefix_text: str) -> dict:
     if out is None:
         p = read_prefix(prefix_text)
         out = {"_date": p.date, "_time": p.time, "ranks": p.tags}
+        if p.wrapper is not None:
+            out["_wtime"] = p.wrapper
         out.update(split_tags(p.tags))
         if len(_PREFIX_COLS) > 4096:
             _PREFIX_COLS.clear()
