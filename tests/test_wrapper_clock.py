@@ -156,3 +156,19 @@ def test_the_timestamp_field_of_v0_4_9_measures_each_window(tmp_path):
     # a rounding that the truncated milliseconds have, 0.05 % of this cycle)
     w_ms.bvar, w_ms.svar = w_old.bvar, w_old.svar
     assert rate.fit(w_ms, 0.95)["cycle_ms"].estimate == pytest.approx(c_old, rel=1e-12)
+
+
+def test_a_wrapper_far_behind_the_lines_is_not_taken_for_a_clock(tmp_path):
+    """Quiet traffic has windows whose batch the lines pin, and they measure the stamps: a
+    wrapper 30 ms late on average (a loaded daemon) times a window to ±42 ms (5 %), far beyond
+    JITTER_LIMIT, so the windows keep the trapezoid and the cycle is the plain log's."""
+    sc = SCENARIOS["reference_s"].replace(wrapper="docker", wrapper_delay_ms=30.0,
+                                          version="0.5.8", duration_s=240, log_requests=False,
+                                          name="reference_docker")
+    run = simulate(sc, 2)
+    win = windows_of(run.write(tmp_path / "late.log"))
+    assert win.measured is None
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(re.sub(r"^\S+Z ", "", ln) for ln in run.lines))
+    assert rate.fit(win, 0.95)["cycle_ms"].estimate == \
+        pytest.approx(rate.fit(windows_of(plain), 0.95)["cycle_ms"].estimate, rel=1e-12)

@@ -70,6 +70,8 @@ PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 dec
 STAMP_VAR = 2 / 12      # ms²: the variance of the difference of two truncated ms stamps
 FIELD_VAR = 2e-6 / 12   # ms²: the same for two truncated µs stamps (the 'timestamp:' field)
 PINNED_LEAST = 20       # pairs of lines a wrapper's stamp variance is measured on
+JITTER_LIMIT = 0.005    # a wrapper whose stamps time a window worse than this (σ of Δt over
+                        # the median Δt) is not used
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
                        # the mean batch of the window between them is not known
 
@@ -510,8 +512,9 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
                 z = (bm[pinned] / r[j][pinned] - 1) * dt[pinned]
                 v = max(_spread(z) - float(np.mean(rounding[pinned] * dt[pinned] ** 2)), 0.0)
                 sv = v if sv is None else max(sv, v)
-            if sv is None:
-                continue                     # its delays unmeasured: the trapezoid stays
+            if sv is None or sv > (JITTER_LIMIT * float(np.median(dt[ok]))) ** 2:
+                continue           # its delays unmeasured, or not a clock of the lines (a
+                # collector that stamps a batch of lines when it flushes): the trapezoid stays
         jj = np.flatnonzero(ok) + j.start if isinstance(j, slice) else j[ok]
         b[jj] = bm[ok]
         y[jj] = dt[ok] / interval
