@@ -261,7 +261,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     bvar = svar = None
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
         clocks = _clocks(d, ts, key)
-        if any(kind == "wrapper" for _, _, kind, _ in clocks):
+        if any(c[3] == "wrapper" for c in clocks):
             clocks = _wrapper_jitter(clocks, key, prefill, pkey, nseries)
         bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
                                      nin)
@@ -360,12 +360,14 @@ NAT = np.iinfo(np.int64).min
 
 
 def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray) -> list:
-    """The finest clock each series' decode lines carry, as (rows, µs stamps, kind): the
-    prefix's own where it prints milliseconds (SGLANG_LOG_MS=1, v0.5.6 →: 'ms'); where it prints
-    whole seconds, the 'timestamp:' field of v0.4.9.post1 – post2 (µs, SGLang's own clock:
-    'field'), else a wrapper's sub-second time in front of the prefix (docker logs
-    --timestamps, a Kubernetes log file, a collector: 'wrapper'), when every line of the
-    series has one.  A series with none of these is left out (whole seconds)."""
+    """The finest clock each series' decode lines carry: the prefix's own where it prints
+    milliseconds (SGLANG_LOG_MS=1, v0.5.6 →: 'ms'); where it prints whole seconds, the
+    'timestamp:' field of v0.4.9.post1 – post2 (µs, SGLang's own clock: 'field'), else a
+    wrapper's sub-second time in front of the prefix (docker logs --timestamps, a Kubernetes
+    log file, a collector: 'wrapper'), when every line of the series has one.  As (series,
+    rows, µs stamps, kind, the variance of the difference of two of its stamps in ms²: None
+    for a wrapper's, still to be measured).  A series with none of these is left out (whole
+    seconds)."""
     alts = []
     for name, kind in (("line_timestamp", "field"), ("wrapper_time", "wrapper")):
         if name in d.columns:
@@ -376,12 +378,12 @@ def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray) -> list:
         if len(t) < 3:
             continue
         if not (t == NAT).any() and (t % 1_000_000).any():
-            out.append((idx, t, "ms", STAMP_VAR))
+            out.append((s, idx, t, "ms", STAMP_VAR))
             continue
         for alt, kind in alts:
             t = alt[idx]
             if not (t == NAT).any() and (t % 1_000_000).any():
-                out.append((idx, t, kind, FIELD_VAR if kind == "field" else s))
+                out.append((s, idx, t, kind, FIELD_VAR if kind == "field" else None))
                 break
     return out
 
@@ -422,15 +424,11 @@ def _wrapper_jitter(clocks: list, key, prefill: pd.DataFrame, pkey, nseries: int
         thr = _col(prefill, "input_throughput")
         tok = _col(prefill, "new_token")
     out = []
-    for idx, t, kind, extra in clocks:
-        if kind != "wrapper":
-            out.append((idx, t, kind, extra))
-            continue
-        var = None
-        if have:
-            at = np.flatnonzero(pkey == extra) if nseries > 1 else np.arange(len(pw))
+    for s, idx, t, kind, var in clocks:
+        if kind == "wrapper" and have:
+            at = np.flatnonzero(pkey == s) if nseries > 1 else np.arange(len(pw))
             var = _prefill_jitter(pw[at], thr[at], tok[at])
-        out.append((idx, t, kind, var))
+        out.append((s, idx, t, kind, var))
     return out
 
 
@@ -480,7 +478,7 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
     corrects its normal equations for them (``Windows.bycov``, ``_eiv``)."""
     bvar = np.zeros(len(key))
     svar = np.zeros(len(key))
-    for idx, t, kind, var in clocks:
+    for _, idx, t, kind, var in clocks:
         dt = np.diff(t).astype(float) / 1000.0          # ms
         _, j, prv = _ends(idx)
         spec_tok = np.isfinite(a[j]) & ~steps[j]
