@@ -262,7 +262,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
         clocks = _clocks(d, ts, key)
         if any(c[3] == "wrapper" for c in clocks):
-            clocks = _wrapper_jitter(clocks, key, prefill, pkey, nseries)
+            clocks = _wrapper_jitter(clocks, prefill, pkey, nseries)
         bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
                                      nin)
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
@@ -399,7 +399,7 @@ def _spread(z: np.ndarray) -> float:
     return float(np.mean(dev[keep] ** 2))
 
 
-def _wrapper_jitter(clocks: list, key, prefill: pd.DataFrame, pkey, nseries: int) -> list:
+def _wrapper_jitter(clocks: list, prefill: pd.DataFrame, pkey, nseries: int) -> list:
     """Each wrapper-stamped series' clock with the variance of the difference of two of its
     stamps (ms²), measured on its ``Prefill batch`` lines, or dropped when it cannot be.
 
