@@ -109,7 +109,18 @@ PREFIXES = ["", "[2026-01-20 10:00:00] ", "[2026-01-20 23:59:59 TP0] ", "[2026-0
             "[2026-01-20 10:00:00.123 DP1 TP3] ", "[2026-01-20 10:00:00,250 PP0 TP1 EP2] ",
             "[10:00:00 TP0] ", "[2026-01-20 10:00:00 TP0 TP1] ", "[2026-01-20 10:00:00 XY0] ",
             "  ", "x [2026-01-20 10:00:00 TP0] ", "[2026-01-20 10:00:00 TP0]  ",
-            "\x1b[32m[2026-01-20 10:00:00 TP0]\x1b[0m "]
+            "\x1b[32m[2026-01-20 10:00:00 TP0]\x1b[0m ",
+            # wrappers in front (sglang.md §1.3): docker logs --timestamps, a CRI log file (full
+            # and partial lines), whole seconds, an offset, a date that names no instant, a
+            # fraction of 10 digits, a wrapper without an SGLang bracket after it
+            "2026-01-20T09:00:00.123456789Z [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00.5Z stdout F [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00.5Z stderr P [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00Z [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00.25+01:00 [2026-01-20 10:00:00] ",
+            "2026-02-30T09:00:00.123Z [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00.1234567891Z [2026-01-20 10:00:00 TP0] ",
+            "2026-01-20T09:00:00.123Z ", "2026-01-20 09:00:00.123 [2026-01-20 10:00:00 TP0] "]
 HEADS = ["Decode batch. ", "Decode batch, ", "Decode batch [12], ", "Decode batch [3]. ",
          "Decode batch ", "Prefill batch. ", "Prefil batch, ", "Prefill batch [7], ",
          "Prefill batch(mixed #running-req: 3). ", "decode batch. "]
@@ -144,7 +155,9 @@ def batch_line(rng: random.Random) -> str:
 
 def block(rng: random.Random) -> str:
     lines = CANON.splitlines()
-    prefix = rng.choice(["", "", "[2026-01-20 10:00:00 TP0] ", "[2026-01-20 10:00:00] "])
+    prefix = rng.choice(["", "", "[2026-01-20 10:00:00 TP0] ", "[2026-01-20 10:00:00] ",
+                         "2026-01-20T09:00:00.123456789Z ",
+                         "2026-01-20T09:00:00.5Z stdout F [2026-01-20 10:00:00 TP0] "])
     edits = rng.randint(0, 2)
     for _ in range(edits):
         i = rng.randrange(len(lines))
@@ -485,3 +498,29 @@ def test_find_any_agrees_with_bytes_find():
     assert fs.find_any(b"abc", ()) == -1 and fs.find_any(b"", (b"a",)) == -1
     with pytest.raises(TypeError):
         fs.find_any(b"abc", ("a",))
+
+
+@pytest.mark.parametrize("wrap", ["docker", "cri"])
+def test_a_wrapped_log_reads_the_same_both_ways(tmp_path, monkeypatch, wrap):
+    """A simulated log read through `docker logs --timestamps` or from a Kubernetes (CRI) log
+    file, EAGLE3_PROF blocks printed with print() among its lines: the accelerator reads its
+    decode and prefill lines itself (with the wrapper's time), the Python parser the rest, and
+    both give the same tables; the blocks are those of the same log unwrapped."""
+    from eaglelog.simulate import SCENARIOS, simulate
+    run = simulate(SCENARIOS["continuous_docker"].replace(duration_s=60, prof_every=100), 3)
+    lines = run.lines
+    if wrap == "cri":
+        lines = [ln.replace("Z ", "Z stdout F ", 1) for ln in lines]
+    path = tmp_path / "wrapped.log"
+    path.write_text("".join(lines))
+    fast, slow = parse_both(path, monkeypatch)
+    assert_same(fast, slow)
+    assert fast.decode["wrapper_time"].notna().all() and len(fast.prof) >= 20
+    plain = tmp_path / "plain.log"
+    plain.write_text("".join(ln.split("Z ", 1)[1] if ln[:1].isdigit() else ln
+                             for ln in run.lines))
+    unwrapped = eaglelog.parse(plain)
+    cols = ["line_no", "cycles", "tokens", "total_ms", "accept_len", "eff_tok_s", "complete"]
+    pd.testing.assert_frame_equal(fast.prof[cols], unwrapped.prof[cols])
+    assert [(d.line_no, d.kind) for d in fast.diagnostics] == \
+        [(d.line_no, d.kind) for d in unwrapped.diagnostics]

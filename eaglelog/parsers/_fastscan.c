@@ -424,11 +424,11 @@ static int intern(Labels *L, const char *s, int n) {
 /* ------------------------------------------------------------------ tables */
 /* fixed leading columns of the decode and prefill tables */
 enum { LC_LINE, LC_STARTUP, LC_TS, LC_RANKS, LC_DP, LC_PP, LC_ATTN_CP, LC_MOE_DP, LC_TP, LC_EP,
-       LC_ITER, LC_HEADER, LC_GRAPH_BACKEND, LC_GRAPH, LC_TRAILING, LC_FIXED };
+       LC_ITER, LC_HEADER, LC_GRAPH_BACKEND, LC_GRAPH, LC_TRAILING, LC_WRAP, LC_FIXED };
 static const char *LINE_FIXED_NAMES[LC_FIXED] = {
     "line_no", "startup", "timestamp", "ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep",
-    "iter", "header", "graph_backend", "graph", "trailing_comma"};
-static const char LINE_FIXED_TYPES[LC_FIXED] = "qlqillllllqbbbb";
+    "iter", "header", "graph_backend", "graph", "trailing_comma", "wrapper_time"};
+static const char LINE_FIXED_TYPES[LC_FIXED] = "qlqillllllqbbbbq";
 #define N_TAGS 6
 static const char *TAG_NAMES[N_TAGS] = {"DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP"};
 static const int TAG_LEN[N_TAGS] = {2, 2, 7, 6, 2, 2};
@@ -588,6 +588,8 @@ static const char *scan_dec(const char *p, const char *e, double *v) {
 /* ------------------------------------------------------------------ the SGLang bracket */
 typedef struct {
     int64_t ts;        /* microseconds since 1970-01-01, NA_I64 when there is no bracket */
+    int64_t wts;       /* a docker / Kubernetes stamp in front of it, in µs of its own clock
+                        * (NA_I64: none, or whole seconds: prefix.read_prefix keeps no more) */
     int ranks;         /* label code, -1 none */
     int64_t tag[N_TAGS];
     const char *tags;  /* tags text as printed ("DP1 TP0"), for rank keys */
@@ -685,8 +687,62 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
     return q;
 }
 
+/* 'YYYY-MM-DDTHH:MM:SS[.f…]Z ' (docker logs --timestamps; an offset '+HH:MM' for Z too) and a
+ * CRI log file's 'stdout F ' or 'stderr F ' after it (sglang.md §1.3): returns what follows, and
+ * the stamp in µs of its own clock (the offset ignored: only differences are used) when it has
+ * a fraction of a second, as prefix._wrapper_time reads it (a fraction's first 6 digits);
+ * NULL when the line does not start so (a partial CRI line, 'P', among them). */
+static const char *read_wrapper(const char *p, const char *e, int64_t *wts) {
+    int y, mo, d, h, mi, s;
+    *wts = NA_I64;
+    if (e - p < 21 || !dig(p, 4, &y) || p[4] != '-' || !dig(p + 5, 2, &mo) || p[7] != '-' ||
+        !dig(p + 8, 2, &d) || p[10] != 'T' || !dig(p + 11, 2, &h) || p[13] != ':' ||
+        !dig(p + 14, 2, &mi) || p[16] != ':' || !dig(p + 17, 2, &s))
+        return NULL;
+    static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int valid = mo >= 1 && mo <= 12 && d >= 1 && d <= mdays[mo] && y >= 1678 && y <= 2261 &&
+                h <= 23 && mi <= 59 && s <= 59 &&
+                !(mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+    const char *q = p + 19;
+    int64_t us = 0;
+    int nf = 0;
+    if (q < e && *q == '.') {
+        q++;
+        while (q < e && isdig(*q)) {
+            if (nf < 6) us = us * 10 + (*q - '0');
+            nf++;
+            q++;
+        }
+        if (nf == 0 || nf > 9) return NULL;
+        for (int i = nf; i < 6; i++) us *= 10;
+    }
+    if (q < e && *q == 'Z') {
+        q++;
+    } else if (q < e && (*q == '+' || *q == '-')) {
+        int oh, om;
+        if (e - q < 5 || !dig(q + 1, 2, &oh)) return NULL;
+        q += 3;
+        if (q < e && *q == ':') q++;
+        if (e - q < 2 || !dig(q, 2, &om)) return NULL;
+        q += 2;
+    } else {
+        return NULL;
+    }
+    if (q >= e || *q != ' ') return NULL;
+    q++;
+    if (e - q >= 9 && (memcmp(q, "stdout ", 7) == 0 || memcmp(q, "stderr ", 7) == 0)) {
+        if (q[7] != 'F' || q[8] != ' ') return NULL;
+        q += 9;
+    }
+    if (valid && nf)
+        *wts = (days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s) *
+               (int64_t)1000000 + us;
+    return q;
+}
+
 static void no_prefix(Prefix *pf) {
     pf->ts = NA_I64;
+    pf->wts = NA_I64;
     pf->ranks = -1;
     for (int i = 0; i < N_TAGS; i++) pf->tag[i] = NA_I64;
     pf->tags = NULL;
@@ -847,6 +903,10 @@ static int stage_prefix(LineTable *T, const Prefix *pf, int64_t line_no, int64_t
     SETV(T, LC_STARTUP, int32_t, (int32_t)startup);
     SETV(T, LC_TS, int64_t, pf->ts);
     SETV(T, LC_RANKS, int32_t, pf->ranks);
+    if (pf->wts != NA_I64) {
+        if (activate(T, LC_WRAP)) return -1;
+        SETV(T, LC_WRAP, int64_t, pf->wts);
+    }
     for (int i = 0; i < N_TAGS; i++)
         if (pf->tag[i] != NA_I64) {
             if (activate(T, LC_DP + i)) return -1;
@@ -1135,6 +1195,11 @@ static int classify(FastScanner *self, Run *r, const char *ls, const char *le, i
                     Prefix *pf, const char **body) {
     const char *p = ls;
     no_prefix(pf);
+    if (p < le && isdig(*p)) {                   /* docker logs --timestamps, a CRI log file */
+        const char *q = read_wrapper(p, le, &pf->wts);
+        if (q) p = q;
+        else pf->wts = NA_I64;
+    }
     if (p < le && *p == '[') {
         const char *q = read_bracket(self, p, le, pf);
         if (q) p = q;
@@ -1298,7 +1363,7 @@ static int table_init(LineTable *T, PyObject *keys) {
     for (int c = 0; c < LC_FIXED; c++) {   /* rank tags, iter and graph: when printed */
         T->coltype[c] = LINE_FIXED_TYPES[c];
         T->cols[c].active = !((c >= LC_DP && c <= LC_EP) || c == LC_ITER || c == LC_GRAPH ||
-                              c == LC_GRAPH_BACKEND);
+                              c == LC_GRAPH_BACKEND || c == LC_WRAP);
     }
     T->ncols = LC_FIXED;
     T->queue_col = -1;

@@ -74,6 +74,24 @@ class Prefix:
 NO_PREFIX = Prefix(None, None, None, False)
 
 
+# a wrapper that stamps every line at its start: `docker logs --timestamps` (RFC 3339 with
+# nanoseconds, then one space) and a Kubernetes (CRI) log file (the same, then the stream and
+# a full/partial tag: 'stdout F '), sglang.md §1.3
+_LEAD_RX = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) "
+                      r"(?:(?:stdout|stderr) [FP] )?", re.ASCII)
+
+
+def strip_wrapper(line: str) -> str:
+    """``line`` without a docker or Kubernetes stamp at its start: a print() line of an
+    EAGLE3_PROF block ('  Draft steps: …', the blank line that ends it) is then what the block
+    parser knows; a line without one is returned as it is."""
+    if line[:1].isdigit():
+        m = _LEAD_RX.match(line)
+        if m:
+            return line[m.end():]
+    return line
+
+
 def strip_ansi(text: str) -> str:
     return ANSI_RX.sub("", text) if "\x1b" in text else text
 

@@ -22,7 +22,8 @@ from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
-from .prefix import read_prefix, split_bracketed, strip_ansi, valid_datetime
+from .prefix import (read_prefix, split_bracketed, strip_ansi, strip_wrapper,
+                     valid_datetime)
 
 try:   # the C accelerator (setup.py); without it every line takes the Python path
     from . import _fastscan
@@ -422,7 +423,9 @@ class Scanner(ScannerBase):
     def _block_line(self, chunk: bytes, pos: int, end: int, line_no: int,
                     unterminated: bool) -> None:
         raw = chunk[pos:end]
-        line = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
+        full = strip_ansi(raw.decode("utf-8", "replace")).rstrip("\r\n")
+        line = strip_wrapper(full)     # (a print() line's docker or Kubernetes stamp: what the
+        # block sees; a record that ends the block is read whole, its wrapper's time kept)
         if not line.strip():
             self.blocks.blank()
             self._close_blocks()
@@ -437,7 +440,7 @@ class Scanner(ScannerBase):
             # past the range: a header belongs to the next range; it only ends blocks here,
             # the block of the rank key it starts with (read as _dispatch_one reads it: a
             # damaged bracket, '[2026-03-02 １４:00:00 TP0]', is no BRACKET_RX match)
-            self.blocks.feed(line_no, read_prefix(line[:line.find("EAGLE3_PROF")]), "x")
+            self.blocks.feed(line_no, read_prefix(full[:full.find("EAGLE3_PROF")]), "x")
             self._close_blocks()
             return
         if m is None or m.lastgroup != "prof":
@@ -453,7 +456,7 @@ class Scanner(ScannerBase):
         self._close_blocks()
         if self.overrun:
             return        # a record past the range is the next range's
-        if m is not None and self._dispatch(m.lastgroup, line, line_no, unterminated):
+        if m is not None and self._dispatch(m.lastgroup, full, line_no, unterminated):
             self._account(chunk, pos, line_no, end)
             self.stats.consumed += 1
         self._close_blocks()
@@ -681,6 +684,8 @@ class FastRows:
                     continue
                 cols[c.name] = pd.Categorical.from_codes(a, categories=cats[c.name])
             elif c.dtype.startswith("datetime64"):
+                if not c.core and (a == np.iinfo(np.int64).min).all():
+                    continue
                 cols[c.name] = a.view("datetime64[us]")
             elif c.dtype == "float64":
                 if not c.core and np.isnan(a).all():
