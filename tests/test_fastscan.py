@@ -520,7 +520,12 @@ def test_a_wrapped_log_reads_the_same_both_ways(tmp_path, monkeypatch, wrap):
     plain.write_text("".join(ln.split("Z ", 1)[1] if ln[:1].isdigit() else ln
                              for ln in run.lines))
     unwrapped = eaglelog.parse(plain)
-    cols = ["line_no", "cycles", "tokens", "total_ms", "accept_len", "eff_tok_s", "complete"]
+    # the blocks, print()ed without SGLang's prefix, have no SGLang time either way: the
+    # wrapper's stamp (UTC, its own clock) is not taken for one
+    cols = ["line_no", "timestamp", "cycles", "tokens", "total_ms", "accept_len", "eff_tok_s",
+            "complete"]
     pd.testing.assert_frame_equal(fast.prof[cols], unwrapped.prof[cols])
+    pd.testing.assert_frame_equal(fast.decode.drop(columns=["source", "wrapper_time"]),
+                                  unwrapped.decode.drop(columns="source"))
     assert [(d.line_no, d.kind) for d in fast.diagnostics] == \
         [(d.line_no, d.kind) for d in unwrapped.diagnostics]

@@ -43,6 +43,23 @@ def test_a_wrappers_sub_second_time_is_read_beside_the_prefix(text, wrapper):
     assert p.wrapper == wrapper
 
 
+@pytest.mark.parametrize("text, when, wrapper", [
+    # a print()ed line behind docker's or Kubernetes' stamp: no SGLang time (the stamp is the
+    # wrapper's clock, UTC), the stamp kept as the wrapper's
+    ("2026-02-17T07:14:22.481920512Z ", (None, None), "2026-02-17 07:14:22.481920"),
+    ("2026-02-17T07:14:22.5Z stdout F ", (None, None), "2026-02-17 07:14:22.5"),
+    # a host framework's own formatter after the stamp: its time stands for SGLang's
+    ("2026-02-17T07:14:22.5Z 2026-02-17 08:14:22 INFO 20811 [scheduler.py:301] ",
+     ("2026-02-17", "08:14:22"), None),
+    # a host framework's time alone (no docker stamp), as before
+    ("2025-12-09 07:15:02 INFO 208114 [scheduler_metrics_mixin.py:301] ",
+     ("2025-12-09", "07:15:02"), None),
+])
+def test_a_wrapper_alone_is_not_sglangs_time(text, when, wrapper):
+    p = read_prefix(text)
+    assert not p.bracket and (p.date, p.time) == when and p.wrapper == wrapper
+
+
 def test_the_decode_and_prefill_tables_carry_the_wrappers_time_and_others_do_not(tmp_path):
     run = simulate(SCENARIOS["continuous_docker"].replace(duration_s=20), 0)
     path = run.write(tmp_path / "docker.log")

@@ -3,7 +3,9 @@
 ``read_prefix(text)`` takes everything before a record's body and returns the timestamp parts and
 rank tags of the LAST bracket that fits SGLang's grammar; earlier brackets and timestamps belong to
 wrappers (collector, docker, Ray).  With no SGLang bracket, a wrapper's date-time is used when one
-is there (host frameworks that re-format SGLang's records).
+is there (host frameworks that re-format SGLang's records), but never the docker or Kubernetes
+stamp at a line's start: that is the wrapper's own clock (UTC), kept as ``Prefix.wrapper`` only
+(its sub-second time: the rate model's clock where SGLang's prints whole seconds).
 """
 from __future__ import annotations
 
@@ -126,12 +128,19 @@ def read_prefix(text: str) -> Prefix:
             t += "." + last.group("ms")
         tags = last.group("tags").strip() or None
         return Prefix(last.group("date"), t, tags, True, _wrapper_time(text[:last.start()]))
-    w = WRAPPER_TIME_RX.search(text)
+    # no SGLang bracket: a wrapper's date-time stands for it (a host framework that formats
+    # SGLang's records itself) — but not a docker or Kubernetes stamp at the line's start,
+    # which is the wrapper's own clock (UTC): such a line has no SGLang time, as without the
+    # wrapper (a print()ed EAGLE3_PROF block, a request line); the stamp is kept as wrapper
+    lead = _LEAD_RX.match(text) if text[:1].isdigit() else None
+    w = WRAPPER_TIME_RX.search(text, lead.end() if lead else 0)
     if w:
         t = w.group("time")
         if w.group("frac"):
             t += "." + w.group("frac")[:6]
         return Prefix(w.group("date"), t, None, False)
+    if lead is not None:
+        return Prefix(None, None, None, False, _wrapper_time(text[:lead.end()]))
     if not text.isascii():
         loose = _LOOSE_RX.search(text)
         if loose is not None:        # a timestamp of other digits: kept as printed, reported
