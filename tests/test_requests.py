@@ -234,7 +234,8 @@ def test_outliers_with_line_numbers_and_the_loop_suspect():
     # 13 requests are too few to judge a τ_r against its peers (robust_z): the flag is the
     # physical one, all but 0.8 % of its drafts accepted over a long output
     assert run.max_accept == 4.0 and loops[0].why.startswith(
-        "99.2% of its drafts accepted (τ_r of at most 4) with 2,048 output tokens")
+        "99.2% of its drafts accepted (τ_r of at most 4); a long output: 2,048 tokens (long "
+        "here: ≥ 512), finished by length")
 
 
 def test_groupings_by_finish_prompt_and_output_length_and_label():
@@ -566,3 +567,14 @@ def test_the_chain_logit_inverts_a_chains_tokens_per_verify():
     # a request that accepted nothing, or everything, is far out but finite
     ends = rq.chain_logit(np.array([1.0, 4.0]), np.array([100.0, 100.0]), 3)
     assert np.isfinite(ends).all() and ends[0] < -5 and ends[1] > 5
+
+
+def test_a_run_without_suspects_says_the_rule_it_applied(run, tmp_path):
+    from eaglelog.simulate import SCENARIOS, simulate
+    path = simulate(SCENARIOS["reference"].replace(duration_s=300), 1).write(tmp_path / "r.log")
+    r = run("requests", "--no-cache", str(path))
+    assert r.exit_code == 0, r.stderr
+    assert ("  repetition-loop suspects: none (a long output, ≥ 512 tokens and twice the "
+            "median, whose acceptance is far above that of requests of its length, or that "
+            "accepted ≥ 98% of its drafts (τ_r of at most 4); docs/requests.md)") in r.stdout
+    assert "garbled output?" not in r.stdout and "top 5%" not in r.stdout

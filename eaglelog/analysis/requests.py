@@ -621,10 +621,11 @@ def _outliers(df: pd.DataFrame, groups: pd.Series, k: int, max_accept: float | N
             why.append(f"{100 * (tau[i] - 1) / (max_accept - 1):.1f}% of its drafts accepted "
                        f"(τ_r of at most {max_accept:g})")
         if why:
-            what = f"{int(outs[i]):,} output tokens (≥ {long_at:,.0f})"
+            what = (f"a long output: {int(outs[i]):,} tokens (long here: ≥ {long_at:,.0f}"
+                    + (", twice the run's median" if long_at > loop_min_tokens else "") + ")")
             if fin[i] == "length":
                 what += ", finished by length"
-            out.append(make(i, "loop suspect", "; ".join(why) + f" with {what}"))
+            out.append(make(i, "loop suspect", "; ".join(why + [what])))
     return tuple(out)
 
 

@@ -137,9 +137,11 @@ def requests_block(result) -> str:
                     out.append(f"    … and {len(loops) - 20} more (-f json lists them all)")
             else:
                 out.append("  repetition-loop suspects: none (a long output, ≥ 512 tokens "
-                           "and twice the median, with τ_r in the top 5% or above Q3 + 1.5 IQR"
-                           + (f" or ≥ 90% of the maximum {run.max_accept:g}"
-                              if run.max_accept else "") + ")")
+                           "and twice the median, whose acceptance is far above that of "
+                           "requests of its length"
+                           + (f", or that accepted ≥ 98% of its drafts (τ_r of at most "
+                              f"{run.max_accept:g})" if run.max_accept else "")
+                           + "; docs/requests.md)")
         for n in run.notes:
             out.append(f"  note: {n}")
         out.append("")
