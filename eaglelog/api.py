@@ -462,10 +462,17 @@ def _when(text: str, first, option: str):
             raise EaglelogError(f"{option} {text}: the log has no timestamps to take a date from")
         t = f"{first.date()} {t}"
     try:
-        return np.datetime64(pd.Timestamp(t), "us")
+        ts = pd.Timestamp(t)
     except (ValueError, TypeError):
         raise UsageProblem(f"{option} {text!r}: not a time (YYYY-MM-DD HH:MM[:SS], HH:MM[:SS] or "
                             "+N[s|m|h] after the first line)") from None
+    if ts.tzinfo is not None:
+        # the log's times are SGLang's wall clock, with no zone: a 'Z' (a docker or kubectl
+        # stamp pasted) or an offset would be read as that clock, silently an offset away
+        raise UsageProblem(f"{option} {text!r}: a time zone is not taken: the log's times are "
+                           "SGLang's local wall clock, which names no zone; write the time as "
+                           "the log's prefix prints it (YYYY-MM-DD HH:MM[:SS])")
+    return np.datetime64(ts, "us")
 
 
 def _plain(v):

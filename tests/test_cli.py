@@ -273,3 +273,12 @@ def test_a_time_that_is_not_one_is_a_usage_error(run):
         assert r.exit_code == 2
         assert r.stderr == (f"eaglelog: error: {opt} 'garbage': not a time (YYYY-MM-DD "
                             "HH:MM[:SS], HH:MM[:SS] or +N[s|m|h] after the first line)\n")
+    # a time with a zone (a docker or kubectl stamp pasted): SGLang's clock names none, so it
+    # would be taken an offset away without a word; it is refused
+    for when in ("2026-03-02T13:01:30Z", "2026-03-02 14:01:30+01:00"):
+        r = run("summary", "--since", when, SAMPLES / "eagle3_5step.log")
+        assert r.exit_code == 2
+        assert r.stderr == (f"eaglelog: error: --since '{when}': a time zone is not taken: the "
+                            "log's times are SGLang's local wall clock, which names no zone; "
+                            "write the time as the log's prefix prints it (YYYY-MM-DD "
+                            "HH:MM[:SS])\n")
