@@ -185,7 +185,67 @@ def test_a_wrapper_far_behind_the_lines_is_not_taken_for_a_clock(tmp_path):
     run = simulate(sc, 2)
     win = windows_of(run.write(tmp_path / "late.log"))
     assert win.measured is None
+    assert re.search(r"not used for the mean batch: they time a window to ±5\.\d% \(σ of a "
+                     r"difference 3\d\.\d ms\), more than ±0\.5%$", win.clock_notes[0])
     plain = tmp_path / "plain.log"
     plain.write_text("".join(re.sub(r"^\S+Z ", "", ln) for ln in run.lines))
     assert rate.fit(win, 0.95)["cycle_ms"].estimate == \
         pytest.approx(rate.fit(windows_of(plain), 0.95)["cycle_ms"].estimate, rel=1e-12)
+
+
+def _swapped(lines, every=11):
+    """Adjacent wrapped lines with their wrapper stamps swapped every ``every`` lines (logs
+    merged or reordered)."""
+    lines = list(lines)
+    for i in range(40, len(lines) - 1, every):
+        a, b = lines[i], lines[i + 1]
+        if a[:1].isdigit() and b[:1].isdigit():
+            lines[i], lines[i + 1] = b[:31] + a[31:], a[:31] + b[31:]
+    return lines
+
+
+def _halved(lines):
+    """Every other line without its wrapper (two copies of a log spliced)."""
+    return [ln.split("Z ", 1)[1] if ln[:1].isdigit() and i % 2 else ln
+            for i, ln in enumerate(lines)]
+
+
+@pytest.mark.parametrize("how, want", [
+    (None, "timed each decode window, so its mean batch is measured: their delays measured on "),
+    (_swapped, "not used for the mean batch: they go backwards ("),
+    (_batched, "not used for the mean batch: the mean batches they give are +"),
+    (_halved, "not used for the mean batch: only some of the decode lines carry one"),
+])
+def test_what_became_of_a_wrappers_stamps_is_said(how, want, tmp_path):
+    """Used: how its delays were measured.  Not used: why — and then the whole-second note does
+    not advise a wrapper's stamps, which the log has (a fresh-user review: swapped stamps gave
+    a cycle whose interval missed the truth, with no word)."""
+    run = simulate(SCENARIOS["continuous_docker"].replace(duration_s=120, log_requests=False), 1)
+    path = tmp_path / "w.log"
+    path.write_text("".join(run.lines if how is None else how(run.lines)))
+    win = windows_of(path)
+    notes = rate.fit(win, 0.95).notes
+    said = [n for n in notes if n.startswith("a wrapper's stamps (docker or Kubernetes) ")]
+    assert len(said) == 1 and want in said[0], notes
+    whole = [n for n in notes if n.startswith("whole-second timestamps")]
+    if how is None:
+        assert win.measured is not None and not whole
+        assert re.search(r"on 58\d prefill lines against SGLang's own clock \(input "
+                         r"throughput\): σ of a difference 0\.4\d ms$", said[0])
+    else:
+        assert win.measured is None
+        assert len(whole) == 1 and whole[0].endswith("SGLANG_LOG_MS=1 stamps (SGLang v0.5.6 →) "
+                                                     "measure it")
+
+
+def test_a_wrapper_whose_delays_cannot_be_measured_is_not_used(tmp_path):
+    """v0.5.8 prints no prefill throughput, and continuous traffic leaves no window whose batch
+    the lines pin: the delays are unknown, so the stamps are not used, and that is said."""
+    sc = SCENARIOS["continuous_docker"].replace(version="0.5.8", duration_s=120,
+                                                log_requests=False)
+    win = windows_of(simulate(sc, 2).write(tmp_path / "v058.log"))
+    assert win.measured is None
+    assert win.clock_notes == (
+        "a wrapper's stamps (docker or Kubernetes) were not used for the mean batch: their "
+        "delays could not be measured (no prefill line prints input throughput, v0.5.9 →, and "
+        "fewer than 20 windows hold a batch the lines pin)",)

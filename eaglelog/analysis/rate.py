@@ -101,6 +101,7 @@ class Windows:
                                     # batch (#new-seq; not those of a drained one)
     svar: np.ndarray | None = None  # variance of the measured wall time Δt (ms²) from its two
                                     # stamps, where bvar > 0 (STAMP_VAR, FIELD_VAR, a wrapper's)
+    clock_notes: tuple = ()         # what became of a wrapper's stamps (rate._said)
 
     @property
     def n(self) -> int:
@@ -115,7 +116,7 @@ class Windows:
                        None if self.bvar is None else self.bvar[keep],
                        None if self.rp is None else self.rp[keep],
                        None if self.nin is None else self.nin[keep],
-                       None if self.svar is None else self.svar[keep])
+                       None if self.svar is None else self.svar[keep], self.clock_notes)
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -259,12 +260,15 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     drafts = _col(d, "drafts")
     prompt = _col(d, "prompt_throughput")
     bvar = svar = None
+    clock_notes: tuple[str, ...] = ()
     if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
-        clocks = _clocks(d, ts, key)
+        said: dict[str, list] = {}             # what became of a wrapper's stamps: _said
+        clocks = _clocks(d, ts, key, said)
         if any(c[3] == "wrapper" for c in clocks):
-            clocks = _wrapper_jitter(clocks, prefill, pkey, nseries)
+            clocks = _wrapper_jitter(clocks, d, prefill, pkey, nseries, said)
         bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
-                                     nin)
+                                     nin, said)
+        clock_notes = _said(said, nseries)
     its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
     if np.isfinite(drafts).any() and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
@@ -287,7 +291,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             _, nxt, prv = _ends(idx)
             x[nxt, 2] = x[prv, 0]
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
-                   svar)
+                   svar, clock_notes)
 
 
 def _present(key: np.ndarray) -> np.ndarray:
@@ -359,7 +363,7 @@ def _by_value(k: np.ndarray):
 NAT = np.iinfo(np.int64).min
 
 
-def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray) -> list:
+def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray, said: dict) -> list:
     """The finest clock each series' decode lines carry: the prefix's own where it prints
     milliseconds (SGLANG_LOG_MS=1, v0.5.6 →: 'ms'); where it prints whole seconds, the
     'timestamp:' field of v0.4.9.post1 – post2 (µs, SGLang's own clock: 'field'), else a
@@ -385,7 +389,27 @@ def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray) -> list:
             if not (t == NAT).any() and (t % 1_000_000).any():
                 out.append((s, idx, t, kind, FIELD_VAR if kind == "field" else None))
                 break
+            if kind == "wrapper" and (t != NAT).any():
+                said.setdefault("only some of the decode lines carry one", []).append(s)
     return out
+
+
+def _said(said: dict, nseries: int) -> tuple[str, ...]:
+    """Notes of what became of a wrapper's stamps: where they timed the windows, how their
+    delays were measured; where not, why (so that the whole-second note does not advise a
+    clock the log has)."""
+    def where(series):
+        return "" if nseries == 1 else f" ({len(series)} of {nseries} series)"
+    notes = []
+    used = said.pop("", [])
+    if used:
+        how = "; ".join(sorted({h for _, h in used}))
+        notes.append(f"a wrapper's stamps (docker or Kubernetes) timed each decode window, so "
+                     f"its mean batch is measured{where(used)}: {how}")
+    for why, series in said.items():
+        notes.append(f"a wrapper's stamps (docker or Kubernetes) were not used for the mean "
+                     f"batch{where(series)}: {why}")
+    return tuple(notes)
 
 
 def _spread(z: np.ndarray) -> float:
@@ -399,7 +423,8 @@ def _spread(z: np.ndarray) -> float:
     return float(np.mean(dev[keep] ** 2))
 
 
-def _wrapper_jitter(clocks: list, prefill: pd.DataFrame, pkey, nseries: int) -> list:
+def _wrapper_jitter(clocks: list, d: pd.DataFrame, prefill: pd.DataFrame, pkey, nseries: int,
+                    said: dict) -> list:
     """Each wrapper-stamped series' clock with the variance of the difference of two of its
     stamps (ms²), measured on its ``Prefill batch`` lines, or dropped when it cannot be.
 
@@ -416,18 +441,44 @@ def _wrapper_jitter(clocks: list, prefill: pd.DataFrame, pkey, nseries: int) -> 
     the stamps agree with is taken.  So the wrapper's gap between two prefill lines less that
     time is the difference of their two delays.  With no usable prefill lines (older releases
     print no throughput) the variance comes from the windows the lines pin
-    (``_measured_batch``); with neither, the series keeps its whole-second trapezoid."""
+    (``_measured_batch``); with neither, the series keeps its whole-second trapezoid.  Stamps
+    that go backwards in line order are not a wrapper's reading of the lines (logs merged or
+    reordered; a pair swapped every 11 lines moved the cycle out of its interval): not used.
+    What became of them is put in ``said`` (``_said``)."""
     have = "wrapper_time" in prefill.columns and "input_throughput" in prefill.columns and \
         len(prefill)
     if have:
         pw = prefill["wrapper_time"].to_numpy(dtype="datetime64[us]").view(np.int64)
         thr = _col(prefill, "input_throughput")
         tok = _col(prefill, "new_token")
+    pl = prefill["line_no"].to_numpy(dtype=np.int64) if have else None
+    dl = d["line_no"].to_numpy(dtype=np.int64)
     out = []
     for s, idx, t, kind, var in clocks:
-        if kind == "wrapper" and have:
-            at = np.flatnonzero(pkey == s) if nseries > 1 else np.arange(len(pw))
-            var = _prefill_jitter(pw[at], thr[at], tok[at])
+        if kind == "wrapper":
+            at = (np.flatnonzero(pkey == s) if nseries > 1 else np.arange(len(pw))) if have \
+                else np.empty(0, np.int64)
+            # a wrapper reads the lines in order: stamps that go backwards are not its own
+            # (logs merged or reordered); a pair swapped moved the cycle out of its interval
+            lines = np.concatenate([dl[idx], pl[at]]) if have else dl[idx]
+            stamps = np.concatenate([t, pw[at]]) if have else t
+            order = np.argsort(lines, kind="stable")
+            seq, at_line = stamps[order], lines[order]
+            known = seq != NAT
+            seq, at_line = seq[known], at_line[known]
+            back = np.flatnonzero(np.diff(seq) < 0)
+            if len(back):
+                said.setdefault(f"they go backwards ({len(back):,} time"
+                                f"{'s' * (len(back) != 1)}, first at line "
+                                f"{int(at_line[back[0] + 1]):,}), which a wrapper reading the "
+                                "lines in order does not do", []).append(s)
+                continue
+            if have:
+                var = _prefill_jitter(pw[at], thr[at], tok[at])
+                if var is not None:
+                    var = (var, f"their delays measured on {len(at):,} prefill lines against "
+                                "SGLang's own clock (input throughput): σ of a difference "
+                                f"{math.sqrt(var):.2f} ms")
         out.append((s, idx, t, kind, var))
     return out
 
@@ -455,7 +506,7 @@ def _prefill_jitter(pw: np.ndarray, thr: np.ndarray, tok: np.ndarray) -> float |
     return best
 
 
-def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin):
+def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin, said):
     """Where a series' timestamps have sub-second resolution (``_clocks``: SGLang with
     SGLANG_LOG_MS=1, the 'timestamp:' field, a wrapper's stamps), the mean batch of each window is
     measured instead of approximated: the window's tokens are
@@ -478,7 +529,7 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
     corrects its normal equations for them (``Windows.bycov``, ``_eiv``)."""
     bvar = np.zeros(len(key))
     svar = np.zeros(len(key))
-    for _, idx, t, kind, var in clocks:
+    for s, idx, t, kind, var in clocks:
         dt = np.diff(t).astype(float) / 1000.0          # ms
         _, j, prv = _ends(idx)
         spec_tok = np.isfinite(a[j]) & ~steps[j]
@@ -490,14 +541,20 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
             ok = np.isfinite(bm) & (bm > 0) & (dt > 0) & (g[j] > 0) & \
                 (bm >= 0.5 * lo) & (bm <= 1.5 * hi + 0.5)
         if ok.sum() < 3:
+            if kind == "wrapper":
+                said.setdefault("fewer than 3 windows could be timed", []).append(s)
             continue
         ratio = bm[ok] / np.where(b[j][ok] > 0, b[j][ok], np.nan)
         med = float(np.nanmedian(ratio))
         if not (0.97 <= med <= 1.03):
+            if kind == "wrapper":
+                said.setdefault(f"the mean batches they give are {med - 1:+.1%} off the "
+                                "printed #running-req (median): not the lines' clock",
+                                []).append(s)
             continue
         rounding = PRINTED_STEP ** 2 / 12 * ((1 / g[j]) ** 2 + np.where(
             spec_tok, 1 / per_tok, 0.0) ** 2)
-        sv = var
+        sv, how = var if isinstance(var, tuple) else (var, None)
         if kind == "wrapper":
             # windows whose batch the lines pin: the same #running-req at both ends and no
             # prefill line inside or in the window before (no request joined, so none
@@ -509,10 +566,25 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
             if pinned.sum() >= PINNED_LEAST:
                 z = (bm[pinned] / r[j][pinned] - 1) * dt[pinned]
                 v = max(_spread(z) - float(np.mean(rounding[pinned] * dt[pinned] ** 2)), 0.0)
-                sv = v if sv is None else max(sv, v)
-            if sv is None or sv > (JITTER_LIMIT * float(np.median(dt[ok]))) ** 2:
-                continue           # its delays unmeasured, or not a clock of the lines (a
-                # collector that stamps a batch of lines when it flushes): the trapezoid stays
+                if sv is None or v > sv:
+                    sv, how = v, (f"their delays measured on {int(pinned.sum()):,} windows "
+                                  "whose batch the lines pin: σ of a difference "
+                                  f"{math.sqrt(v):.2f} ms")
+            if sv is None:
+                said.setdefault("their delays could not be measured (no prefill line prints "
+                                "input throughput, v0.5.9 →, and fewer than "
+                                f"{PINNED_LEAST} windows hold a batch the lines pin)",
+                                []).append(s)
+                continue
+            limit = JITTER_LIMIT * float(np.median(dt[ok]))
+            if sv > limit ** 2:
+                # not a clock of the lines (a collector that stamps a batch of lines when it
+                # flushes, a loaded daemon): the trapezoid stays
+                said.setdefault(f"they time a window to ±{math.sqrt(sv) / limit * JITTER_LIMIT:.1%}"
+                                f" (σ of a difference {math.sqrt(sv):.1f} ms), more than "
+                                f"±{JITTER_LIMIT:.1%}", []).append(s)
+                continue
+            said.setdefault("", []).append((s, how))
         jj = np.flatnonzero(ok) + j.start if isinstance(j, slice) else j[ok]
         b[jj] = bm[ok]
         y[jj] = dt[ok] / interval
@@ -993,13 +1065,16 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         out[nm] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log, e.df,
                            src.get(nm, what))
     c = out["cycle_ms"]
+    notes.extend(win.clock_notes)
     if c.sufficient and se_c is not None and sys_trap > se_c and whole_seconds(win, approx):
         half = math.sqrt(c.ci_high / c.ci_low) - 1
         notes.append(f"whole-second timestamps: most of the cycle's ±{half:.2%} is an allowance "
                      "for each window's mean batch, which they cannot measure (statistical part "
                      f"±{half * se_c / math.hypot(se_c, sys_rel):.2%}); SGLANG_LOG_MS=1 stamps "
-                     "(SGLang v0.5.6 →), or a wrapper's (docker or kubectl logs --timestamps), "
-                     "measure it")
+                     "(SGLang v0.5.6 →)"
+                     + ("" if win.clock_notes else
+                        ", or a wrapper's (docker or kubectl logs --timestamps),")
+                     + " measure it")
     left = {}
     for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT):
         k = int((why == code).sum())
