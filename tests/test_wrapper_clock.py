@@ -249,3 +249,30 @@ def test_a_wrapper_whose_delays_cannot_be_measured_is_not_used(tmp_path):
         "a wrapper's stamps (docker or Kubernetes) were not used for the mean batch: their "
         "delays could not be measured (no prefill line prints input throughput, v0.5.9 →, and "
         "fewer than 20 windows hold a batch the lines pin)",)
+
+
+def test_a_line_a_kubernetes_log_file_split_is_reported_as_such(tmp_path):
+    """A CRI log file splits a line over 16 KiB into pieces ('stdout P' … 'stdout F'); they are
+    not joined here, and the report says so and what joins them."""
+    run = simulate(SCENARIOS["continuous_docker"].replace(duration_s=10), 1)
+    out = []
+    for ln in run.lines:
+        if ln.startswith(tuple("0123456789")):
+            stamp, body = ln.rstrip("\n").split("Z ", 1)
+            if "Finish: obj=" in body:
+                body = body.replace("stream=False)", "stream=False, text='" + "x" * 20000 + "')")
+            pieces = [body[i:i + 16384] for i in range(0, len(body), 16384)] or [""]
+            out += [f"{stamp}Z stdout {'F' if k == len(pieces) - 1 else 'P'} {p}\n"
+                    for k, p in enumerate(pieces)]
+        else:
+            out.append(ln)
+    path = tmp_path / "cri.log"
+    path.write_text("".join(out))
+    log = eaglelog.parse(path, cache=False, keep_going=True)
+    finishes = sum("Finish: obj=" in ln for ln in run.lines)
+    reports = [d for d in log.diagnostics if d.kind == "malformed"]
+    assert finishes > 10 and len(log.requests) == 0 and len(reports) == finishes
+    assert reports[0].message == (
+        "requests line not parsed: a Kubernetes log file split it into pieces at 16 KiB "
+        "('stdout P'), which are not joined here; kubectl logs joins them")
+    assert len(log.decode) == sum("Decode batch" in ln for ln in run.lines)

@@ -22,7 +22,7 @@ from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
 from . import eagle3_prof, sglang
-from .prefix import (read_prefix, split_bracketed, strip_ansi, strip_wrapper,
+from .prefix import (cri_partial, read_prefix, split_bracketed, strip_ansi, strip_wrapper,
                      valid_datetime)
 
 try:   # the C accelerator (setup.py); without it every line takes the Python path
@@ -329,6 +329,11 @@ class Scanner(ScannerBase):
             return True
         table, fn = LINE_PARSERS[kind]
         res = fn(line)
+        if res.record is None and res.problems and cri_partial(line):
+            self.diag(line_no, "malformed", f"{table} line not parsed: a Kubernetes log file "
+                      "split it into pieces at 16 KiB ('stdout P'), which are not joined here; "
+                      "kubectl logs joins them")
+            return True
         done = self._check_parsed(table, res, line_no, unterminated)
         if done is not None:
             return done
