@@ -277,7 +277,10 @@ def test_result_objects_are_frozen_and_serialisable():
     r = rq.requests(F / "sglang_text.log", by="category", breakeven=2.5)
     json.dumps(r.to_dict(), allow_nan=False)
     f = r.to_frame()
-    assert list(f.columns) == list(rq.REQUEST_COLUMN_NAMES) + ["group"]
+    assert list(f.columns) == list(rq.REQUEST_COLUMN_NAMES) + ["group", "flag"]
+    # each request's flag, as the outliers list gives it
+    assert f.loc[f["flag"].notna(), ["line_no", "flag"]].values.tolist() == \
+        [[12, "loop suspect"]]
     f.loc[0, "tau"] = 99.0
     assert r.to_frame().loc[0, "tau"] != 99.0
     with pytest.raises(Exception):
@@ -366,7 +369,7 @@ def test_cli_requests_table_json_csv(run):
     j = json.loads(run("requests", "--no-cache", "-f", "json", F / "sglang_text.log").stdout)
     assert j["runs"][0]["overall"]["requests"] == 13 and "first token" in j["definition"]
     csv = run("requests", "--no-cache", "-f", "csv", F / "sglang_text.log").stdout
-    assert csv.splitlines()[0].split(",") == list(rq.REQUEST_COLUMN_NAMES) + ["group"]
+    assert csv.splitlines()[0].split(",") == list(rq.REQUEST_COLUMN_NAMES) + ["group", "flag"]
     assert len(csv.splitlines()) == 16
 
 

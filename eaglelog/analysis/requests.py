@@ -791,6 +791,14 @@ def requests(logs, *, by: str | None = None, breakeven: float | None = None,
     frame = table.copy()
     frame["group"] = keys.astype("string").to_numpy() if len(keys) else pd.Series(
         dtype="string")
+    # each request's flag, as the outliers list gives it (-f csv / jsonl / parquet rows)
+    flags = {(o.source, o.line_no): ("loop suspect" if o.kind == "loop suspect"
+                                     else "garbled output?")
+             for r in runs for o in r.outliers
+             if o.kind == "loop suspect" or (o.kind == "lowest" and o.why)}
+    frame["flag"] = pd.array([flags.get((s_, ln)) for s_, ln in zip(
+        frame["source"].astype(str), frame["line_no"].astype("Int64").fillna(-1).astype(int))],
+        dtype="string")
     return RequestsResult(tuple(runs), by, confidence, workloads, frame)
 
 
