@@ -72,6 +72,7 @@ FIELD_VAR = 2e-6 / 12   # ms²: the same for two truncated µs stamps (the 'time
 PINNED_LEAST = 20       # pairs of lines a wrapper's stamp variance is measured on
 JITTER_LIMIT = 0.005    # a wrapper whose stamps time a window worse than this (σ of Δt over
                         # the median Δt) is not used
+NAT = np.iinfo(np.int64).min   # a missing timestamp (NaT) as int64 µs
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
                        # the mean batch of the window between them is not known
 
@@ -231,7 +232,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
                                    minlength=m)
         if ts is not None and m > 2:
             t = ts[idx]
-            if not (t == np.iinfo(np.int64).min).any():
+            if not (t == NAT).any():
                 gap = np.diff(t).astype(float) / 1e6
                 med = median(gap)
                 peer = _gap_medians(gap, rs[1:], med)
@@ -358,9 +359,6 @@ def _by_value(k: np.ndarray):
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
     for a_, b_ in zip(starts, np.r_[starts[1:], len(ks)]):
         yield ks[a_], order[a_:b_]
-
-
-NAT = np.iinfo(np.int64).min
 
 
 def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray, said: dict) -> list:
@@ -498,11 +496,11 @@ def _prefill_jitter(pw: np.ndarray, thr: np.ndarray, tok: np.ndarray) -> float |
     for n in (tok[:-1][ok], tok[1:][ok]):
         G = 1000.0 * n / th
         z = W - G
-        med = float(np.median(z))
-        v = _spread(z) - float(np.mean((G * PRINTED_STEP / th) ** 2 / 12))
-        if abs(med) <= 5.0 and _spread(z) <= (0.01 * float(np.median(G))) ** 2 and \
+        spread = _spread(z)
+        v = max(spread - float(np.mean((G * PRINTED_STEP / th) ** 2 / 12)), 0.0)
+        if abs(float(np.median(z))) <= 5.0 and spread <= (0.01 * float(np.median(G))) ** 2 and \
                 (best is None or v < best):
-            best = max(v, 0.0)
+            best = v
     return best
 
 
@@ -1098,7 +1096,7 @@ def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
     if win.ts is None or win.rs is not None or not rows.any():
         return False
     t = win.ts[rows]
-    t = t[t != np.iinfo(np.int64).min]
+    t = t[t != NAT]
     return bool(len(t)) and not (t % 1_000_000).any()
 
 

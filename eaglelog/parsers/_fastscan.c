@@ -606,6 +606,13 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+/* prefix.valid_datetime's date: a calendar date in what datetime64[ns] holds (1678-2261) */
+static int valid_date(int y, int mo, int d) {
+    static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || y < 1678 || y > 2261) return 0;
+    return !(mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+}
+
 static int dig(const char *p, int n, int *out) {
     int x = 0;
     for (int i = 0; i < n; i++) {
@@ -629,11 +636,8 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
         if (!dig(p + 1, 4, &y) || p[5] != '-' || !dig(p + 6, 2, &mo) || p[8] != '-' ||
             !dig(p + 9, 2, &d))
             return NULL;
-        static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-        /* prefix.valid_datetime: a calendar date in what datetime64[ns] holds (1678-2261); the
-         * Python parser reports any other and keeps the record without a timestamp */
-        if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo] || y < 1678 || y > 2261) return NULL;
-        if (mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) return NULL;
+        /* the Python parser reports any other date and keeps the record without a timestamp */
+        if (!valid_date(y, mo, d)) return NULL;
         days = days_from_civil(y, (unsigned)mo, (unsigned)d);
         memcpy(self->last_date, p, 11);
         self->last_days = days;
@@ -699,10 +703,7 @@ static const char *read_wrapper(const char *p, const char *e, int64_t *wts) {
         !dig(p + 8, 2, &d) || p[10] != 'T' || !dig(p + 11, 2, &h) || p[13] != ':' ||
         !dig(p + 14, 2, &mi) || p[16] != ':' || !dig(p + 17, 2, &s))
         return NULL;
-    static const int mdays[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int valid = mo >= 1 && mo <= 12 && d >= 1 && d <= mdays[mo] && y >= 1678 && y <= 2261 &&
-                h <= 23 && mi <= 59 && s <= 59 &&
-                !(mo == 2 && d == 29 && !((y % 4 == 0 && y % 100 != 0) || y % 400 == 0));
+    int valid = valid_date(y, mo, d) && h <= 23 && mi <= 59 && s <= 59;
     const char *q = p + 19;
     int64_t us = 0;
     int nf = 0;

@@ -79,17 +79,15 @@ NO_PREFIX = Prefix(None, None, None, False)
 # a wrapper that stamps every line at its start: `docker logs --timestamps` (RFC 3339 with
 # nanoseconds, then one space) and a Kubernetes (CRI) log file (the same, then the stream and
 # a full/partial tag: 'stdout F '), sglang.md §1.3
-_STAMP = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) "
-_LEAD_RX = re.compile(_STAMP + r"(?:(?:stdout|stderr) [FP] )?", re.ASCII)
-
-
-_PARTIAL_RX = re.compile(_STAMP + r"(?:stdout|stderr) P ", re.ASCII)
+_LEAD_RX = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}) "
+                      r"(?:(?:stdout|stderr) (?P<tag>[FP]) )?", re.ASCII)
 
 
 def cri_partial(line: str) -> bool:
     """Whether ``line`` is the first piece of a line a Kubernetes (CRI) log file split (at
     16 KiB: 'stdout P'); the pieces are not joined here (kubectl logs joins them)."""
-    return line[:1].isdigit() and _PARTIAL_RX.match(line) is not None
+    m = _LEAD_RX.match(line) if line[:1].isdigit() else None
+    return m is not None and m.group("tag") == "P"
 
 
 def strip_wrapper(line: str) -> str:

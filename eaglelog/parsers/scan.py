@@ -48,6 +48,8 @@ LINE_PARSERS = {
 }
 DOCKER_SPLIT = 16000
 EPOCH = _dt.date(1970, 1, 1)  # docker's json-file driver splits lines longer than 16 KiB
+# the tables that keep a wrapper's time (the schema's wrapper_time column)
+_WRAPPER_TABLES = frozenset(n for n, t in TABLES.items() if "wrapper_time" in t.names)
 # diagnostics kept per kind and input; the rest are counted (a generated log can break an
 # identity in every one of its 100,000 blocks: the records are kept, 1,000 warnings say so)
 MAX_KEPT = 1000
@@ -266,7 +268,7 @@ class Scanner(ScannerBase):
 
     def _emit(self, table: str, line_no: int, rec: dict, startup: int | None = None) -> None:
         wrapper = rec.pop("_wtime", None)
-        if wrapper is not None and table in ("decode", "prefill"):
+        if wrapper is not None and table in _WRAPPER_TABLES:
             rec["wrapper_time"] = wrapper      # (the rate model's clock: rate.decode_windows)
         bad = self._stamp(rec)
         if bad is not None:
