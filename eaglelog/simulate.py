@@ -153,6 +153,9 @@ class Scenario:
     wrapper_delay_ms: float = 0.3      # the wrapper stamps a line this long (mean, exponential)
                                        # after SGLang wrote it, never before the line before
     log_requests: bool = True          # Finish: lines
+    lines: str = "all"                 # all | prof: the log holds the EAGLE3_PROF blocks and
+                                       # nothing else (a profile pasted on its own); the truth
+                                       # then covers the profiled cycles (docs/simulation.md §3)
     version: str = "0.5.10"            # line formats: "0.5.10" or "0.5.8"
     overlap: bool = False              # overlap scheduler; changes the log only with "0.5.8"
     # (≤ v0.5.8 print a Prefill line when it is scheduled, before the previous decode line;
@@ -299,7 +302,8 @@ class Truth:
     """What really happened in a simulated run (docs/simulation.md).
 
     ``sums`` cover the decode iterations of the printed windows (the log says nothing about the
-    tail after the last ``Decode batch`` line); ``steady`` the same without the warm-up.
+    tail after the last ``Decode batch`` line), or with ``lines="prof"`` the profiled cycles
+    (the iterations inside the EAGLE3_PROF blocks); ``steady`` the same without the warm-up.
     ``windows`` has one row per printed decode line; ``blocks`` one per EAGLE3_PROF block;
     ``iterations`` (kept with ``keep_arrays``) one per decode iteration."""
 
@@ -400,6 +404,7 @@ class _Sim:
         self.pre_n: dict[int, int] = {}        # window index -> prefill batches inside it
         self.finished = 0
         self.prof_done = 0
+        self.prof_text: list[list[str]] = []   # each block's lines, as written
 
     # ----------------------------------------------------------------- arrays
     def _min_cycle(self) -> float:
@@ -811,9 +816,11 @@ class _Sim:
                   f"  Eff tok/s:       {1000 * acc / total:.1f}"]
         at = float(self.TEND[i])
         pre = self.stamp(at) if sc.prof_prefix else ""
-        self.lines.extend(self.wrap(at, pre + x + "\n") for x in block)
+        text = [self.wrap(at, pre + x + "\n") for x in block]
         if not sc.prof_prefix:
-            self.lines.append(self.wrap(at, "\n"))
+            text.append(self.wrap(at, "\n"))
+        self.lines.extend(text)
+        self.prof_text.append(text)
         self.prof_done += 1
         blk = self.blk
         blk["line_no"].append(len(self.lines) - len(block) - (0 if sc.prof_prefix else 1) + 1)
@@ -854,7 +861,8 @@ class _Sim:
     def truth(self) -> Truth:
         sc, I = self.sc, self.interval
         nwin = len(self.win["line_no"])
-        ncov = nwin * I                       # iterations inside printed windows
+        prof_only = sc.lines == "prof"
+        ncov = self.n_iter if prof_only else nwin * I   # iterations the log speaks of
         B, T, C = self.B[:ncov], self.T[:ncov], self.C[:ncov]
         size = max(int(B.max()) if ncov else 0, 1) + 1
 
@@ -868,19 +876,31 @@ class _Sim:
         else:
             wend = 0
         steady = np.arange(ncov) >= wend
+        blocks = {k: np.asarray(v) for k, v in self.blk.items()}
+        profiled = None
+        if prof_only:
+            # only the profiled cycles are in the log: the truth is theirs, no window printed
+            profiled = np.zeros(ncov, dtype=bool)
+            for end, n in zip(blocks["end_iter"], blocks["cycles"]):
+                profiled[end - n + 1:end + 1] = True
+            steady &= profiled
+            sizes = [len(t) for t in self.prof_text]
+            blocks["line_no"] = np.cumsum([1] + sizes[:-1]) if sizes else blocks["line_no"]
         hw = np.asarray(sc.hw.step_ms(np.arange(max(size, sc.max_running_requests + 1))),
                         dtype=float) / self.step_scale
         windows = {k: np.asarray(v) for k, v in self.win.items()}
         windows["prefill_lines"] = np.array([self.pre_lines.get(w, 0) for w in range(nwin)])
         windows["prefills"] = np.array([self.pre_n.get(w, 0) for w in range(nwin)])
-        blocks = {k: np.asarray(v) for k, v in self.blk.items()}
+        if prof_only:
+            windows = {k: v[:0] for k, v in windows.items()}
         arrays = None
         if self.keep:
             n = self.n_iter
             arrays = {"B": self.B[:n].copy(), "T": self.T[:n].copy(), "C": self.C[:n].copy(),
                       "KV": self.KV[:n].copy(), "TEND": self.TEND[:n].copy(),
                       "x": self.x[:n].copy()}
-        return Truth(sc.name, self.seed, sc.k, I, sums(), sums(steady), hw, windows, blocks,
+        return Truth(sc.name, self.seed, sc.k, I, sums(profiled),
+                     sums(steady), hw, windows, blocks,
                      self.finished, wend, arrays)
 
 
@@ -944,7 +964,7 @@ def simulate(scenario: Scenario, seed: int = 0, *, speculative: bool = True, noi
     cycle times.  keep_arrays keeps the per-iteration arrays in ``truth.iterations``."""
     sim = _Sim(scenario, seed, speculative, noise, step_scale, keep_arrays)
     sim.run()
-    lines = sim.lines
+    lines = sim.lines if scenario.lines != "prof" else [x for b in sim.prof_text for x in b]
     tr = sim.truth()
     if header:
         lines.insert(0, HEADER.format(name=scenario.name, seed=seed))
@@ -1087,6 +1107,40 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         phase_means=(0.1251, 13.0, 0.55, 0.66),
         about="the same with Draft steps 0.1251 ms (printed 0.13): the same truth within 0.2 %"),
 ]}
+
+# issue 33: the sizes real runs have.  One stream (a person trying speculation on one
+# request at a time), outputs of about 120 tokens with a 30 ms think time, acceptance tuned so
+# that a window's accept length moves by about 9 % (relative σ, window to window); a run is
+# cut after a number of decode iterations (40 a window, 100 cycles a profiler block).
+_STREAM = Scenario(
+    name="stream", clients=((0.0, 1),), think_s=0.03, output_median=120.0, output_sigma=0.2,
+    difficulty_sd=0.15, drift_sd=0.15, duration_s=3600.0, target_speedup=1.0,
+    about="one stream, outputs of about 120 tokens, 30 ms think time; true 1.00")
+
+
+def _short(name: str, windows: int = 0, blocks: int = 0, clients: int = 1,
+           stamps: str = "ms") -> Scenario:
+    """A short run: ``windows`` decode windows (0: a profile-only log of ``blocks`` blocks of
+    100 cycles), ``blocks`` EAGLE3_PROF blocks every 100 cycles, millisecond ("ms") or
+    whole-second ("s") stamps."""
+    iters = 40 * windows if windows else 100 * blocks
+    what = (f"{blocks} EAGLE3_PROF blocks of 100 cycles and nothing else" if not windows else
+            f"{windows} decode windows" + (f" and {blocks} EAGLE3_PROF blocks" if blocks else ""))
+    who = "one stream" if clients == 1 else f"{clients} clients"
+    st = "" if not windows else (", millisecond stamps" if stamps == "ms" else
+                                 ", whole-second stamps")
+    return _STREAM.replace(
+        name=name, clients=((0.0, clients),), max_iters=iters, log_ms=stamps == "ms",
+        prof_every=100 if blocks else 0, prof_blocks=blocks or None,
+        lines="all" if windows else "prof", about=f"{who}: {what}{st}; true 1.00")
+
+
+SHORT = [_short("3blk_prof", blocks=3), _short("8blk_prof", blocks=8)] + [
+    sc for w, b, c, base in ((30, 8, 1, "8blk_30w"), (15, 0, 1, "15w_stream"),
+                             (30, 0, 1, "30w_stream"), (60, 0, 1, "60w_stream"),
+                             (300, 0, 1, "300w_stream"), (60, 0, 4, "60w_4clients"))
+    for sc in (_short(base, w, b, c, "ms"), _short(base + "_s", w, b, c, "s"))]
+SCENARIOS.update({sc.name: sc for sc in SHORT})
 
 # scenario pairs for compare (issue 15): (reference, changed)
 PAIRS = {"same_truth": ("compare_pair", "compare_pair"),

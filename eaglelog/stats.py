@@ -14,7 +14,14 @@ The model (docs/statistics.md explains it at length):
 * Independent estimates (a cycle time from one log, a baseline step from another log or a stated
   ``±σ``) are combined on the log scale (delta method: relative variances add) with
   Welch–Satterthwaite degrees of freedom.
-* Fewer than MIN_WINDOWS windows give no interval: the answer is "insufficient data".
+* Long series (LONG_SERIES_MIN windows or more, enough for MIN_BATCHES batches of C_TAU
+  autocorrelation times) take batch means sized from the data.  Shorter ones — the profiler
+  readout of 8 blocks, a few minutes of decode lines — and long ones too autocorrelated for
+  that take each unit (a window, a block, a request; at most MAX_UNITS contiguous groups) as a
+  sample of an AR(1) series whose lag-1 autocorrelation is at least SHORT_PHI (a stated
+  allowance, docs/statistics.md) or what the data show when they show more; the variance is
+  corrected for it exactly and the degrees of freedom follow it (``short_interval``).
+* Fewer than 2 units give no interval: the answer is "insufficient data".
 """
 from __future__ import annotations
 
@@ -31,12 +38,19 @@ from . import distributions as dist
 MIN_WINDOWS = 10
 MIN_BATCHES = 5
 MAX_BATCHES = 20
+MIN_UNITS = 2        # fewer independent units than this: insufficient data
 
 # --- batches sized from the data (the estimators of analysis/rate.py; docs/statistics.md)
 MIN_SERIES = 30      # fewer windows than this give no interval
 MAX_PLANNED = 30     # batches at most
 C_TAU = 3.0          # a batch spans at least this many integrated autocorrelation times
 FINE = 4096          # the sums are kept over at most this many blocks of consecutive windows
+# --- short series (stats.short_interval; docs/statistics.md, "Short runs")
+LONG_SERIES_MIN = 100   # batch means from this many windows up (when they make MIN_BATCHES)
+SHORT_PHI = 0.3         # the allowance: lag-1 autocorrelation of consecutive units assumed
+MAX_UNITS = 100         # a short-series interval groups the windows into at most this many
+ESTIMATE_PHI_FROM = 10  # units from which the data's own autocorrelation can raise the allowance
+MAX_PHI = 0.98
 
 
 @dataclass(frozen=True)
@@ -109,12 +123,13 @@ def jackknife(fn: Callable[[np.ndarray], float], n: int, confidence: float,
               source: str | None = None) -> Estimate:
     """Estimate fn(mask_of_all) with a delete-one-batch jackknife interval on the log scale.
 
-    ``fn`` takes a boolean mask over the n windows (in time order) and returns a positive
-    statistic.  The interval is exp(log θ ± t_{B-1} · se_log)."""
+    ``fn`` takes a boolean mask over n independent units (requests, in time order) and returns
+    a positive statistic.  B = n_batches(n) batches, or every unit its own below 5 of them;
+    the interval is exp(log θ ± t_{B-1} · se_log).  Fewer than MIN_UNITS units: no interval."""
     theta = float(fn(np.ones(n, dtype=bool)))
-    if n < MIN_WINDOWS or not np.isfinite(theta) or theta <= 0:
+    if n < MIN_UNITS or not np.isfinite(theta) or theta <= 0:
         return insufficient(theta, n, confidence, source)
-    labels = batch_labels(n)
+    labels = batch_labels(n, min(n, n_batches(n)))
     b = int(labels.max()) + 1
     logs = np.empty(b)
     for k in range(b):
@@ -124,6 +139,60 @@ def jackknife(fn: Callable[[np.ndarray], float], n: int, confidence: float,
         logs[k] = math.log(v)
     se_log = math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
     return from_log_se(theta, se_log, b - 1, n, confidence, source)
+
+
+# ----------------------------------------------------------------------------- short series
+
+def ar1_kappa(k: int, phi: float) -> float:
+    """The factor that makes k × (sample variance) unbiased for Var(Σ x) when x_1 … x_k is a
+    stationary AR(1) series with lag-1 autocorrelation φ: V / (k/(k−1) (k − V/k)), V = k +
+    2 Σ_j (k − j) φ^j the variance of the sum in units of var(x).  (1 + φ)/(1 − φ) at k = 2,
+    tending to the same as k grows."""
+    if k < 2 or phi <= 0:
+        return 1.0
+    j = np.arange(1, k, dtype=float)
+    v = k + 2.0 * float(np.sum((k - j) * phi ** j))
+    return v / (k / (k - 1) * (k - v / k))
+
+
+def short_df(k: int, phi: float) -> float:
+    """Degrees of freedom of a variance from k units of an AR(1) series: (k − 1) / τ₂, τ₂ =
+    (1 + φ²)/(1 − φ²) the autocorrelation time of the squares (at least 1)."""
+    if phi <= 0:
+        return float(max(k - 1, 1))
+    return max(1.0, (k - 1) * (1 - phi * phi) / (1 + phi * phi))
+
+
+def short_phi(dev: np.ndarray) -> float:
+    """The lag-1 autocorrelation a short-series interval assumes for units whose deviations
+    from their mean are ``dev`` (in time order): the stated allowance SHORT_PHI, or more where
+    ESTIMATE_PHI_FROM units or more show more — their lag-1 autocorrelation, corrected for its
+    bias of about −(1 + 3φ)/k (Kendall), or what their integrated autocorrelation time τ says,
+    (τ − 1)/(τ + 1), whichever is larger."""
+    k = len(dev)
+    phi = SHORT_PHI
+    if k >= ESTIMATE_PHI_FROM:
+        ss = float(np.dot(dev, dev))
+        if ss > 0:
+            r1 = float(np.dot(dev[1:], dev[:-1])) / ss
+            tau = autocorr_time(dev)
+            phi = max(phi, r1 + (1 + 3 * r1) / k, (tau - 1) / (tau + 1))
+    return float(min(phi, MAX_PHI))
+
+
+def short_se(dev: np.ndarray) -> tuple[float, float, float]:
+    """(se of the sum, df, φ) of units whose sums deviate by ``dev`` from their mean, under
+    the short-series model: k/(k−1) Σ dev² × ar1_kappa(k, φ), φ = short_phi(dev)."""
+    k = len(dev)
+    phi = short_phi(dev)
+    var = k / (k - 1) * float(np.dot(dev, dev)) * ar1_kappa(k, phi)
+    return math.sqrt(max(var, 0.0)), short_df(k, phi), phi
+
+
+def unit_labels(k: int) -> tuple[np.ndarray, int]:
+    """Labels grouping k blocks (in time order) into at most MAX_UNITS contiguous units."""
+    m = min(k, MAX_UNITS)
+    return (np.arange(k, dtype=np.int64) * m) // max(k, 1), m
 
 
 def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: float,
@@ -156,7 +225,7 @@ def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: f
     n = len(v)
     W = float(w.sum()) if n else 0.0
     theta = float(np.dot(w, v) / W) if W > 0 else math.nan
-    if n >= MIN_SERIES and theta == 0 and not np.any(v):
+    if n >= MIN_UNITS and theta == 0 and not np.any(v):
         return Estimate(0.0, 0.0, 0.0, n, confidence, 0.0, math.inf, source), ()
     if not (math.isfinite(theta) and theta > 0):
         return insufficient(theta, n, confidence, source), ()
@@ -340,7 +409,7 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
     def none():
         return [insufficient(t, blocks.n, confidence, s) for t, s in zip(theta, srcs)], facts
     ok = np.isfinite(theta) & (theta > 0)
-    if blocks.n < MIN_SERIES or not ok.any():
+    if blocks.n < MIN_UNITS or k < MIN_UNITS or not ok.any():
         return none()
     which = [i for i in (tau_of if tau_of is not None else range(len(theta))) if ok[i]]
     per_block = blocks.n / k                      # windows a block holds
@@ -353,9 +422,9 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
             taus[i] = _tau_windows(dev @ gi, per_block)
     tau = max([1.0] + [float(taus[i]) for i in which])
     facts["tau"] = tau
-    b = plan_batches(blocks.n, tau)
+    b = plan_batches(blocks.n, tau) if blocks.n >= LONG_SERIES_MIN else None
     if b is None or b > k:
-        return none()
+        return _short_sums(blocks, f, theta, ok, confidence, srcs, facts)
     facts["batches"] = b
     labels = (np.arange(k) * b) // k
     bsums = np.zeros((b, blocks.sums.shape[1]))
@@ -375,6 +444,31 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
             math.sqrt((b - 1) / b * float(np.sum((logs - logs.mean()) ** 2)))
         out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
                             blocks.n, confidence, se, b - 1, srcs[i]))
+    return out, facts
+
+
+def _short_sums(blocks: Blocks, f, theta: np.ndarray, ok: np.ndarray, confidence: float,
+                srcs: list, facts: dict) -> tuple[list[Estimate], dict]:
+    """jackknife_sums on a short series: each unit (at most MAX_UNITS contiguous groups of the
+    blocks) deleted in turn, the jackknife variance × ar1_kappa for the lag-1 autocorrelation
+    short_phi finds in the deleted estimates, Student t with short_df degrees of freedom."""
+    labels, m = unit_labels(len(blocks.counts))
+    usums = np.zeros((m, blocks.sums.shape[1]))
+    np.add.at(usums, labels, blocks.sums)
+    total = usums.sum(axis=0)
+    loo = np.array([np.asarray(f(total - usums[i]), dtype=float) for i in range(m)])
+    facts.update(batches=m, short=True, phi={})
+    out = []
+    for i, th in enumerate(theta):
+        col = loo[:, i]
+        if not ok[i] or not (np.isfinite(col).all() and (col > 0).all()):
+            out.append(insufficient(th, blocks.n, confidence, srcs[i]))
+            continue
+        dev = np.log(col) - float(np.mean(np.log(col)))
+        phi = short_phi(dev)
+        se = math.sqrt((m - 1) / m * float(np.dot(dev, dev)) * ar1_kappa(m, phi))
+        facts["phi"][i] = phi
+        out.append(from_log_se(float(th), se, short_df(m, phi), blocks.n, confidence, srcs[i]))
     return out, facts
 
 
@@ -408,17 +502,19 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
         return [Estimate(float(t), float(t), float(t), n, confidence, 0.0, math.inf, s)
                 if u is None and math.isfinite(t) else insufficient(t, n, confidence, s)
                 for t, u, s in zip(thetas, influences, srcs)], facts
-    if n < MIN_SERIES or not any(ok):
+    if n < MIN_UNITS or not any(ok):
         return none()
     k = len(next(u for u in influences if u is not None))
+    if k < MIN_UNITS:
+        return none()
     per_block = n / k
     taus = [_tau_windows(u, per_block) if good else 1.0 for u, good in zip(influences, ok)]
     tau = max([1.0] + [taus[i] for i in (tau_of if tau_of is not None else range(len(thetas)))
                        if ok[i]])
     facts["tau"] = tau
-    b = plan_batches(n, tau)
+    b = plan_batches(n, tau) if n >= LONG_SERIES_MIN else None
     if b is None or b > k:
-        return none()
+        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts)
     facts["batches"] = b
     length = n / b
     # the batches are one set, sized from the longest τ; the batch-means bias each output's
@@ -446,4 +542,32 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
         se = inflate * math.sqrt(b * float(np.var(sums, ddof=1)))
         out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
                             n, confidence, se, b - 1, s))
+    return out, facts
+
+
+def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
+                     facts: dict) -> tuple[list[Estimate], dict]:
+    """influence_estimates on a short series (or one too autocorrelated for MIN_BATCHES batches
+    of C_TAU τ): the terms summed over at most MAX_UNITS contiguous units, each output's
+    variance from its units under the short-series model (short_se), Student t with its
+    short_df degrees of freedom.  facts: batches (the units), short, phi (per output)."""
+    k = len(next(u for u in influences if u is not None))
+    labels, m = unit_labels(k)
+    facts.update(batches=m, short=True, phi={}, batch_logs=[])
+    out = []
+    for i, (th, u, s, good) in enumerate(zip(thetas, influences, srcs, ok)):
+        if u is None:
+            out.append(Estimate(float(th), float(th), float(th), n, confidence, 0.0, math.inf, s)
+                       if math.isfinite(th) else insufficient(th, n, confidence, s))
+            facts["batch_logs"].append(())
+            continue
+        if not good:
+            out.append(insufficient(th, n, confidence, s))
+            facts["batch_logs"].append(())
+            continue
+        sums = np.bincount(labels, weights=u, minlength=m)
+        facts["batch_logs"].append(tuple(float(math.log(th) + m * x) for x in sums))
+        se, df, phi = short_se(sums - sums.mean())
+        facts["phi"][i] = phi
+        out.append(from_log_se(float(th), se, df, n, confidence, s))
     return out, facts

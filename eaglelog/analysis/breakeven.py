@@ -11,7 +11,9 @@ the bound does not settle it), ``insufficient data`` when there is no interval, 
 the baseline covers too little of the run's batch sizes for a whole-run verdict, ``mixed`` when a
 single stated rate is compared with a run spanning a wide range of batch sizes and the batch sizes
 disagree, ``invalid baseline`` when the break-even is more than a cycle can commit (a baseline
-that is not a per-stream rate) or the baseline covers none of the run's batch sizes.
+that is not a per-stream rate) or the baseline covers none of the run's batch sizes, ``needs
+accept length`` when the log holds EAGLE3_PROF blocks and no per-batch accept length (the
+break-even accept length has its interval; the speedup needs the accept length).
 """
 from __future__ import annotations
 
@@ -30,8 +32,10 @@ from ..stats import Estimate
 from . import engines, rate
 from .windows import decode_interval, rows_where, windows
 
+NEEDS_ACCEPT = "needs accept length"
 VERDICTS = ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
-            "invalid baseline")
+            "invalid baseline", NEEDS_ACCEPT)
+NO_ACCEPT_SOURCE = "not in the log: no decode line prints accept len, no Finish line a verify count"
 ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
 MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no whole-run verdict
 WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
@@ -402,65 +406,41 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if cycle_from == "prof" and prof is None:
         raise EaglelogError(f"{source}: no usable EAGLE3_PROF blocks for --cycle-from prof")
     acc = fit["accept_len"]
+    no_accept = False
     if not win.spec:
         acc = requests_accept(log, source, confidence)
-        if acc is None or prof is None:
-            what = ("no EAGLE3_PROF blocks and no 'Decode batch' lines with accept len: nothing "
-                    "to take a cycle time from (is this a speculative run?)") if prof is None else \
-                ("no accept length: the decode lines print no 'accept len' and there are no "
-                 "Finish lines with spec_verify_ct")
-            raise EaglelogError(f"{source}: {what}")
-        notes.append("the decode lines print no accept len: accept length from the Finish "
-                     "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
+        if prof is None:
+            raise EaglelogError(f"{source}: no EAGLE3_PROF blocks and no 'Decode batch' lines "
+                                "with accept len: nothing to take a cycle time from (is this a "
+                                "speculative run?)")
+        if acc is None:
+            # the profiler readout alone: the break-even accept length needs no accept length
+            no_accept = True
+            acc = stats.insufficient(math.nan, 0, confidence, NO_ACCEPT_SOURCE)
+        else:
+            notes.append("the decode lines print no accept len: accept length from the Finish "
+                         "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
     elif diluted(rows_where(log.decode, log.decode["source"] == source)):
         notes.append("accept len comes from SGLang ≤ v0.5.3.post1 lines, which mix a 1.0 "
                      "sample per prefilled request into it (sglang.md §3.6): a lower bound")
-    derived = fit["cycle_ms"]
-    derived_ok = win.spec and fit.kind != "upper bound" and derived.sufficient
-    use_prof = prof is not None and (cycle_from == "prof" or (cycle_from == "auto" and
-                                                              not derived_ok))
-    wts = np.where(fit.acc, win.w, 0.0)
+    cyc, kind, r = choose_cycle(prof, fit, win, acc, cycle_from, confidence, notes,
+                                no_accept)
+    use_prof = kind == "profiler"
     if use_prof:
-        cyc, kind = prof, "profiler"
-        r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)], confidence)
         st = np.asarray(base.step_of(win.b), dtype=float)
         ok = fit.acc & np.isfinite(st)
         step_bar = float((win.w[ok] * st[ok]).sum() / win.w[ok].sum()) if ok.any() else math.nan
+        if not ok.any() and base.kind == "rate":
+            # (no decode window to match: a stated single rate is the step whatever the batch)
+            step_bar = float(base.step_of(np.array([1.0]))[0])
+        elif not ok.any():
+            notes.append("the EAGLE3_PROF blocks print no batch size and no decode line does: "
+                         "a baseline per batch size has nothing to be matched at (give "
+                         "--baseline-toks at the profiled batch size)")
         wts = np.where(ok, win.w, 0.0)
-        sizes = win.r[fit.acc & np.isfinite(win.r)]
-        if len(sizes) and sizes.max() > 1.5 * max(sizes.min(), 1):
-            notes.append("the EAGLE3_PROF cycle is a mean over cycles, not over request-steps: "
-                         "with batch sizes that vary, the per-stream rate is approximate")
-        if derived.sufficient and win.spec:
-            notes.append(f"cycle from the EAGLE3_PROF blocks ({cyc.estimate:.2f} ms): the decode "
-                         f"lines give {derived.estimate:.2f} ms only as an upper bound (prefill "
-                         "time cannot be told apart)" if fit.kind == "upper bound" else
-                         f"cycle from the EAGLE3_PROF blocks ({cyc.estimate:.2f} ms), as asked")
     else:
-        cyc, kind, r = derived, fit.kind, fit["rate"]
-        notes.extend(fit.notes)
         step_bar = fit["step_ms"].estimate
         wts = np.where(fit.use, win.w, 0.0)
-        per_iter = fit["cycle_ms_iter"]
-        if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
-                prof.estimate > 0 and math.isfinite(per_iter.estimate) and per_iter.estimate > 0:
-            d = math.log(prof.estimate / per_iter.estimate)
-            se = math.hypot(prof.se_log or 0.0, per_iter.se_log or 0.0) if prof.sufficient \
-                else 0.0
-            if abs(d) > max(DISAGREE, 2 * se):
-                notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) and the cycle "
-                             f"derived from the decode lines ({per_iter.estimate:.2f} ms per "
-                             f"iteration) differ by {abs(math.expm1(d)):.0%}: the verdict uses "
-                             "the derived cycle, which holds all the wall time between cycles "
-                             "(the profiler sees only what it brackets)")
-            elif abs(math.log(derived.estimate / per_iter.estimate)) > DISAGREE:
-                # they agree per cycle; the batch size varies, and a mean over cycles is not
-                # the mean over request-steps that break-even compares
-                notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) is a mean over "
-                             "cycles, as is the decode lines' per iteration "
-                             f"({per_iter.estimate:.2f} ms); break-even uses their mean over "
-                             f"request-steps ({derived.estimate:.2f} ms), which weighs each cycle "
-                             "by its batch size")
     se_b, df_b = base.uncertainty(win.b, wts)
     if not math.isfinite(step_bar):
         step = stats.insufficient(math.nan, 0, confidence, base.source)
@@ -476,6 +456,8 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         if math.isfinite(step.estimate) and math.isfinite(r.estimate) else \
         stats.insufficient(math.nan, 0, confidence)
     verdict, reason = verdict_of(sp), None
+    if no_accept:
+        verdict, reason = NEEDS_ACCEPT, needs_accept_reason(log, source)
     if kind == "upper bound":
         notes.append("every usable decode window holds prefill work that cannot be told apart "
                      "from the cycle: the cycle is an upper bound, the speedup a lower bound")
@@ -527,22 +509,88 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                      "(docs/formats-vllm.md)")
     buckets = None
     whole = fit if fit.coverage >= 1 else None
-    if by_batch or wide:
+    several = base.kind != "rate" and len(rate.bucket_of(win.r)[1]) > 1
+    if (by_batch or wide or several) and win.n:
         # every batch size of the run, those the baseline does not cover included
         whole = whole or rate.fit(win, confidence, None, warmup=fit.warmup)
         buckets = tuple(_buckets(win, whole, base, confidence))
-        # (the verdict is the same whether the table is asked for or not: a gate must not
-        # depend on what is printed)
-        if wide and verdict not in ("insufficient data", "invalid baseline"):
-            vs = {b.verdict for b in buckets if b.verdict != "insufficient data"}
-            if len(vs) > 1:
-                verdict, reason = "mixed", ("the batch sizes disagree: " + ", ".join(
-                    f"{b.batch} {b.verdict}" for b in buckets))
+        # one rule (the verdict is the same whether the table is asked for or not: a gate
+        # must not depend on what is printed): batch sizes on both sides of break-even make
+        # the run 'mixed', whatever its pooled speedup says
+        if verdict not in ("insufficient data", "invalid baseline", NEEDS_ACCEPT):
+            where = mixed_reason(buckets)
+            if where:
+                verdict, reason = "mixed", where
+        if not (by_batch or wide or verdict == "mixed"):
+            buckets = None
     rho = stats.autocorr_time(win.a[fit.acc]) if fit.acc.sum() > 3 else 1.0
     facts["tau_accept_windows"] = _num(rho)
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,
                            tuple(dict.fromkeys(notes)), buckets, r, kind, coverage, reason,
                            facts, whole)
+
+
+def mixed_reason(buckets) -> str | None:
+    """'pays at running_req 1–8; not at 32 (undecided at 16)' when some batch sizes are above
+    break-even and others below it, else None."""
+    by = {}
+    for b in buckets:
+        by.setdefault(b.verdict, []).append(b.batch)
+    if not (by.get("above") and by.get("below")):
+        return None
+    undecided = by.get("inconclusive", []) + by.get("insufficient data", [])
+    return (f"pays at running_req {', '.join(by['above'])}; not at {', '.join(by['below'])}"
+            + (f" (undecided at {', '.join(undecided)})" if undecided else "")
+            + (f"; no baseline at {', '.join(by['no baseline'])}" if by.get("no baseline")
+               else ""))
+
+
+def choose_cycle(prof: Estimate | None, fit: "rate.RateFit", win: "rate.Windows",
+                 acc: Estimate, cycle_from: str, confidence: float, notes: list[str],
+                 no_accept: bool = False) -> tuple[Estimate, str, Estimate]:
+    """(the cycle, its kind, accept length / cycle) as breakeven and summary use them: the
+    cycle derived from the decode lines when it is unbiased and has an interval (``auto``),
+    else the EAGLE3_PROF blocks' (``prof``: always, ``decode``: never); notes say where
+    the two disagree or why the profiler's is used."""
+    derived = fit["cycle_ms"]
+    derived_ok = win.spec and fit.kind != "upper bound" and derived.sufficient
+    use_prof = prof is not None and (cycle_from == "prof" or (cycle_from == "auto" and
+                                                              not derived_ok))
+    if use_prof:
+        r = stats.combine(acc.estimate / prof.estimate, [(acc, 1), (prof, -1)], confidence) \
+            if not no_accept else stats.insufficient(math.nan, 0, confidence)
+        sizes = win.r[fit.acc & np.isfinite(win.r)]
+        if len(sizes) and sizes.max() > 1.5 * max(sizes.min(), 1):
+            notes.append("the EAGLE3_PROF cycle is a mean over cycles, not over request-steps: "
+                         "with batch sizes that vary, the per-stream rate is approximate")
+        if derived.sufficient and win.spec:
+            notes.append(f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms): the "
+                         f"decode lines give {derived.estimate:.2f} ms only as an upper bound "
+                         "(prefill time cannot be told apart)" if fit.kind == "upper bound" else
+                         f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms), as asked")
+        return prof, "profiler", r
+    notes.extend(fit.notes)
+    per_iter = fit["cycle_ms_iter"]
+    if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
+            prof.estimate > 0 and math.isfinite(per_iter.estimate) and per_iter.estimate > 0:
+        d = math.log(prof.estimate / per_iter.estimate)
+        se = math.hypot(prof.se_log or 0.0, per_iter.se_log or 0.0) if prof.sufficient \
+            else 0.0
+        if abs(d) > max(DISAGREE, 2 * se):
+            notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) and the cycle "
+                         f"derived from the decode lines ({per_iter.estimate:.2f} ms per "
+                         f"iteration) differ by {abs(math.expm1(d)):.0%}: the verdict uses "
+                         "the derived cycle, which holds all the wall time between cycles "
+                         "(the profiler sees only what it brackets)")
+        elif abs(math.log(derived.estimate / per_iter.estimate)) > DISAGREE:
+            # they agree per cycle; the batch size varies, and a mean over cycles is not
+            # the mean over request-steps that break-even compares
+            notes.append(f"the EAGLE3_PROF cycle ({prof.estimate:.2f} ms) is a mean over "
+                         "cycles, as is the decode lines' per iteration "
+                         f"({per_iter.estimate:.2f} ms); break-even uses their mean over "
+                         f"request-steps ({derived.estimate:.2f} ms), which weighs each cycle "
+                         "by its batch size")
+    return derived, fit.kind, fit["rate"]
 
 
 def _coverage(win, mask, base: BaseSide) -> float:
@@ -573,6 +621,19 @@ def _buckets(win, fit, base: BaseSide, confidence: float):
         yield BucketResult(bk.label, bk.windows, cyc, step, be, acc, sp,
                            verdict_of(sp) if math.isfinite(step.estimate) else "no baseline",
                            bk.share, _scaled(r, 1000.0, "1000 × accept length / cycle"))
+
+
+def needs_accept_reason(log: ParsedLog, source: str) -> str:
+    """What a profiler-only run needs for a verdict, and why the profiler's own accept length
+    is not it."""
+    p = log.prof[(log.prof["source"] == source).to_numpy(dtype=bool)]
+    acc = p["accept_len"].to_numpy(dtype=float) if "accept_len" in p else np.empty(0)
+    cyc = p["cycles"].to_numpy(dtype=float) if "cycles" in p else np.empty(0)
+    ok = np.isfinite(acc) & np.isfinite(cyc) & (cyc > 0)
+    prof = (f"; the profiler's {float(np.dot(acc[ok], cyc[ok]) / cyc[ok].sum()):.3g} is per "
+            "request, not per batch — see `eaglelog reconcile`") if ok.any() else ""
+    return ("needs the per-batch accept length: SGLang's decode lines (accept len) or Finish "
+            "lines (spec_verify_ct)" + prof)
 
 
 def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:

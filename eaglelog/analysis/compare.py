@@ -97,6 +97,8 @@ class Run:
     modes: list[str] = field(default_factory=list)
     mix: list[tuple[float, float]] = field(default_factory=list)
     cycle_kind: str = ""
+    # the metrics that hold the cycle, per source the run has (family(kind) -> metrics)
+    by_source: dict = field(default_factory=dict)
 
     def to_export(self) -> dict:
         return {EXPORT_KEY: EXPORT_VERSION, "source": self.label, "engine": self.engine,
@@ -160,42 +162,31 @@ def run_of(sub: ParsedLog, label: str, engine: str, baseline: Baseline | None,
     metrics: dict[str, Metric] = {}
     kind = ""
     mix: list[tuple[float, float]] = []
+    by_source: dict[str, dict[str, Metric]] = {}
     if win.n and (win.spec or len(sub.prof)):
         fit = free_fit(sub, src, confidence, warmup)
-        logs = fit.batch_logs
-        if baseline is not None:
-            be = breakeven(sub, baseline, source=src, confidence=confidence, warmup=warmup)
-            cyc, acc, r, kind = be.cycle_ms, be.accept_len, be.rate, be.cycle_kind
-            # the baseline is common to the compared runs: the speedup ratio carries the runs'
-            # own uncertainty only (the rate's)
-            sp = be.speedup
-            if r is not None and r.sufficient and sp.sufficient:
-                sp = stats.from_log_se(sp.estimate, r.se_log, r.df, r.n, confidence, sp.source)
-            metrics["speedup"] = Metric("speedup", "speedup", "×", "higher", sp, kind,
-                                        batch_logs=logs.get("speedup", ()))
-        else:
-            cyc, acc, r, kind = fit["cycle_ms"], fit["accept_len"], fit["rate"], fit.kind
-            if not (win.spec and kind != "upper bound" and cyc.sufficient):
-                from .breakeven import prof_cycle
-                prof = prof_cycle(sub, src, confidence, [])
-                if prof is not None:
-                    cyc, kind = prof, "profiler"
-                    r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)],
-                                      confidence)
-        if win.spec and r is not None and math.isfinite(r.estimate):
-            eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
-                           None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
-                           r.se_log, r.df, "1000 × accept length / cycle")
-            metrics["eff_tok_s"] = Metric("eff_tok_s", "per-stream rate", "tok/s", "higher",
-                                          eff, kind, batch_logs=logs.get("rate", ()))
+        acc = fit["accept_len"]
+        cyc_metrics, kind = _cycle_metrics(sub, src, win, fit, baseline, confidence, warmup,
+                                           "auto")
+        metrics.update({k: v for k, v in cyc_metrics.items() if k != "cycle_ms"})
+        by_source[family(kind)] = cyc_metrics
+        # the other source of the cycle, when the run has it: two runs whose own choices
+        # differ are compared on the one both carry
+        other = "decode" if kind == "profiler" else "prof" if len(sub.prof) else None
+        if other is not None:
+            try:
+                alt, alt_kind = _cycle_metrics(sub, src, win, fit, baseline, confidence,
+                                               warmup, other)
+            except EaglelogError:
+                alt, alt_kind = {}, ""
+            if alt and family(alt_kind) not in by_source:
+                by_source[family(alt_kind)] = alt
         if win.spec:
             metrics["accept_len"] = Metric("accept_len", "accept length", "tokens/verify",
                                            "higher", acc, "decode lines",
-                                           batch_logs=logs.get("accept_len", ()))
-        if math.isfinite(cyc.estimate):
-            metrics["cycle_ms"] = Metric("cycle_ms", "cycle time", "ms", "lower", cyc, kind,
-                                         batch_logs=logs.get("cycle_ms", ())
-                                         if kind != "profiler" else ())
+                                           batch_logs=fit.batch_logs.get("accept_len", ()))
+        if "cycle_ms" in cyc_metrics:
+            metrics["cycle_ms"] = cyc_metrics["cycle_ms"]
         # the run's batch mix: request-step weight per mean batch size (to 0.5)
         ok = np.isfinite(win.b) & (win.b > 0)
         if ok.any():
@@ -230,7 +221,65 @@ def run_of(sub: ParsedLog, label: str, engine: str, baseline: Baseline | None,
                 kind = kind or "profiler"
     return Run(label, eng, cfg, metrics,
                sorted(float(x) for x in sub.decode["running_req"].dropna().unique()),
-               sorted(str(m) for m in sub.prof["mode"].dropna().unique()), mix, kind)
+               sorted(str(m) for m in sub.prof["mode"].dropna().unique()), mix, kind,
+               by_source)
+
+
+CYCLE_METRICS = ("speedup", "eff_tok_s", "cycle_ms")
+
+
+def family(kind: str) -> str:
+    """The comparability family of a cycle's kind: 'decode' (clean or corrected: unbiased
+    estimates from the decode lines), 'profiler', 'upper bound', or the kind itself."""
+    return "decode" if kind in ("clean", "corrected") else kind
+
+
+def _cycle_metrics(sub: ParsedLog, src: str, win, fit, baseline: Baseline | None,
+                   confidence: float, warmup, cycle_from: str) -> tuple[dict[str, Metric], str]:
+    """The metrics that hold the cycle (speedup with a baseline, per-stream rate, cycle) with
+    the cycle from ``cycle_from`` ('auto', 'prof' or 'decode', as breakeven takes it), and
+    its kind."""
+    out: dict[str, Metric] = {}
+    logs = fit.batch_logs
+    acc = fit["accept_len"]
+    if baseline is not None:
+        be = breakeven(sub, baseline, source=src, confidence=confidence, warmup=warmup,
+                       cycle_from=cycle_from)
+        cyc, acc, r, kind = be.cycle_ms, be.accept_len, be.rate, be.cycle_kind
+        # the baseline is common to the compared runs: the speedup ratio carries the runs'
+        # own uncertainty only (the rate's)
+        sp = be.speedup
+        if r is not None and r.sufficient and sp.sufficient:
+            sp = stats.from_log_se(sp.estimate, r.se_log, r.df, r.n, confidence, sp.source)
+        out["speedup"] = Metric("speedup", "speedup", "×", "higher", sp, kind,
+                                batch_logs=logs.get("speedup", ()) if kind != "profiler"
+                                else ())
+    else:
+        cyc, r, kind = fit["cycle_ms"], fit["rate"], fit.kind
+        derived_ok = win.spec and kind != "upper bound" and cyc.sufficient
+        if cycle_from == "prof" or (cycle_from == "auto" and not derived_ok):
+            from .breakeven import prof_cycle
+            prof = prof_cycle(sub, src, confidence, [])
+            if prof is not None:
+                cyc, kind = prof, "profiler"
+                r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)],
+                                  confidence)
+            elif cycle_from == "prof":
+                return {}, ""
+        elif cycle_from == "decode" and not (win.spec and math.isfinite(cyc.estimate)):
+            return {}, ""
+    if win.spec and r is not None and math.isfinite(r.estimate):
+        eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
+                       None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
+                       r.se_log, r.df, "1000 × accept length / cycle")
+        out["eff_tok_s"] = Metric("eff_tok_s", "per-stream rate", "tok/s", "higher", eff, kind,
+                                  batch_logs=logs.get("rate", ()) if kind != "profiler"
+                                  else ())
+    if math.isfinite(cyc.estimate):
+        out["cycle_ms"] = Metric("cycle_ms", "cycle time", "ms", "lower", cyc, kind,
+                                 batch_logs=logs.get("cycle_ms", ()) if kind != "profiler"
+                                 else ())
+    return out, kind
 
 
 def runs_from_log(log: ParsedLog, engine: str, baseline: Baseline | None,
@@ -423,7 +472,7 @@ def holm(p: list[float | None]) -> list[float | None]:
 
 
 def _not_comparable(a: Metric, b: Metric) -> str | None:
-    kinds = {a.kind, b.kind}
+    kinds = {family(a.kind), family(b.kind)}
     if a.name in ("cycle_ms", "eff_tok_s", "speedup") and len(kinds) > 1 and \
             "v1 export" not in kinds:
         return (f"not comparable: the cycle comes from different kinds of windows "
@@ -513,6 +562,27 @@ def _sizes(v: list[float]) -> str:
     return str(v[0]) if len(v) == 1 else f"{v[0]}–{v[-1]}"
 
 
+def _on_common_source(ref: Run, run: Run, notes: list[str]) -> tuple[dict, dict]:
+    """The two runs' metrics, those that hold the cycle taken from one source both carry
+    when their own choices differ (the reference's choice first, then the run's; never an
+    upper bound), with a note; else their own."""
+    ka, kb = family(ref.cycle_kind), family(run.cycle_kind)
+    if ka == kb or not ref.by_source or not run.by_source:
+        return ref.metrics, run.metrics
+    for k in (ka, kb):
+        if k != "upper bound" and k in ref.by_source and k in run.by_source:
+            notes.append(f"{run.label}: the cycle of both runs from {_SOURCE_WORDS.get(k, k)}, "
+                         f"which both carry (on its own, {run.label} takes it from "
+                         f"{_SOURCE_WORDS.get(kb, kb)}, {ref.label} from "
+                         f"{_SOURCE_WORDS.get(ka, ka)})")
+            return ({**ref.metrics, **ref.by_source[k]}, {**run.metrics, **run.by_source[k]})
+    return ref.metrics, run.metrics
+
+
+_SOURCE_WORDS = {"decode": "the decode lines", "profiler": "the EAGLE3_PROF blocks",
+                 "upper bound": "the decode lines (an upper bound)"}
+
+
 def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
             min_effect: float = 0.0, baseline: Baseline | None = None) -> CompareResult:
     if len(runs) < 2:
@@ -533,7 +603,8 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
     primary = next((p for p in PRIMARY if all(p in r.metrics for r in runs)), None)
     metrics, diff, warns, headline = [], {}, [], {}
     for run in runs[1:]:
-        common = [k for k in ref.metrics if k in run.metrics]
+        ref_m, run_m = _on_common_source(ref, run, notes)
+        common = [k for k in ref_m if k in run_m]
         if not common:
             hint = ("; a run without speculation is the baseline of a speculative one: "
                     "`eaglelog breakeven --baseline-log BASE.log SPEC.log`"
@@ -541,17 +612,17 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
             raise EaglelogError(f"{run.label} and {ref.label} have no metric in common (one has "
                                 f"{', '.join(run.metrics) or 'none'}, the other "
                                 f"{', '.join(ref.metrics) or 'none'}){hint}")
-        family = [k for k in common if k not in PRIMARY]
+        secondary = [k for k in common if k not in PRIMARY]
         if primary:
-            m = compare_metric(ref.metrics[primary], run.metrics[primary], run.label,
+            m = compare_metric(ref_m[primary], run_m[primary], run.label,
                                confidence, test, min_effect, "primary")
             m = _finish(m, None, confidence, min_effect)
             metrics.append(m)
             headline[run.label] = (m.direction or
                                    (m.verdict if m.verdict.startswith(("not ", "insufficient"))
                                     else "no detectable difference"))
-        sec = [compare_metric(ref.metrics[k], run.metrics[k], run.label, confidence, test,
-                              min_effect, "secondary") for k in family]
+        sec = [compare_metric(ref_m[k], run_m[k], run.label, confidence, test,
+                              min_effect, "secondary") for k in secondary]
         adj = holm([m.p_value if not m.verdict else None for m in sec])
         metrics += [_finish(m, a, confidence, min_effect) for m, a in zip(sec, adj)]
         diff[run.label] = _config_diff(ref, run)

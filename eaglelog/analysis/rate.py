@@ -1198,8 +1198,11 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
             th["cycle_ms_iter"] = float(zi[idx][mu].mean())
             if step_all is not None:
                 st = step_all[idx][mu]
-                if np.isfinite(st).all():
-                    th["step_ms"] = float((wi[mu] * st).sum() / Wu)
+                ok = np.isfinite(st)
+                if ok.any():
+                    # (the windows the baseline covers: a bucket at the edge of its sizes
+                    # holds some whose mean batch lies just beyond it)
+                    th["step_ms"] = float((wi[mu][ok] * st[ok]).sum() / wi[mu][ok].sum())
         Wa = float(wi[ma].sum())
         if Wa > 0:
             ag = win.a[idx]

@@ -13,7 +13,8 @@ from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, rate
-from .breakeven import Baseline, BreakevenResult, breakeven, free_fit, run_windows
+from .breakeven import (Baseline, BreakevenResult, breakeven, choose_cycle, free_fit, prof_cycle,
+                        run_windows)
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
 
@@ -57,6 +58,7 @@ class SummaryResult:
     speculative: bool = True                  # the decode lines print an accept length
     counted: str = "lines"                    # what ``lines`` counts: log lines, or the
                                               # windows of a /metrics or Prometheus source
+    cycle_used: Estimate | None = None        # the cycle behind the per-stream rate
 
     def to_dict(self) -> dict:
         def d(e):
@@ -178,18 +180,27 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         if len(use) else None
     derived = fit["cycle_ms"] if fit is not None and math.isfinite(fit["cycle_ms"].estimate) \
         else None
-    if derived is not None and be is None:
-        notes.extend(fit.notes)               # (break-even's notes carry them otherwise)
-    eff = None
+    eff, cycle_used = None, None
     if be is not None and whole and be.eff_tok_s is not None and \
             math.isfinite(be.eff_tok_s.estimate):
-        eff = be.eff_tok_s
-    elif fit is not None and win.spec and math.isfinite(fit["rate"].estimate):
-        r = fit["rate"]
-        eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
-                       None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
-                       r.se_log, r.df, "1000 × accept length / cycle (decode lines)")
-    elif derived is not None and not win.spec:       # no speculation: a token per step
+        eff, cycle_used = be.eff_tok_s, be.cycle_ms
+    elif fit is not None and win.spec:
+        # the cycle break-even would use (one story: the same choice, the same notes)
+        cnotes: list[str] = []
+        prof = prof_cycle(log, source, confidence, []) if len(use) else None
+        cycle_used, kind, r = choose_cycle(prof, fit, win, fit["accept_len"], "auto",
+                                           confidence, cnotes)
+        if be is None:
+            notes.extend(cnotes)          # (break-even's notes carry them otherwise)
+        if math.isfinite(r.estimate):
+            eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
+                           None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,
+                           r.se_log, r.df, "1000 × accept length / cycle ("
+                           + ("EAGLE3_PROF blocks" if kind == "profiler" else "decode lines")
+                           + ")")
+    elif derived is not None and be is None:
+        notes.extend(fit.notes)               # (break-even's notes carry them otherwise)
+    if derived is not None and not win.spec:       # no speculation: a token per step
         d = derived
         eff = Estimate(1000 / d.estimate, None if d.ci_high is None else 1000 / d.ci_high,
                        None if d.ci_low is None else 1000 / d.ci_low, d.n, d.confidence,
@@ -231,7 +242,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
                          fit.kind if fit is not None else None, win.spec,
-                         "metrics windows" if cfg.get("metrics_engine") else "lines")
+                         "metrics windows" if cfg.get("metrics_engine") else "lines",
+                         cycle_used)
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,

@@ -40,8 +40,12 @@ def breakeven_block(r) -> str:
     lines.append(row("cycle time", r.cycle_ms, " ms"))
     lines.append(row("baseline step", r.baseline_step_ms, " ms"))
     lines.append(row("break-even accept", r.breakeven_accept_len, "", source=False))
-    lines.append(row("accept length", r.accept_len))
-    lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
+    if r.verdict == "needs accept length":
+        lines.append(f"  {'accept length':<20}{'—':>11}  {r.accept_len.source}")
+        lines.append(f"  {'speedup':<20}{'—':>11}  needs the accept length")
+    else:
+        lines.append(row("accept length", r.accept_len))
+        lines.append(row("speedup", r.speedup, "×", digits=3, source=False))
     eff = getattr(r, "eff_tok_s", None)
     if eff is not None and math.isfinite(eff.estimate):
         lines.append(row("per-stream rate", eff, " tok/s", source=False) +
@@ -69,13 +73,17 @@ def verdict_sentence(r) -> str:
     conf = f"{r.confidence:.0%}"
     reason = getattr(r, "verdict_reason", None)
     if r.verdict == "insufficient data":
-        from ..stats import MIN_SERIES
-        return (f"insufficient data: too few windows for an interval (need ≥ {MIN_SERIES}, and "
-                "enough for batches several autocorrelation times long)")
+        return "insufficient data: fewer than 2 windows or blocks to estimate an interval from"
+    if r.verdict == "needs accept length":
+        be = r.breakeven_accept_len
+        return (f"NO VERDICT: pays when the accept length exceeds {num(be.estimate)} "
+                f"{ci(be)}; {reason}")
     if r.verdict == "partial":
         return f"PARTIAL: {reason}"
     if r.verdict == "mixed":
-        return f"MIXED: {reason} (see the table)"
+        pooled = (f"; over the run's batch mix {num(sp.estimate, 3)}× {ci(sp, 3)}"
+                  if math.isfinite(sp.estimate) else "")
+        return f"MIXED: {reason}{pooled} (see the table)"
     if r.verdict == "invalid baseline":
         return f"INVALID BASELINE: {reason} (see the note)"
     if r.verdict == "above":
@@ -139,7 +147,10 @@ def summary_block(s) -> str:
         for p in s.phases:
             mark = "   ← bottleneck" if p.phase == s.bottleneck else ""
             out.append(f"    {p.phase:<18}{p.pct:5.1f}% of the cycle{mark}")
-    if s.cycle_derived is not None and (s.cycle_ms is None or not s.blocks):
+    used = getattr(s, "cycle_used", None)
+    rate_on_derived = bool(s.blocks) and used is not None and s.cycle_derived is not None and \
+        used.estimate == s.cycle_derived.estimate
+    if s.cycle_derived is not None and (s.cycle_ms is None or not s.blocks or rate_on_derived):
         label = "cycle" if s.cycle_ms is None and not s.phases else "derived cycle"
         if not getattr(s, "speculative", True):
             label = "step"
@@ -168,8 +179,9 @@ def summary_block(s) -> str:
                    f"over the wall time of {s.windows} decode windows (their prefill time "
                    "included)")
     if s.eff_tok_s is not None:
-        how = ("1000 × accept length / cycle: the rate one request gets (what the break-even "
-               "compares)" if getattr(s, "speculative", True) else
+        how = (f"1000 × accept length / {'derived ' if rate_on_derived else ''}cycle: the rate "
+               "one request gets (what the break-even compares)"
+               if getattr(s, "speculative", True) else
                "1000 / step: the rate one request gets (a baseline for --baseline-toks)")
         out.append(f"  {'per stream':<16}{num(s.eff_tok_s.estimate)} tok/s  {ci(s.eff_tok_s)}   "
                    + how)
@@ -181,9 +193,11 @@ def summary_block(s) -> str:
             cyc = (f" (cycle {b.cycle_ms.estimate:.2f} ms from {b.cycle_ms.source})"
                    if math.isfinite(b.cycle_ms.estimate) else
                    f" (no cycle time: {b.cycle_ms.source})")
+        measured = "not in the log" if b.verdict == "needs accept length" else \
+            num(b.accept_len.estimate)
         out.append(f"  {'break-even':<16}accept length {num(b.breakeven_accept_len.estimate)} "
                    f"{ci(b.breakeven_accept_len)} vs {s.breakeven.baseline}; measured "
-                   f"{num(b.accept_len.estimate)}{cyc}")
+                   f"{measured}{cyc}")
         out.append(f"  {'verdict':<16}{verdict_sentence(b)}")
         if b.by_batch:                  # a wide span at one stated rate: the table is the answer
             out.append("")
