@@ -522,9 +522,6 @@ def make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=
     return None
 
 
-# breakeven --check fails on these verdicts (and on 'insufficient data' unless
-# --allow-insufficient)
-GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
 
 
 def show_run_errors(log: "ParsedLog", result):
@@ -616,10 +613,11 @@ def render_result(result, fmt, output, block, markdown_tables) -> None:
                                       "auto: derived when the log carries it without bias, "
                                       "else the blocks.")
 @click.option("--check", is_flag=True, help="Exit with code 3 when a verdict is 'below', "
-                                            "'partial', 'mixed', 'invalid baseline' or "
-                                            "'insufficient data' (a CI gate).")
+                                            "'partial', 'mixed', 'invalid baseline', or there "
+                                            "is none ('insufficient data', 'needs accept "
+                                            "length') (a CI gate).")
 @click.option("--allow-insufficient", is_flag=True,
-              help="With --check: let 'insufficient data' pass.")
+              help="With --check: let a run without a verdict pass.")
 @output_options
 @click.pass_context
 def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
@@ -658,18 +656,24 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     result = show_run_errors(log, result)
     results_output(result, fmt, output, breakeven_block)
     if check:
-        failing = [r for r in result.runs if r.verdict in GATE_FAILS or
-                   (r.verdict == "insufficient data" and not allow_insufficient)]
-        if failing:
-            if not ctx.obj["quiet"]:
-                click.echo("eaglelog: check failed: " + "; ".join(
-                    f"{r.source}: {r.verdict}" + (f" ({r.verdict_reason})" if r.verdict_reason
-                                                  else "") for r in failing) +
-                    ("" if allow_insufficient or all(r.verdict != "insufficient data"
-                                                     for r in failing)
-                     else " (--allow-insufficient lets too little data pass)"), err=True)
-            ctx.exit(3)
+        gate_check(ctx, [(r.source, r.verdict, r.verdict_reason) for r in result.runs],
+                   allow_insufficient)
     finish(ctx, log)
+
+
+def gate_check(ctx, runs, allow_insufficient: bool) -> None:
+    """The one --check of breakeven and fleet (analysis.breakeven.gate_fails): exit 3 with a
+    line naming each failing run, when any fails."""
+    from .analysis.breakeven import NO_VERDICT, gate_fails, gate_message
+    failing = [(s, v, r) for s, v, r in runs if gate_fails(v, allow_insufficient)]
+    if not failing:
+        return
+    if not ctx.obj["quiet"]:
+        click.echo(printable("eaglelog: check failed: " + "; ".join(
+            gate_message(s, v, r) for s, v, r in failing) +
+            ("" if all(v not in NO_VERDICT for _, v, _ in failing)
+             else " (--allow-insufficient lets a run without a verdict pass)")), err=True)
+    ctx.exit(3)
 
 
 @main.command("summary")
@@ -1593,14 +1597,18 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
                    "sources: seconds between scrapes.")
 @click.option("--duration", "scrape_for", default=None, metavar="DURATION",
               help="http://…/metrics sources: how long to scrape them (default 30s).")
-@click.option("--check", is_flag=True, help="Exit with code 3 when an instance is below "
-                                            "break-even (a CI gate).")
+@click.option("--check", is_flag=True, help="Exit with code 3 when an instance's verdict "
+                                            "fails breakeven --check's gate: 'below', "
+                                            "'partial', 'mixed', 'invalid baseline', or none "
+                                            "(a CI gate).")
+@click.option("--allow-insufficient", is_flag=True,
+              help="With --check: let an instance without a verdict pass.")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @output_options
 @click.pass_context
 def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scrape_for, check,
-              confidence, fmt, output):
+              allow_insufficient, confidence, fmt, output):
     """One row per instance, ranked by speedup: the ones below break-even marked, outliers
     against the fleet named.
 
@@ -1625,6 +1633,9 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
     specs = [with_params(s, match=list(match), since=since, step=step) if s.startswith("prom+")
              else with_params(s, step=step, duration=scrape_for) for s in sources]
     baseline = make_baseline(ctx, baseline_toks, baseline_log, "auto", None, required=False)
+    if check and baseline is None:
+        raise click.UsageError("--check gates on the verdict against a baseline: give "
+                               "--baseline-toks or --baseline-log")
     from .api import parse
     log = parse(specs)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)
@@ -1637,8 +1648,11 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
         emit(res.text(), output)
     else:
         emit(render_frame(res.to_frame(), fmt, output), output)
-    if check and res.below:
-        ctx.exit(3)
+    if check:
+        # (an instance that could not be read has no verdict: a gate does not pass on no data)
+        gate_check(ctx, [(r.instance, r.verdict, None) if not r.error else
+                         (r.instance, "insufficient data", f"error: {r.error}")
+                         for r in res.rows], allow_insufficient)
     finish(ctx, log)
 
 

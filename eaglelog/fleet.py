@@ -92,9 +92,11 @@ class FleetResult:
         out = tabulate(rows, head, disable_numparse=True) + "\n"
         n_below = len(self.below)
         live = [r for r in self.rows if not r.error]
+        none = sum(r.verdict in ("insufficient data", "needs accept length") for r in live)
         if self.median_speedup is not None:
             out += (f"{len(live)} instance{'s' if len(live) != 1 else ''}; median speedup "
-                    f"{self.median_speedup:.3f}×; {n_below} below break-even\n")
+                    f"{self.median_speedup:.3f}×; {n_below} below break-even"
+                    + (f"; {none} without a verdict" if none else "") + "\n")
         for n in self.notes:
             out += f"note: {n}\n"
         return out

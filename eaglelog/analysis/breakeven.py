@@ -42,6 +42,24 @@ WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than th
 DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
 
 
+# the one gate of every --check (breakeven, fleet): these verdicts fail it, and a run without
+# a verdict fails it unless the user lets it pass (--allow-insufficient)
+GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
+NO_VERDICT = ("insufficient data", NEEDS_ACCEPT)
+
+
+def gate_fails(verdict: str | None, allow_no_verdict: bool = False) -> bool:
+    """Whether a ``--check`` gate fails on ``verdict`` (None: no baseline, nothing to gate)."""
+    return verdict in GATE_FAILS or (verdict in NO_VERDICT and not allow_no_verdict)
+
+
+def gate_message(source: str, verdict: str, reason: str | None) -> str:
+    """One run's part of the 'check failed' line."""
+    if verdict in NO_VERDICT:
+        return f"{source}: no verdict ({reason or verdict})"
+    return f"{source}: {verdict}" + (f" ({reason})" if reason else "")
+
+
 def _estimates(obj) -> dict:
     return {k: getattr(obj, k).to_dict() for k in ESTIMATES}
 
