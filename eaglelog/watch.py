@@ -261,14 +261,15 @@ class Watcher:
         for d in log.diagnostics:
             if d.kind in ("restart", "metrics") and d.severity != "error":
                 notes.append(str(d))
-        from .stats import MIN_SERIES
+        from .stats import MIN_UNITS
         few = [v.source for v in views if v.verdict == "insufficient data" and
-               0 < v.windows < MIN_SERIES]
+               0 < v.windows <= MIN_UNITS]
         if few:
-            notes.append(f"{len(few)} view{'s' if len(few) > 1 else ''} of fewer than "
-                         f"{MIN_SERIES} windows: no speedup interval (the window holds --window "
-                         "/ --interval scrapes of a /metrics source, --window / the scrape "
-                         "interval of a Prometheus one): a longer --window gives one")
+            notes.append(f"{len(few)} view{'s' if len(few) > 1 else ''} of {MIN_UNITS} windows "
+                         f"or fewer (each series' first is left out): no speedup interval (the "
+                         "window holds --window / --interval scrapes of a /metrics source, "
+                         "--window / the scrape interval of a Prometheus one): a longer "
+                         "--window gives one")
         return WatchView(time.time(), tuple(views), tuple(firings), tuple(dict.fromkeys(notes)))
 
     def _span(self, sub, seconds: float):

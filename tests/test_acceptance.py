@@ -91,15 +91,18 @@ def test_sample_log_histogram():
 def test_vllm_windows_batch_means():
     c = curve(acceptance([fx("vllm_windows.log")]), "vllm-window")
     assert (c.unit, c.samples, c.drafts, c.k) == ("window", 30, 30000.0, 3)
-    # alternating windows: autocorrelation time 1 → 10 batches of 3 windows (ABA, BAB, …)
-    assert c.autocorr_time == pytest.approx(1.0) and c.batches == 10
-    # P1 = 21000 / 30000; leaving out an ABA batch gives 18800 / 27000, a BAB one 19000 / 27000;
-    # se = √(9/10 · 10 · (Δ/2)²) with Δ = ln(19000 / 18800), × 1/√(1 − τ/L) = 1/√(1 − 1/3)
-    d = math.log(19000 / 18800)
-    se = math.sqrt(0.9 * 10 * (d / 2) ** 2) / math.sqrt(1 - 1 / 3)
-    close(c.positions[0].reach, 0.7, 0.7 * math.exp(-T9 * se), 0.7 * math.exp(T9 * se))
-    assert c.positions[0].reach.ci_low == pytest.approx(0.669883, abs=1e-5)
-    assert c.positions[0].reach.ci_high == pytest.approx(0.731471, abs=1e-5)
+    # 30 windows (under stats.LONG_SERIES_MIN): each window its own unit (the short-series
+    # rule), the delete-one-window jackknife × the AR(1) correction for the allowance's lag-1
+    # 0.3 (the alternating windows show less: r1 ≈ −1), Student t on short_df(30, 0.3) df
+    assert c.autocorr_time == pytest.approx(1.0) and c.batches == 30
+    # windows alternate 800 and 600 accepted at position 1 of 1000 drafts: leaving out an A
+    # gives 20200 / 29000, a B 20400 / 29000; deviations ±d/2, d = ln(20400 / 20200)
+    from eaglelog import stats
+    from scipy.stats import t as student
+    d = math.log(20400 / 20200)
+    se = math.sqrt(29 / 30 * 30 * (d / 2) ** 2 * stats.ar1_kappa(30, 0.3))
+    tq = student.ppf(0.975, stats.short_df(30, 0.3))
+    close(c.positions[0].reach, 0.7, 0.7 * math.exp(-tq * se), 0.7 * math.exp(tq * se))
     assert [p.reach.estimate for p in c.positions] == pytest.approx([0.7, 0.5, 0.3], abs=1e-12)
     assert [p.conditional.estimate for p in c.positions] == pytest.approx([0.7, 5 / 7, 0.6],
                                                                           abs=1e-12)
@@ -117,8 +120,8 @@ def test_vllm_sample_log():
     assert all(p.reach.sufficient for p in c.positions)
 
 
-def test_vllm_too_few_windows_is_insufficient():
-    # the first 10 windows only (20 lines after the header): below the 30 windows of an interval
+def test_vllm_ten_windows_give_intervals_and_one_does_not():
+    # the first 10 windows only (20 lines after the header): each its own unit, an interval
     with open(fx("vllm_windows.log"), encoding="utf-8") as fh:
         lines = fh.readlines()[:21]
     log = "".join(lines)
@@ -131,8 +134,17 @@ def test_vllm_too_few_windows_is_insufficient():
         os.unlink(fh.name)
     assert c.samples == 10
     assert [p.reach.estimate for p in c.positions] == pytest.approx([0.7, 0.5, 0.3])
-    assert not any(p.reach.sufficient for p in c.positions)
-    assert any("10 window(s): intervals need ≥ 30" in n for n in c.notes)
+    assert all(p.reach.sufficient for p in c.positions) and c.batches == 10
+    assert not any("intervals need" in n for n in c.notes)
+    one = "".join(lines[:3])
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
+        fh.write(one)
+    try:
+        c = curve(acceptance([fh.name]), "vllm-window")
+    finally:
+        os.unlink(fh.name)
+    assert c.samples == 1 and not any(p.reach.sufficient for p in c.positions)
+    assert any("1 window(s): intervals need ≥ 2" in n for n in c.notes)
 
 
 def test_vllm_counter_windows():

@@ -217,7 +217,10 @@ def test_distribution_groups_and_breakeven_exactly():
                        ("unknown", [q for q in TEXT if q[4] is None])):
         assert groups[name].requests == len(want)
         assert groups[name].pooled.estimate == pytest.approx(pooled(want), rel=1e-12)
-        assert not groups[name].pooled.sufficient          # fewer than 10: no interval
+        e = groups[name].pooled      # from 2 requests up: a t interval on n − 1 df
+        assert e.sufficient == (len(want) >= 2)
+        if e.sufficient:
+            assert e.df == len(want) - 1 and e.ci_low < e.estimate < e.ci_high
     assert sum(c for _, _, c in run.histogram) == 13
     assert run.histogram[0][0] == 1.5 and run.histogram[-1][1] == 4.0
 

@@ -535,9 +535,8 @@ def _finish(c: Curve, confidence: float) -> Curve:
     if c.unit == "request" and c.samples < MIN_REQUESTS:
         notes.append(f"{c.samples} request(s): intervals need ≥ {MIN_REQUESTS} (insufficient data)")
     elif c.unit == "window" and not c.identity.tau.sufficient:
-        notes.append(f"{c.samples} window(s): intervals need ≥ {stats.MIN_SERIES} and enough "
-                     f"for ≥ {stats.MIN_BATCHES} batches of ≥ {stats.C_TAU:g} autocorrelation "
-                     "times (insufficient data)")
+        notes.append(f"{c.samples} window(s): intervals need ≥ {stats.MIN_UNITS} "
+                     "(insufficient data)")
     return Curve(c.run, c.origin, c.unit, c.samples, c.drafts, c.k, c.positions, c.identity,
                  c.lines, c.autocorr_time, c.batches, tuple(notes))
 

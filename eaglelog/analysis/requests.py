@@ -40,7 +40,7 @@ from ..schema import REQUEST_COLUMNS
 from .. import stats
 from ..stats import Estimate, insufficient
 
-MIN_REQUESTS = 10       # fewer requests in a group give no interval
+MIN_REQUESTS = 2        # fewer requests in a group give no interval (stats.MIN_UNITS)
 PEER_LEAST = 30         # requests a τ_r is judged against (robust_z) …
 PEER_GROUPS = 20        # … in at most this many groups of lengths
 FLAG_ALPHA = 0.05       # a run without loops or garbled output flags a request with at most
