@@ -29,7 +29,7 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from . import engines, rate
+from . import draft_len, engines, rate
 from .windows import decode_interval, rows_where, windows
 
 NEEDS_ACCEPT = "needs accept length"
@@ -301,7 +301,8 @@ def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> Ba
             buckets.append((float(bk.label), e))
     if not buckets:
         raise EaglelogError(f"{src}: the baseline log has too few windows at any batch size for "
-                            f"a step time (need ≥ {stats.MIN_SERIES} at one #running-req)")
+                            f"a step time (need ≥ {stats.MIN_UNITS + 1} decode lines at one "
+                            "#running-req)")
     if bfit.kind == "upper bound":
         notes.append("the baseline log's step time includes prefill time that cannot be told "
                      "apart (an upper bound): the speedup is overstated by as much")
@@ -502,20 +503,24 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
             reason = (f"{verdict} at running_req {int(lo)}–{int(hi)} ({pct} of the run's "
                       "request-steps); the baseline does not cover the rest")
             verdict = "partial"
-    k1 = _max_tokens(cfg)
+    k1, k_from = _max_tokens(cfg), "num_steps + 1"
+    if not k1:              # no config line: k from the metric lines (analysis/draft_len.py)
+        k1, k_from = draft_len.max_tokens_of_rows(log, source) or (None, "")
+        if k1:
+            k_from += "; the log has no config line"
     if k1 and be.estimate > 2 * k1:
         mean_b = float(np.sum(wts * win.b) / np.sum(wts)) if np.sum(wts) > 0 else math.nan
         per = f"{baseline.tok_s / mean_b:.4g} tok/s" if baseline.tok_s and mean_b >= 1.5 \
             else None
         notes.append(f"break-even accept length {be.estimate:.3g} is far more than one cycle can "
-                     f"commit ({k1} tokens: num_steps + 1): the baseline is not a per-stream "
+                     f"commit ({k1} tokens: {k_from}): the baseline is not a per-stream "
                      "rate — probably an aggregate rate (all streams together)" +
                      (f"; per stream at this run's mean batch size ({mean_b:.3g}) it would be "
                       f"{per}" if per else ""))
         verdict, reason = "invalid baseline", "the break-even exceeds what a cycle can commit"
     elif k1 and be.estimate > k1:
         notes.append(f"break-even accept length {be.estimate:.3g} is more than one cycle can "
-                     f"commit ({k1} tokens: num_steps + 1): this config cannot beat the baseline "
+                     f"commit ({k1} tokens: {k_from}): this config cannot beat the baseline "
                      "at any acceptance (unless the baseline is not a per-stream rate)")
     if cfg.get("speculative_algorithm") and str(cfg["speculative_algorithm"]).lower() in (
             "ngram", "suffix", "[ngram]") and win.spec and any(
