@@ -733,7 +733,8 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     from . import library
     from .report.blocks import summary_block
 
-    if len(log.bench) and log.decode.empty and log.prof.empty:
+    from .analysis.llamacpp import served
+    if len(log.bench) and log.decode.empty and log.prof.empty and not served(log):
         bench_summary_output(ctx, log, fmt, output)     # benchmark outputs only
         finish(ctx, log)
         return

@@ -483,7 +483,8 @@ BENCH = Table(
     _BENCH_WHERE + _BENCH_WHO + (
         C("scope", "category", "", "what one row describes: 'run' (a benchmark run or offline "
           "run), 'request' (one request), 'aggregate' (an engine's running totals, llama.cpp "
-          "'statistics'), 'config' (one configuration of a sweep), 'phase' (one phase of the "
+          "'statistics'), 'config' (one configuration of a sweep; a llama-server start-up line: "
+          "model, draft model, n_slots, the drafter and its n_max), 'phase' (one phase of the "
           "adaptive bench), 'task' (a Spec-Bench task, a SpecForge benchmark or one of its "
           "categories)"),
         C("format", "category", "", "how the tool printed it: 'line', 'block', 'table' (a row of "
@@ -491,7 +492,7 @@ BENCH = Table(
           "a line, a stdout line and a JSONL record) gives two rows"),
         C("label", "string", "", "the tool's own name for the row: TRT-LLM speculative mode, "
           "llama.cpp drafting implementation ('draft-eagle3'), adaptive-bench phase, Spec-Bench "
-          "task, bench_speculative 'i=N'; NA if none"),
+          "task, bench_speculative 'i=N', llama-server request 'task N'; NA if none"),
         C("accept_len", "float64", "tokens/step", "acceptance length τ: mean tokens emitted per "
           "draft/verify step, BONUS TOKEN INCLUDED, as the tool printed it (every tool of "
           "others.md prints τ with the bonus; none needed converting); pooling and weighting "
@@ -523,13 +524,14 @@ BENCH = Table(
         C("draft_tokens", "Int64", "tokens", "draft tokens proposed"),
         C("accepted_tokens", "Int64", "tokens", "draft tokens accepted, bonus excluded"),
         C("output_tokens", "Int64", "tokens", "output tokens generated (llama-speculative-simple "
-          "n_predict, send_one Tokens, bench_serving Total generated tokens)"),
+          "n_predict, send_one Tokens, bench_serving Total generated tokens, llama-server "
+          "'eval time … / N tokens': every output token of the request, the first included)"),
         C("max_draft_len", "Int64", "tokens", "configured maximum draft length (llama.cpp "
-          "n_draft)"),
+          "n_draft; llama-server --spec-draft-n-max, printed at trace level, -lv 4)"),
         C("mean_draft_len", "float64", "tokens", "draft_tokens / drafts (may be below the "
           "configured maximum)"),
         C("batch_size", "Int64", "requests", "configured batch size / concurrency of a sweep "
-          "configuration (bench_speculative, bench_one_batch_server)"),
+          "configuration (bench_speculative, bench_one_batch_server; llama-server n_slots)"),
         C("spec_steps", "Int64", "", "SGLang --speculative-num-steps of the configuration"),
         C("spec_topk", "Int64", "", "SGLang --speculative-eagle-topk of the configuration"),
         C("spec_draft_tokens", "Int64", "tokens", "SGLang --speculative-num-draft-tokens of the "
@@ -538,7 +540,8 @@ BENCH = Table(
           "all requests together", "higher"),
         C("per_request_tok_s", "float64", "tokens/s", "decode tokens per second of one request "
           "stream (send_one speed, bench_speculative speed = acc_length / step_time, Spec-Bench "
-          "tokens per second at batch 1)", "higher"),
+          "tokens per second at batch 1, llama-server 'eval time … tokens per second' as "
+          "printed: decode_tokens / eval_ms)", "higher"),
         C("baseline_tok_s", "float64", "tokens/s", "the same rate without speculation, as the "
           "tool printed it (Spec-Bench)", "higher"),
         C("speedup", "float64", "x", "speedup over the baseline as printed (Spec-Bench: ratio "
@@ -550,7 +553,10 @@ BENCH = Table(
           "mean over requests (adaptive bench)", "lower"),
         C("duration_s", "float64", "s", "wall time of the whole run (bench_serving Benchmark "
           "duration, mtbench JSONL latency)", "lower"),
-        C("concurrency", "float64", "requests", "bench_serving's measured mean concurrency"),
+        C("concurrency", "float64", "requests", "bench_serving's measured mean concurrency; "
+          "llama-server request: the slots processing a task when the request finished, itself "
+          "included (from the 'processing task' / 'stop processing' lines; NA where the log "
+          "does not show them)"),
         C("errors", "Int64", "requests", "failed requests"),
         C("calls_b", "Int64", "calls", "llama.cpp #calls(b,g,a), first value"),
         C("calls_g", "Int64", "calls", "llama.cpp #calls(b,g,a), second value"),
@@ -572,12 +578,30 @@ BENCH = Table(
           "and EAGLE answer files), the benchmark (SpecForge results); NA if none"),
         C("steps", "Int64", "steps", "scope 'request': the request's draft/verify steps "
           "(Spec-Bench: len(accept_lengths); EAGLE: Σ (idx + 1); vLLM response: "
-          "num_spec_steps) — the denominator of its per-request τ"),
+          "num_spec_steps; llama-server: its verification steps, read back from the printed "
+          "mean len — the integer s with 1 + accepted / s printing as it (and as the per-position "
+          "values where printed), the nearest to accepted / (mean len − 1) when several do; NA "
+          "when nothing was accepted) — the denominator of its per-request τ"),
         C("step_tokens", "Int64", "tokens", "scope 'request': tokens those steps committed, bonus "
           "included (Spec-Bench: Σ accept_lengths; EAGLE: Σ new_tokens; vLLM response: "
-          "num_spec_steps + accepted draft tokens): τ_r = step_tokens / steps"),
+          "num_spec_steps + accepted draft tokens; llama-server: steps + accepted draft tokens): "
+          "τ_r = step_tokens / steps"),
         C("prompt_tokens", "Int64", "tokens", "scope 'request': prompt length (vLLM response "
-          "usage.prompt_tokens)"),
+          "usage.prompt_tokens; llama-server 'prompt eval time … / N tokens': the prompt tokens "
+          "processed, those reused from the cache not counted)"),
+        C("prompt_ms", "float64", "ms", "scope 'request', llama-server 'prompt eval time': "
+          "processing of the request's prompt, up to its first output token", "lower"),
+        C("eval_ms", "float64", "ms", "scope 'request', llama-server 'eval time': generation "
+          "from the first output token to the last (drafting and verifying included) — the "
+          "interval of the per-stream rate", "lower"),
+        C("decode_tokens", "Int64", "tokens", "scope 'request', llama-server: the tokens "
+          "generated within eval_ms, the count its printed tokens per second divides (read back "
+          "as rate × eval_ms: output_tokens − 1 in builds that leave the first token, which "
+          "comes from the prompt pass, out; output_tokens in older ones)"),
+        C("slot_id", "Int32", "", "llama-server: the slot that served the request ('id N' of "
+          "the slot prefix)"),
+        C("task_id", "Int64", "", "llama-server: the request's task ('task N' of the slot "
+          "prefix)"),
         C("finish_reason", "category", "", "scope 'request': why generation stopped ('stop', "
           "'length', …) when the tool says"),
     ),

@@ -25,6 +25,7 @@ The model (docs/statistics.md explains it at length):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -47,7 +48,8 @@ C_TAU = 3.0          # a batch spans at least this many integrated autocorrelati
 FINE = 4096          # the sums are kept over at most this many blocks of consecutive windows
 # --- short series (stats.short_interval; docs/statistics.md, "Short runs")
 LONG_SERIES_MIN = 100   # batch means from this many windows up (when they make MIN_BATCHES)
-SHORT_PHI = 0.3         # the allowance: lag-1 autocorrelation of consecutive units assumed
+SHORT_PHI = 0.3         # the allowance: lag-1 autocorrelation of consecutive windows assumed
+BLOCK_PHI = 0.15        # … of consecutive EAGLE3_PROF blocks (docs/statistics.md, "Short runs")
 MAX_UNITS = 100         # a short-series interval groups the windows into at most this many
 ESTIMATE_PHI_FROM = 10  # units from which the data's own autocorrelation can raise the allowance
 MAX_PHI = 0.98
@@ -69,6 +71,9 @@ class Estimate:
     se_log: float | None = None
     df: float | None = None
     source: str | None = None
+    # "short": the short-series rule gave the interval (fewer than LONG_SERIES_MIN units, or
+    # too autocorrelated for MIN_BATCHES batches); None: batch means, or a derived estimate
+    basis: str | None = None
 
     @property
     def sufficient(self) -> bool:
@@ -163,14 +168,15 @@ def short_df(k: int, phi: float) -> float:
     return max(1.0, (k - 1) * (1 - phi * phi) / (1 + phi * phi))
 
 
-def short_phi(dev: np.ndarray) -> float:
+def short_phi(dev: np.ndarray, floor: float = SHORT_PHI) -> float:
     """The lag-1 autocorrelation a short-series interval assumes for units whose deviations
-    from their mean are ``dev`` (in time order): the stated allowance SHORT_PHI, or more where
+    from their mean are ``dev`` (in time order): the stated allowance ``floor`` (SHORT_PHI for
+    decode and metrics windows, BLOCK_PHI for EAGLE3_PROF blocks), or more where
     ESTIMATE_PHI_FROM units or more show more — their lag-1 autocorrelation, corrected for its
     bias of about −(1 + 3φ)/k (Kendall), or what their integrated autocorrelation time τ says,
     (τ − 1)/(τ + 1), whichever is larger."""
     k = len(dev)
-    phi = SHORT_PHI
+    phi = floor
     if k >= ESTIMATE_PHI_FROM:
         ss = float(np.dot(dev, dev))
         if ss > 0:
@@ -180,11 +186,11 @@ def short_phi(dev: np.ndarray) -> float:
     return float(min(phi, MAX_PHI))
 
 
-def short_se(dev: np.ndarray) -> tuple[float, float, float]:
+def short_se(dev: np.ndarray, floor: float = SHORT_PHI) -> tuple[float, float, float]:
     """(se of the sum, df, φ) of units whose sums deviate by ``dev`` from their mean, under
     the short-series model: k/(k−1) Σ dev² × ar1_kappa(k, φ), φ = short_phi(dev)."""
     k = len(dev)
-    phi = short_phi(dev)
+    phi = short_phi(dev, floor)
     var = k / (k - 1) * float(np.dot(dev, dev)) * ar1_kappa(k, phi)
     return math.sqrt(max(var, 0.0)), short_df(k, phi), phi
 
@@ -204,18 +210,19 @@ def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: floa
 
 
 def weighted_mean(values: np.ndarray, weights: np.ndarray, confidence: float,
-                  source: str | None = None, resolution: float = 0.0) -> Estimate:
+                  source: str | None = None, resolution: float = 0.0,
+                  floor: float = SHORT_PHI) -> Estimate:
     """Weighted mean of window means (windows in time order), with an interval from batch
     means sized from the data (influence_estimates: batches several autocorrelation times
     long; fewer than MIN_SERIES windows or MIN_BATCHES batches: insufficient data).
     ``resolution``: half a unit of the values' last printed digit; a series constant at that
     precision gets the rounding error (resolution / √3) as its standard error, not zero."""
-    return weighted_mean_batches(values, weights, confidence, source, resolution)[0]
+    return weighted_mean_batches(values, weights, confidence, source, resolution, floor)[0]
 
 
 def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: float,
-                          source: str | None = None,
-                          resolution: float = 0.0) -> tuple[Estimate, tuple[float, ...]]:
+                          source: str | None = None, resolution: float = 0.0,
+                          floor: float = SHORT_PHI) -> tuple[Estimate, tuple[float, ...]]:
     """weighted_mean, and each batch's own estimate on the log scale (for a rank test)."""
     v = np.asarray(values, dtype=float)
     w = np.asarray(weights, dtype=float)
@@ -230,7 +237,8 @@ def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: f
     if not (math.isfinite(theta) and theta > 0):
         return insufficient(theta, n, confidence, source), ()
     terms = w * (v - theta) / W / theta
-    (est,), facts = influence_estimates([theta], [block_sums(terms)], n, confidence, [source])
+    (est,), facts = influence_estimates([theta], [block_sums(terms)], n, confidence, [source],
+                                        floor=floor)
     if resolution and est.sufficient:
         floor = resolution / math.sqrt(3) / theta
         if est.se_log < floor:
@@ -468,7 +476,9 @@ def _short_sums(blocks: Blocks, f, theta: np.ndarray, ok: np.ndarray, confidence
         phi = short_phi(dev)
         se = math.sqrt((m - 1) / m * float(np.dot(dev, dev)) * ar1_kappa(m, phi))
         facts["phi"][i] = phi
-        out.append(from_log_se(float(th), se, short_df(m, phi), blocks.n, confidence, srcs[i]))
+        out.append(dataclasses.replace(
+            from_log_se(float(th), se, short_df(m, phi), blocks.n, confidence, srcs[i]),
+            basis="short"))
     return out, facts
 
 
@@ -485,7 +495,8 @@ def block_sums(values: np.ndarray, n: int | None = None) -> np.ndarray:
 
 def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray | None], n: int,
                         confidence: float, sources: Sequence[str | None] | None = None,
-                        tau_of: Sequence[int] | None = None) -> tuple[list[Estimate], dict]:
+                        tau_of: Sequence[int] | None = None,
+                        floor: float = SHORT_PHI) -> tuple[list[Estimate], dict]:
     """Estimates θ_i with intervals from their linearised terms: ``influences[i]`` holds, per
     block of consecutive windows (stats.block_sums of the per-window terms), the term of
     log θ_i (Σ over all windows = 0 up to rounding), so that log θ̂_i − log θ_i ≈ Σ terms.
@@ -514,7 +525,7 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     facts["tau"] = tau
     b = plan_batches(n, tau) if n >= LONG_SERIES_MIN else None
     if b is None or b > k:
-        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts)
+        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts, floor)
     facts["batches"] = b
     length = n / b
     # the batches are one set, sized from the longest τ; the batch-means bias each output's
@@ -546,7 +557,7 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
 
 
 def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
-                     facts: dict) -> tuple[list[Estimate], dict]:
+                     facts: dict, floor: float = SHORT_PHI) -> tuple[list[Estimate], dict]:
     """influence_estimates on a short series (or one too autocorrelated for MIN_BATCHES batches
     of C_TAU τ): the terms summed over at most MAX_UNITS contiguous units, each output's
     variance from its units under the short-series model (short_se), Student t with its
@@ -567,7 +578,8 @@ def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
             continue
         sums = np.bincount(labels, weights=u, minlength=m)
         facts["batch_logs"].append(tuple(float(math.log(th) + m * x) for x in sums))
-        se, df, phi = short_se(sums - sums.mean())
+        se, df, phi = short_se(sums - sums.mean(), floor)
         facts["phi"][i] = phi
-        out.append(from_log_se(float(th), se, df, n, confidence, s))
+        out.append(dataclasses.replace(from_log_se(float(th), se, df, n, confidence, s),
+                                       basis="short"))
     return out, facts

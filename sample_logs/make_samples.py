@@ -480,5 +480,27 @@ def vllm_sweep(name: str, k: int, seed: int) -> None:
         f.write("".join(lines))
 
 
+def prof_readout(source: str = "eagle3_5step.log", name: str = "eagle3_prof8.log",
+                 blocks: int = 8) -> None:
+    """The profiler readout alone: the first ``blocks`` EAGLE3_PROF blocks of ``source`` (what
+    `grep -A 9 EAGLE3_PROF` shows), nothing else."""
+    out = [HEADER.replace("make_samples.py", f"make_samples.py (prof_readout: the first "
+                                             f"{blocks} blocks of {source})")]
+    lines = open(os.path.join(HERE, source), encoding="utf-8").read().splitlines(keepends=True)
+    i = n = 0
+    while i < len(lines) and n < blocks:
+        if lines[i].startswith("EAGLE3_PROF"):
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("  "):
+                j += 1
+            out.extend(lines[i:j] + ["\n"])
+            n, i = n + 1, j
+        else:
+            i += 1
+    with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+        f.write("".join(out))
+
+
 if __name__ == "__main__":
     main()
+    prof_readout()

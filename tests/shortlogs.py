@@ -80,3 +80,23 @@ def short_log(blocks: int = 0, windows: int = 0, cycle: float = 27.28, block_jit
 def truth_speedup(accept: float, cycle: float, baseline_tok_s: float) -> float:
     """accept × baseline step / cycle: the speedup a log of ``short_log`` is written with."""
     return accept * (1000 / baseline_tok_s) / cycle
+
+
+def batch_log(sizes, cycle_of, accept: float | None = 2.5, interval: int = 40,
+              seed: int = 0) -> str:
+    """Decode lines at the printed batch sizes ``sizes`` (one per line, in order), each window
+    interval × cycle_of(size) ms long; ``accept`` None writes a baseline's lines (no accept
+    len: one token per request and step)."""
+    rng = np.random.default_rng(seed)
+    out, t = [HEADER], START
+    for r in sizes:
+        c = cycle_of(r) * (1 + 0.002 * rng.standard_normal())
+        stamp = t.strftime("%Y-%m-%d %H:%M:%S") + f".{t.microsecond // 1000:03d}"
+        if accept is None:
+            out.append(f"[{stamp} TP0] Decode batch, #running-req: {r}, #token: {900 + r * 50}, "
+                       f"token usage: 0.01, cuda graph: True, gen throughput (token/s): "
+                       f"{1000 * r / c:.2f}, #queue-req: 0\n")
+        else:
+            out.append(decode_line(t, r, accept, 1000 * accept * r / c))
+        t += _dt.timedelta(milliseconds=interval * c)
+    return "".join(out)

@@ -64,8 +64,9 @@ def test_breakeven_with_plain_arguments(run):
 def test_breakeven_by_batch_against_a_baseline_log(run):
     b = eaglelog.breakeven(BATCH, baseline_log=BATCH_BASE, by_batch=True, confidence=0.9)
     assert [(x.batch, x.verdict) for x in b.by_batch] == [
-        ("1", "above"), ("2", "above"), ("4", "above"), ("8", "above"), ("16", "inconclusive"),
-        ("32", "below")]
+        ("1", "above"), ("2", "above"), ("4", "above"), ("8", "above"), ("16", "above"),
+        ("32", "below")]                      # (16: truly 1.008, make_samples.py)
+    assert b.verdict == "mixed"
     assert b.speedup.confidence == 0.9
     assert same_json(b) == cli(run, "breakeven", "--baseline-log", BATCH_BASE, "--by", "batch",
                                "--confidence", "0.9", BATCH)

@@ -111,7 +111,7 @@ def test_formats_csv_markdown_jsonl(run):
     sw = run("-q", "sweep", "-f", "markdown", "--baseline-toks", "90",
              *sorted((SAMPLES / "sweep").glob("*.log"))).stdout.splitlines()
     rows = [ln for ln in sw if ln.startswith("|")]
-    assert len(rows) == 7 and "| 109.0 [107.1 … 110.9] " in rows[2] and "| best " in rows[2]
+    assert len(rows) == 7 and "| 109.1 [107.1 … 111.1] " in rows[2] and "| best " in rows[2]
     be = run("-q", "breakeven", "-f", "markdown", "--baseline-toks", "90", FIVE).stdout
     assert be.startswith("```text\n" + f"{FIVE}  vs  baseline 90 tok/s") and \
         be.endswith("```\n")

@@ -108,6 +108,8 @@ def test_10_blocks_and_30_windows_decide_a_true_0_937(logfile):
     assert r.speedup.ci_high - r.speedup.ci_low < 0.10
     assert r.speedup.ci_low < 0.937 < r.speedup.ci_high
     assert r.facts["batches"] == 31      # every window its own unit (short-series rule)
+    (note,) = [n for n in r.notes if n.startswith("a short run")]
+    assert "31 decode windows, lag-1 autocorrelation" in note and "Short runs" in note
 
 
 def test_30_blocks_and_90_windows_at_3_1_are_above_and_pass_the_gate(run, logfile):
@@ -228,3 +230,20 @@ def test_fleet_check_fails_on_a_slow_instance_with_few_windows(tmp_path):
     assert f"http://127.0.0.1:{bad}/metrics: " in r.stderr and "check failed" in r.stderr
     assert CliRunner().invoke(main, ["fleet", "--check", "http://127.0.0.1:1/metrics"]
                               ).exit_code == 2      # a gate needs a baseline
+
+
+def test_a_bucket_at_the_edge_of_the_baseline_is_matched(logfile):
+    """A run at 16 requests that sometimes prints 17 (its windows after one sit at a mean
+    batch of 16.5, beyond a baseline measured at 15–16): the headline matches the windows the
+    baseline covers, and so does the running_req 16 row, never 'no baseline' (it said so while
+    the headline matched it: issue 33, item 4)."""
+    from shortlogs import batch_log
+    sizes = ([16] * 9 + [17]) * 8
+    spec = logfile("spec.log", batch_log(sizes, lambda r: 20.0 + 0.5 * r))
+    base = logfile("base.log", batch_log([15] * 40 + [16] * 40, lambda r: 10.0 + 0.2 * r,
+                                         accept=None))
+    r = breakeven(eaglelog.parse(spec), Baseline(log=eaglelog.parse(base)), by_batch=True)
+    rows = {b.batch: b for b in r.by_batch}
+    assert rows["16"].verdict != "no baseline" and rows["17"].verdict == "no baseline"
+    assert rows["16"].baseline_step_ms.estimate == pytest.approx(13.2, rel=0.005)
+    assert r.verdict == "above" and r.coverage > 0.8

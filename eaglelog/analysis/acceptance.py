@@ -576,7 +576,13 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
                     curves.append(c)
             rest = b[~b.index.isin(per_req.index)]
             rest = rest[(rest["scope"].astype(str) != "request").to_numpy()]
-            curves.extend(_bench_curves(run, rest, confidence))
+            # llama.cpp's statistics lines are cumulative: differenced, one total per drafter
+            from .llamacpp import fold_statistics
+            rest, folded = fold_statistics(rest)
+            for c in _bench_curves(run, rest, confidence):
+                if folded and c.origin == "llamacpp-statistics":
+                    c = Curve(**{**c.__dict__, "notes": c.notes + tuple(folded)})
+                curves.append(c)
     if not curves:
         raise EaglelogError(NO_DATA)
     return AcceptanceResult(tuple(curves), confidence)

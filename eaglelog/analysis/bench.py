@@ -23,9 +23,11 @@ class BenchSummary:
 
 
 def summarize_bench(log: ParsedLog) -> BenchSummary:
-    b = log.bench
+    from .llamacpp import fold_statistics
+
+    # llama.cpp's statistics lines count since the server started: one total per drafter
+    b, notes = fold_statistics(log.bench)
     runs = tuple({k: _plain(row.get(k)) for k in FIELDS} for row in b.to_dict("records"))
-    notes = []
     defs = sorted({r["accept_len_def"] for r in runs if r["accept_len_def"]})
     if len(defs) > 1:
         notes.append("accept lengths of different definitions (" + ", ".join(defs) + "): not "

@@ -40,6 +40,7 @@ ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len
 MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no whole-run verdict
 WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
 DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
+PROF_PRECISION = 3     # agreeing blocks this many times more precise than the derived cycle carry it
 
 
 # the one gate of every --check (breakeven, fleet): these verdicts fail it, and a run without
@@ -356,7 +357,7 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
         return None
     return stats.weighted_mean(use["total_ms"].to_numpy(), use["cycles"].to_numpy(dtype=float),
                                confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
-                               "cycle-weighted)")
+                               "cycle-weighted)", floor=stats.BLOCK_PHI)
 
 
 def _span_note(win: "rate.Windows", base: BaseSide) -> tuple[str | None, bool]:
@@ -404,6 +405,10 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
+    from . import llamacpp         # a llama-server log: its requests (analysis/llamacpp.py)
+    if llamacpp.handles(log, source):
+        return llamacpp.breakeven(log, baseline, source=source, confidence=confidence,
+                                  by_batch=by_batch)
     log, notes = engines.apply(log, source)    # engine/version corrections (docs/engines.md)
     base = baseline_side(baseline, confidence, notes)
     cfg, win = run_windows(log, source)
@@ -460,6 +465,9 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     else:
         step_bar = fit["step_ms"].estimate
         wts = np.where(fit.use, win.w, 0.0)
+    note = short_note(fit, cyc if use_prof else None, acc)
+    if note:
+        notes.append(note)
     se_b, df_b = base.uncertainty(win.b, wts)
     if not math.isfinite(step_bar):
         step = stats.insufficient(math.nan, 0, confidence, base.source)
@@ -568,6 +576,27 @@ def mixed_reason(buckets) -> str | None:
                else ""))
 
 
+def short_note(fit: "rate.RateFit", prof: Estimate | None, acc: Estimate) -> str | None:
+    """Where the short-series rule gave an interval (stats.short_se): how many units, and the
+    lag-1 autocorrelation allowed between them (the stated allowance, or what they show)."""
+    parts = []
+    if fit.short_phi is not None and acc.sufficient and acc.basis == "short":
+        parts.append((f"{acc.n} decode windows", fit.short_phi))
+    if prof is not None and prof.sufficient and prof.basis == "short":
+        parts.append((f"{prof.n} EAGLE3_PROF blocks", None))
+    if not parts:
+        return None
+    said = "; ".join(f"{what}" + (f", lag-1 autocorrelation {phi:.2f} allowed between them"
+                                  + (" (the stated allowance)" if phi == stats.SHORT_PHI else
+                                     " (what they show, above the allowance of "
+                                     f"{stats.SHORT_PHI:g})") if phi is not None else
+                                  ", a lag-1 autocorrelation of at least "
+                                  f"{stats.BLOCK_PHI:g} allowed between them")
+                     for what, phi in parts)
+    return (f"a short run — {said}: each unit its own sample in the interval, not batches "
+            "(docs/statistics.md, 'Short runs')")
+
+
 def choose_cycle(prof: Estimate | None, fit: "rate.RateFit", win: "rate.Windows",
                  acc: Estimate, cycle_from: str, confidence: float, notes: list[str],
                  no_accept: bool = False) -> tuple[Estimate, str, Estimate]:
@@ -579,21 +608,39 @@ def choose_cycle(prof: Estimate | None, fit: "rate.RateFit", win: "rate.Windows"
     derived_ok = win.spec and fit.kind != "upper bound" and derived.sufficient
     use_prof = prof is not None and (cycle_from == "prof" or (cycle_from == "auto" and
                                                               not derived_ok))
+    sizes = win.r[fit.acc & np.isfinite(win.r)]
+    one_size = not len(sizes) or sizes.max() <= 1.5 * max(sizes.min(), 1)
+    precise = False
+    per_iter = fit["cycle_ms_iter"]
+    if not use_prof and cycle_from == "auto" and prof is not None and prof.sufficient and \
+            derived_ok and one_size and math.isfinite(per_iter.estimate) and \
+            per_iter.estimate > 0 and prof.estimate > 0 and \
+            PROF_PRECISION * prof.se_log < derived.se_log:
+        # at one batch size the blocks' mean over cycles is the decode lines' mean over
+        # request-steps (no-sync TOTAL is the cycle: eagle3_prof.md); where the two agree and
+        # the blocks are the far more precise (a short run: its windows hold prefill and idle
+        # time the fit must take out), the blocks carry the cycle
+        d = math.log(prof.estimate / per_iter.estimate)
+        if abs(d) <= max(DISAGREE, 2 * math.hypot(prof.se_log, per_iter.se_log or 0.0)):
+            notes.append(f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms, se "
+                         f"{math.expm1(prof.se_log):.2%}): they agree with the decode lines' "
+                         f"({derived.estimate:.2f} ms, se {math.expm1(derived.se_log):.2%}) and "
+                         f"are over {PROF_PRECISION:g}× as precise (--cycle-from decode takes "
+                         "the other)")
+            use_prof = precise = True
     if use_prof:
         r = stats.combine(acc.estimate / prof.estimate, [(acc, 1), (prof, -1)], confidence) \
             if not no_accept else stats.insufficient(math.nan, 0, confidence)
-        sizes = win.r[fit.acc & np.isfinite(win.r)]
-        if len(sizes) and sizes.max() > 1.5 * max(sizes.min(), 1):
+        if not one_size:
             notes.append("the EAGLE3_PROF cycle is a mean over cycles, not over request-steps: "
                          "with batch sizes that vary, the per-stream rate is approximate")
-        if derived.sufficient and win.spec:
+        if derived.sufficient and win.spec and not precise:
             notes.append(f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms): the "
                          f"decode lines give {derived.estimate:.2f} ms only as an upper bound "
                          "(prefill time cannot be told apart)" if fit.kind == "upper bound" else
                          f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms), as asked")
         return prof, "profiler", r
     notes.extend(fit.notes)
-    per_iter = fit["cycle_ms_iter"]
     if prof is not None and derived.sufficient and math.isfinite(prof.estimate) and \
             prof.estimate > 0 and math.isfinite(per_iter.estimate) and per_iter.estimate > 0:
         d = math.log(prof.estimate / per_iter.estimate)

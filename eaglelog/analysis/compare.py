@@ -105,7 +105,11 @@ class Run:
                 "config": self.config, "batch_sizes": self.batch_sizes, "modes": self.modes,
                 "mix": [[b, w] for b, w in self.mix], "cycle_kind": self.cycle_kind,
                 "metrics": {k: m.to_dict() for k, m in self.metrics.items()
-                            if k != "speedup"}}
+                            if k != "speedup"},
+                # the metrics that hold the cycle from each source the run has (a later
+                # compare takes the one both runs carry)
+                "by_source": {src: {k: m.to_dict() for k, m in ms.items() if k != "speedup"}
+                              for src, ms in self.by_source.items()}}
 
     @classmethod
     def from_export(cls, d: dict, label: str, confidence: float = 0.95) -> "Run":
@@ -126,7 +130,9 @@ class Run:
                    {k: Metric.from_dict(k, v, confidence) for k, v in d["metrics"].items()},
                    _sizes_of(d.get("batch_sizes")), _modes_of(d.get("modes")),
                    [(float(b), float(w)) for b, w in d.get("mix") or []],
-                   d.get("cycle_kind", ""))
+                   d.get("cycle_kind", ""),
+                   {str(src): {k: Metric.from_dict(k, v, confidence) for k, v in ms.items()}
+                    for src, ms in (d.get("by_source") or {}).items()})
 
 
 def _half_unit(values: np.ndarray) -> float:
@@ -145,7 +151,9 @@ def _half_unit(values: np.ndarray) -> float:
 def _mean_metric(name, label, unit, better, values, weights, confidence, source, kind,
                  printed=True) -> Metric:
     res = _half_unit(values) if printed else 0.0
-    e, logs = stats.weighted_mean_batches(values, weights, confidence, source, resolution=res)
+    e, logs = stats.weighted_mean_batches(values, weights, confidence, source, resolution=res,
+                                          floor=stats.BLOCK_PHI if kind == "profiler"
+                                          else stats.SHORT_PHI)
     v = np.asarray(values, dtype=float)
     const = bool(len(v) and np.nanmax(v) == np.nanmin(v))
     return Metric(name, label, unit, better, e, kind, res, const, logs)
@@ -155,6 +163,9 @@ def run_of(sub: ParsedLog, label: str, engine: str, baseline: Baseline | None,
            confidence: float, warmup="auto") -> Run:
     """The metrics of one run (a ParsedLog of one input or start-up)."""
     src = sub.sources[0].name
+    from . import llamacpp         # a llama-server log: its requests (analysis/llamacpp.py)
+    if llamacpp.handles(sub, src):
+        return llamacpp.run_of(sub, label, engine, baseline, confidence)
     su = sub.decode["startup"].dropna()
     cfg = sub.config(src, int(su.iloc[0]) if len(su) else None)
     eng = sub.sources[0].engine or (engine if engine != "auto" else "sglang")
@@ -255,19 +266,15 @@ def _cycle_metrics(sub: ParsedLog, src: str, win, fit, baseline: Baseline | None
                                 batch_logs=logs.get("speedup", ()) if kind != "profiler"
                                 else ())
     else:
-        cyc, r, kind = fit["cycle_ms"], fit["rate"], fit.kind
-        derived_ok = win.spec and kind != "upper bound" and cyc.sufficient
-        if cycle_from == "prof" or (cycle_from == "auto" and not derived_ok):
-            from .breakeven import prof_cycle
-            prof = prof_cycle(sub, src, confidence, [])
-            if prof is not None:
-                cyc, kind = prof, "profiler"
-                r = stats.combine(acc.estimate / cyc.estimate, [(acc, 1), (cyc, -1)],
-                                  confidence)
-            elif cycle_from == "prof":
-                return {}, ""
-        elif cycle_from == "decode" and not (win.spec and math.isfinite(cyc.estimate)):
+        # the cycle breakeven would take (breakeven.choose_cycle: one rule)
+        from .breakeven import choose_cycle, prof_cycle
+        prof = prof_cycle(sub, src, confidence, []) if cycle_from != "decode" else None
+        if cycle_from == "prof" and prof is None:
             return {}, ""
+        if cycle_from == "decode" and not (win.spec and math.isfinite(fit["cycle_ms"].estimate)):
+            return {}, ""
+        cyc, kind, r = choose_cycle(prof, fit, win, acc, cycle_from, confidence, [],
+                                    no_accept=not win.spec)
     if win.spec and r is not None and math.isfinite(r.estimate):
         eff = Estimate(1000 * r.estimate, None if r.ci_low is None else 1000 * r.ci_low,
                        None if r.ci_high is None else 1000 * r.ci_high, r.n, r.confidence,

@@ -103,6 +103,8 @@ class Windows:
     svar: np.ndarray | None = None  # variance of the measured wall time Δt (ms²) from its two
                                     # stamps, where bvar > 0 (STAMP_VAR, FIELD_VAR, a wrapper's)
     clock_notes: tuple = ()         # what became of a wrapper's stamps (rate._said)
+    labels: tuple = ()              # each series code's label 'dp|pp|attn_cp|moe_dp' ('vllm '
+                                    # before a vLLM engine's), windows._series_codes
 
     @property
     def n(self) -> int:
@@ -117,7 +119,8 @@ class Windows:
                        None if self.bvar is None else self.bvar[keep],
                        None if self.rp is None else self.rp[keep],
                        None if self.nin is None else self.nin[keep],
-                       None if self.svar is None else self.svar[keep], self.clock_notes)
+                       None if self.svar is None else self.svar[keep], self.clock_notes,
+                       self.labels)
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -156,7 +159,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         d = d.sort_values("line_no")
     d = d.reset_index(drop=True)
     n = len(d)
-    (key, pkey), _ = _series_codes([d, prefill])
+    (key, pkey), labels = _series_codes([d, prefill])
     key = np.asarray(key)                       # dense codes 0 … k − 1 (_series_codes)
     pkey = np.asarray(pkey)
     if n and "tp" in d.columns and d["tp"].notna().any():
@@ -286,13 +289,51 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
         # the iteration's time (y ms)
         rs = np.where(np.isfinite(drafts) & (drafts > 0), drafts, b * interval)
+        if ts is not None:
+            _timed_steps(rs, key, ts, g, a, steps, drafts, prompt)
         vp = np.isfinite(prompt) & np.isfinite(y)
         x[vp, 0] = prompt[vp] * y[vp] / 1000.0
         for _, idx in _series_rows(key):
             _, nxt, prv = _ends(idx)
             x[nxt, 2] = x[prv, 0]
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
-                   svar, clock_notes)
+                   svar, clock_notes, tuple(labels))
+
+
+SUPPRESSED = 1.5       # a vLLM window over this × its series' median length followed a line
+                       # demoted to DEBUG: its own length is the median
+
+
+def _timed_steps(rs, key, ts, g, a, steps, drafts, prompt) -> None:
+    """Request-steps, in place, of the vLLM windows without a draft count (no spec line): the
+    window's tokens, throughput × its seconds (the time since the series' line before), over
+    the tokens one request-step gives (a; 1 without speculation or where the throughput counts
+    sequence-steps, V0) — not a nominal decode_log_interval of iterations.  vLLM prints the
+    throughput over the time since its previous log (vllm.md §3.3); a line after a gap of
+    over SUPPRESSED × the series' median (the lines between demoted to DEBUG: two windows
+    without tokens) covers one interval, the median; the first window of a series, whose
+    start is unknown, too."""
+    todo = np.isfinite(prompt) & ~(np.isfinite(drafts) & (drafts > 0))
+    if not todo.any():
+        return
+    per = np.where(np.isfinite(a) & ~steps, a, 1.0)
+    for _, idx in _series_rows(key):
+        t = ts[idx]
+        if len(t) < 2 or (t == NAT).any():
+            continue
+        dur = np.empty(len(t))
+        dur[1:] = np.diff(t) / 1e6
+        pos = dur[1:][dur[1:] > 0]
+        if not len(pos):
+            continue
+        med = float(np.median(pos))
+        dur[0] = med
+        dur[(dur <= 0) | (dur > SUPPRESSED * med)] = med
+        sub = rs[idx]
+        v = g[idx] * dur / per[idx]
+        m = todo[idx] & np.isfinite(v)
+        sub[m] = v[m]
+        rs[idx] = sub
 
 
 def _present(key: np.ndarray) -> np.ndarray:
@@ -542,9 +583,23 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
             if kind == "wrapper":
                 said.setdefault("fewer than 3 windows could be timed", []).append(s)
             continue
-        ratio = bm[ok] / np.where(b[j][ok] > 0, b[j][ok], np.nan)
+        # the check against a wrong decode_log_interval or a clock that is not the
+        # throughput's (factors, not per cents): on the windows the lines pin (the same
+        # #running-req at both ends, no request admitted into the running batch), where the
+        # trapezoid is the mean batch, within 3 %; without ten of them, on every window within
+        # 10 % (a slot a think time keeps empty puts the mean batch below the trapezoid: four
+        # clients thinking 30 ms, 0.970 at the median, and the trapezoid took the cycle 0.7 %
+        # low)
+        pin = ok & (r[j] == r[prv])
+        if nin is not None:
+            pin &= nin[j] == 0
+        # (a wrapper's stamps keep 3 % on every window: a collector that stamps lines when it
+        # flushes them is off by a few per cent, and its other checks come later)
+        sel, tol = (pin, MEASURED_TOL) if pin.sum() >= 10 else \
+            (ok, MEASURED_TOL if kind == "wrapper" else MEASURED_TOL_ALL)
+        ratio = bm[sel] / np.where(b[j][sel] > 0, b[j][sel], np.nan)
         med = float(np.nanmedian(ratio))
-        if not (0.97 <= med <= 1.03):
+        if not (1 - tol <= med <= 1 + tol):
             if kind == "wrapper":
                 said.setdefault(f"the mean batches they give are {med - 1:+.1%} off the "
                                 "printed #running-req (median): not the lines' clock",
@@ -890,6 +945,7 @@ class RateFit:
     sys_rel: float = 0.0         # systematic relative uncertainty of the cycle (in the CIs)
     batch_logs: dict = field(default_factory=dict, repr=False)  # output -> per-batch log est.
     cov: np.ndarray | None = field(default=None, repr=False)    # within_cov per window
+    short_phi: float | None = None   # the short-series rule's lag-1 allowance (None: batch means)
 
     def __getitem__(self, name: str) -> Estimate:
         return self.estimates[name]
@@ -1059,9 +1115,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         if sys_rel and e.sufficient and nm != "accept_len" and nm != "step_ms":
             se = math.sqrt(e.se_log ** 2 + sys_rel ** 2)
             df = e.df * (se ** 4) / e.se_log ** 4 if e.se_log > 0 else math.inf
-            e = stats.from_log_se(e.estimate, se, df, e.n, confidence)
-        out[nm] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log, e.df,
-                           src.get(nm, what))
+            e = dataclasses.replace(stats.from_log_se(e.estimate, se, df, e.n, confidence),
+                                    basis=e.basis)
+        out[nm] = dataclasses.replace(e, source=src.get(nm, what))
     c = out["cycle_ms"]
     notes.extend(win.clock_notes)
     if c.sufficient and se_c is not None and sys_trap > se_c and whole_seconds(win, approx):
@@ -1087,7 +1143,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
                    cut, tuple(notes), use, acc, sys_rel,
-                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor)
+                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor,
+                   max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
+                   else None)
 
 
 def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
@@ -1305,6 +1363,39 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     return out
 
 
+MIN_VACANCY_PAIRS = 20   # joins beyond the rise a vacancy is measured from
+MEASURED_TOL = 0.03      # measured / printed batch, median over pinned windows (_measured_batch)
+MEASURED_TOL_ALL = 0.10  # … over every window, where fewer than ten are pinned
+
+
+def vacancy(win: Windows) -> float:
+    """How many iterations a finished request's slot stays empty before a join refills it, as
+    the stamps measure it: in windows whose mean batch is measured (SGLANG_LOG_MS=1 and the
+    other sub-second clocks), that print the same #running-req at both ends and whose own
+    prefill lines admitted requests (each refilled a slot a request vacated inside the
+    window), the batch falls short of the printed size by v / I per such pair:
+    v = I × Σ (r − B̄) / Σ pairs.  At least 1 (SGLang replies after the forward and admits at
+    the top of a later pass: within_cov), at most I / 2; 1 where fewer than
+    MIN_VACANCY_PAIRS pairs, or no window, measure it (whole-second stamps: the trapezoid
+    says nothing of it).  A client's think time or latency keeps a slot empty for several
+    iterations: simulated (4 clients, 30 ms think time, 12 ms cycles) v ≈ 3.5, and with v = 1
+    the cycle was 0.7 % low."""
+    memo = win.__dict__.get("_vacancy")
+    if memo is not None:
+        return memo
+    v = 1.0
+    m = win.measured
+    if m is not None and win.nin is not None and win.rp is not None:
+        with np.errstate(invalid="ignore"):
+            ok = m & (win.r == win.rp) & (win.nin > 0) & np.isfinite(win.b) & (win.b > 0)
+        pairs = float(win.nin[ok].sum()) if ok.any() else 0.0
+        if pairs >= MIN_VACANCY_PAIRS:
+            short = float((win.r[ok] - win.b[ok]).sum())
+            v = float(np.clip(win.interval * short / pairs, 1.0, win.interval / 2))
+    win.__dict__["_vacancy"] = v
+    return v
+
+
 def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     """What each window adds to the request-step weighted cycle through the covariance of the
     batch size and the cycle across its own iterations, per request-step: cov(B, c(B)) / b.
@@ -1325,9 +1416,10 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
       of a later pass of its loop (``python/sglang/srt/managers/scheduler.py``,
       ``event_loop_normal``: ``recv_requests`` → ``process_input_requests`` →
       ``get_next_batch_to_run`` → ``run_batch`` → ``process_batch_result``; v0.5.21 receives
-      with ``ingest_requests``).  Each such pair adds that one
-      iteration's share, (1/I)(1 − 1/I), to the variance, at the slope of c at b — the least
-      it can be (a closed loop refills within about an iteration; a pair at independent
+      with ``ingest_requests``).  Each such pair adds the share of the window its slot stood
+      empty, (v/I)(1 − v/I), to the variance, at the slope of c at b, v the vacancy the
+      stamps measure (``vacancy``: at least one iteration, the least it can be; a closed loop
+      refills within about one, a client's think time keeps it longer; a pair at independent
       uniform times, 1/6, overshot the simulated term fivefold).
 
     Slopes are clipped to [0, c/B] (a cycle grows with the batch, and not faster than in
@@ -1343,7 +1435,7 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     def c(B):
         u = (B - c0) / c1
         return g[0] + g[1] * u + g[2] * u * u
-    gap = 1.0 / win.interval
+    gap = vacancy(win) / win.interval
     measured = win.measured
     # a block of windows at a time: this runs inside the fit, on every window of a large log,
     # and a dozen temporaries of millions of windows each were a third of its peak memory

@@ -99,7 +99,8 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
     if len(aligned) < stats.MIN_WINDOWS:
         aligned, how = spec_w, "whole log (too few decode windows inside the profiled period)"
     prof_acc = stats.weighted_mean(p["accept_len"].to_numpy(), p["cycles"].to_numpy(float),
-                                   confidence, f"EAGLE3_PROF blocks ({len(p)}, cycle-weighted)")
+                                   confidence, f"EAGLE3_PROF blocks ({len(p)}, cycle-weighted)",
+                                   floor=stats.BLOCK_PHI)
     sg = accept_from_windows(aligned, confidence)
     ratio = stats.combine(prof_acc.estimate / sg.estimate, [(prof_acc, 1), (sg, -1)],
                           confidence, "profiler / SGLang")
@@ -250,7 +251,7 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
                    "counts every token a cycle commits per request (bonus included), which is "
                    "what one baseline step (one token per request) is compared with")
     eff_p = stats.weighted_mean(p["eff_tok_s"].to_numpy(), p["cycles"].to_numpy(float),
-                                confidence, "printed by the profiler")
+                                confidence, "printed by the profiler", floor=stats.BLOCK_PHI)
     eff_r = stats.combine(1000 * run_acc.estimate / cyc.estimate, [(run_acc, 1), (cyc, -1)],
                           confidence, f"1000 × SGLang accept len / {how_cyc}")
     return ReconcileResult(source, confidence, how, prof_acc, sg, ratio, req, tuple(findings),

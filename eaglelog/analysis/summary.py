@@ -12,7 +12,7 @@ from .. import stats
 from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
-from . import engines, rate
+from . import engines, ranks, rate
 from .breakeven import (Baseline, BreakevenResult, breakeven, choose_cycle, free_fit, prof_cycle,
                         run_windows)
 
@@ -59,6 +59,8 @@ class SummaryResult:
     counted: str = "lines"                    # what ``lines`` counts: log lines, or the
                                               # windows of a /metrics or Prometheus source
     cycle_used: Estimate | None = None        # the cycle behind the per-stream rate
+    ranks: int = 1                            # DP ranks / vLLM engines the aggregate adds up
+    by_rank: tuple = ()                       # ranks.RankRow each, where the ranks differ
 
     def to_dict(self) -> dict:
         def d(e):
@@ -73,7 +75,9 @@ class SummaryResult:
                 "cycle_derived_ms": d(self.cycle_derived), "cycle_kind": self.cycle_kind,
                 "throughput": {"aggregate_tok_s": self.throughput_all,
                                "per_stream_tok_s": d(self.eff_tok_s),
-                               "windows": self.windows, "windows_used": self.windows_used},
+                               "windows": self.windows, "windows_used": self.windows_used,
+                               "ranks": self.ranks,
+                               "by_rank": [r.to_dict() for r in self.by_rank]},
                 "breakeven": self.breakeven.to_dict() if self.breakeven else None,
                 "notes": list(self.notes)}
 
@@ -111,6 +115,9 @@ def vllm_stage_breakdown(log: ParsedLog, source: str, confidence: float):
 def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline | None = None,
               confidence: float = 0.95, warmup: str | int = "auto") -> SummaryResult:
     source = source or log.sources[0].name
+    from . import llamacpp         # a llama-server log: its requests (analysis/llamacpp.py)
+    if llamacpp.handles(log, source):
+        return llamacpp.summarize(log, source=source, baseline=baseline, confidence=confidence)
     info = next(i for i in log.sources if i.name == source)
     cfg = log.config(source)
     config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
@@ -138,7 +145,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     if len(use):
         weights = use["cycles"].to_numpy(float)
         cyc = stats.weighted_mean(use["total_ms"].to_numpy(), weights, confidence,
-                                  f"{len(use)} no-sync EAGLE3_PROF blocks")
+                                  f"{len(use)} no-sync EAGLE3_PROF blocks",
+                                  floor=stats.BLOCK_PHI)
         phases = _phases(log, source, use, cyc.estimate, confidence)
         phases_from = "no-sync blocks"
         n_sync = int(sync.sum())
@@ -149,7 +157,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         # slower than production: the shares are shown, never the cycle time
         sblocks = p[complete & sync].sort_values("line_no")
         scyc = stats.weighted_mean(sblocks["total_ms"].to_numpy(), sblocks["cycles"].to_numpy(
-            float), confidence, f"{len(sblocks)} sync-mode EAGLE3_PROF blocks")
+            float), confidence, f"{len(sblocks)} sync-mode EAGLE3_PROF blocks",
+            floor=stats.BLOCK_PHI)
         phases = _phases(log, source, sblocks, scyc.estimate, confidence)
         phases_from = f"{len(sblocks)} sync-mode blocks"
     if phases:
@@ -176,7 +185,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     acc_sg = (be.accept_len if be is not None and whole else fit["accept_len"]) \
         if win.spec else None
     acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
-                                 confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted") \
+                                 confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted",
+                                 floor=stats.BLOCK_PHI) \
         if len(use) else None
     derived = fit["cycle_ms"] if fit is not None and math.isfinite(fit["cycle_ms"].estimate) \
         else None
@@ -205,28 +215,29 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         eff = Estimate(1000 / d.estimate, None if d.ci_high is None else 1000 / d.ci_high,
                        None if d.ci_low is None else 1000 / d.ci_low, d.n, d.confidence,
                        d.se_log, d.df, "1000 / step (decode lines)")
-    # the aggregate throughput: tokens over the decode windows' wall time, pooled over those
-    # with a known start and no idle gap or stall, each by its iterations (decode_log_interval
-    # for log lines; drafts / batch for windows of seconds, whose iteration counts differ)
-    t_all = None
-    if fit is not None:
-        # (in place where it can be: millions of windows, and this runs at the command's peak)
-        iters = np.divide(win.w, win.b, out=np.zeros(win.n), where=win.b > 0)
-        ok = ~np.isin(win.why, (rate.FIRST, rate.IDLE, rate.STALL)) & np.isfinite(win.y) & \
-            (win.y > 0) & (iters > 0)
-        if ok.any():
-            tokens = np.where(np.isfinite(win.a) & ~win.steps_throughput, win.a, 1.0)
-            tokens *= win.b
-            tokens *= iters
-            num = tokens[ok].sum()
-            del tokens
-            iters *= win.y
-            t_all = float(1000.0 * num / iters[ok].sum())
-        del iters, ok
-    sizes = [int(x) for x in rate.distinct(win.r[np.isfinite(win.r)])] if win.n else []
-    if len(sizes) > 1:
-        notes.append(f"the run spans batch sizes {sizes[0]}–{sizes[-1]}: the aggregate "
+    # the aggregate throughput: tokens over the decode windows' wall time (those with a known
+    # start and no idle gap or stall), summed over concurrent DP ranks / vLLM engines
+    # (analysis/ranks.py); one row per rank where the ranks differ
+    t_all = ranks.aggregate(win) if fit is not None else None
+    by_rank = ranks.by_rank(win, confidence, warmup) if fit is not None else ()
+    code, rank_labels = ranks.rank_of(win)
+    within = []                     # each rank's own batch sizes: never pooled across ranks
+    for k, label in enumerate(rank_labels):
+        rk = win.r[code == k] if len(rank_labels) > 1 else win.r
+        sz = [int(x) for x in rate.distinct(rk[np.isfinite(rk)])] if len(rk) else []
+        if len(sz) > 1:
+            within.append((label, sz[0], sz[-1]))
+    if len(rank_labels) == 1 and within:
+        notes.append(f"the run spans batch sizes {within[0][1]}–{within[0][2]}: the aggregate "
                      "throughput mixes them; the per-stream rate weighs each window by its "
+                     "request-steps")
+    elif within:
+        notes.append("the run spans batch sizes within its ranks ("
+                     + "; ".join(f"{lab}: {lo}–{hi}" for lab, lo, hi in within)
+                     + "): the per-stream rate weighs each window by its request-steps")
+    if len(rank_labels) > 1 and by_rank:
+        notes.append(f"the {len(rank_labels)} ranks differ (batch sizes or per-stream rates; the "
+                     "rows above): the aggregate adds them, the per-stream rate pools their "
                      "request-steps")
     if be is not None:
         if any(n.startswith("--baseline-toks is a per-stream rate") for n in be.notes):
@@ -243,7 +254,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
                          fit.kind if fit is not None else None, win.spec,
                          "metrics windows" if cfg.get("metrics_engine") else "lines",
-                         cycle_used)
+                         cycle_used, len(rank_labels), by_rank)
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
@@ -262,7 +273,7 @@ def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
     for label in dict.fromkeys(phase):
         m = phase == label
         by = np.argsort(block[m], kind="stable")
-        est = stats.weighted_mean(ms[m][by], w_of[m][by], confidence)
+        est = stats.weighted_mean(ms[m][by], w_of[m][by], confidence, floor=stats.BLOCK_PHI)
         out.append(Phase(label, est, 100 * est.estimate / total if total else float("nan")))
     return out
 

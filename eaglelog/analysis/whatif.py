@@ -399,7 +399,14 @@ def fit_costs(evs: list[Evidence], verify_slope: float | None = None,
     one K the prior slope."""
     def ph(ev, name):
         e = ev.phases.get(name)
-        return (e.estimate, (e.se_log or 0.0) * e.estimate) if e is not None else (0.0, 0.0)
+        if e is None:
+            return 0.0, 0.0
+        if e.basis == "short" and (e.n or 0) >= stats.LONG_SERIES_MIN:
+            # a long block series too autocorrelated for batch means: its blocks move with the
+            # run's batch levels, and their spread is not the error of the phase at the run's
+            # own batch moments, which is what the model takes (taken as exact, as before)
+            return e.estimate, 0.0
+        return e.estimate, (e.se_log or 0.0) * e.estimate
     S = np.array([e.steps for e in evs], dtype=float)
     K = np.array([e.k for e in evs], dtype=float)
     dr = np.array([ph(e, PHASES[0]) for e in evs])

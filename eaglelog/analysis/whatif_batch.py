@@ -288,6 +288,9 @@ class BatchCheck:
                 "error": self.error, "inside": self.inside}
 
 
+MIN_BUCKET_WINDOWS = 30   # a bucket's cells are predicted and checked from this many windows
+
+
 def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
     """The #running-req buckets of one run: the rate model's per-bucket rate and cycle — fitted
     without the baseline, so that a baseline covering only some batch sizes changes no rate —
@@ -308,6 +311,11 @@ def buckets(sub, source: str, base, confidence: float, warmup) -> list[Bucket]:
         if bk.label not in mean:
             continue
         r = bk["rate"]
+        if bk.windows < MIN_BUCKET_WINDOWS:
+            # (a bucket of a few windows is mostly a batch in transit between two levels: the
+            # bucket cost model does not describe it, and a prediction for it or from it is
+            # not made; its rate keeps its point estimate)
+            r = stats.insufficient(r.estimate, r.n, r.confidence)
         eff = Estimate(1000 * r.estimate, 1000 * r.ci_low if r.ci_low is not None else None,
                        1000 * r.ci_high if r.ci_high is not None else None, r.n, r.confidence,
                        r.se_log, r.df, "1000 × accept length / cycle")

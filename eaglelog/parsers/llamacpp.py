@@ -13,6 +13,20 @@ Per-request line, by build (tools/server/server-context.cpp, ``server_slot::prin
 * later: ``…, mean len = %5.2f`` and, at trace level, a separate ``     acc per pos = (…)``
   line.
 
+Before the draft-acceptance line the same function prints the request's timings (commit
+0c1e5709, tools/server/server-context.cpp lines 612-626, each behind the slot prefix; older builds
+print the first three with one SLT_INF, so only a bare prefix line precedes them):
+
+    prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)
+           eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)
+          total time = %10.2f ms / %5d tokens
+       graphs reused = %10d
+
+A ``TimingBlock`` reads them with the draft-acceptance (and ``acc per pos``) lines that follow for
+the same slot and task as ONE request row: its tokens ÷ eval time is the per-stream rate
+(analysis/llamacpp.py).  The 'processing task' / 'stop processing' lines of the slots (lines 1810
+and 518) are followed to say how many requests ran when each finished (``concurrency``).
+
 "generated" counts draft tokens proposed (``n_draft_total``); "mean len" is
 1 + accepted / verification steps (``n_draft_verif_steps``, one per draft), bonus included; the
 per-position values are accepted-at-position-i / verification steps.  A router
@@ -21,15 +35,22 @@ port): every pattern here is unanchored.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from ._common import (Block, Parsed, base, close, derive, dump_json, not_a_record, positions,
                       ratio)
 from .numbers import Reader, to_float, to_floats, to_int, to_int32
 
-KINDS = ("llama_req", "llama_pos", "llama_stats", "llama_simple")
+KINDS = ("llama_timing", "llama_slot", "llama_cfg", "llama_req", "llama_pos", "llama_stats",
+         "llama_simple")
 _LOG_PREFIX = rb"(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWEDT] )?"      # common/log.cpp's --log-prefix
 MARKER_TEXT = {
+    "llama_timing": rb"prompt eval time\s*=\s*[^\n/]*/\s*\S+\s+tokens",
+    "llama_slot": rb"\|\s*(?:processing task|stop processing)",
+    "llama_cfg": rb"load_model: (?:loading model '|initializing, n_slots\s*=)|"
+                 rb"loading draft model '|adding speculative implementation '|"
+                 rb"- n_max=\d+, n_min=",
     "llama_req": rb"draft acceptance(?: rate)?\s*=",
     "llama_pos": rb"acc per pos\s*=\s*\(",
     "llama_stats": rb"#gen drafts\s*=",
@@ -37,6 +58,10 @@ MARKER_TEXT = {
                     rb"[ \t]*=[ \t]*[^\s=]+[ \t]*\r?$",
 }
 SNIFF_LITERALS = {
+    "llama_timing": (b"prompt eval time",),
+    "llama_slot": (b"processing task", b"stop processing"),
+    "llama_cfg": (b"load_model: ", b"loading draft model '", b"adding speculative implementation '",
+                  b"- n_max="),
     "llama_req": (b"draft acceptance",),
     "llama_pos": (b"acc per pos",),
     # ('accept' only as its marker has it, before blanks and '=': every SGLang decode line
@@ -107,6 +132,9 @@ def parse_request(line: str) -> Parsed:
                acceptance_rate=rate, accepted_tokens=acc, draft_tokens=gen,
                per_position=positions(pos) if pos else None)
     derive(rec)
+    if mal is not None:
+        rec["_mal_text"] = mm["mal"]
+        set_steps(rec, pos)
     problems = []
     if not close(rate, ratio(acc, gen), 6e-6):
         problems.append(f"draft acceptance {m['rate']} ≠ {acc}/{gen}")
@@ -119,6 +147,63 @@ def parse_request(line: str) -> Parsed:
 
 
 ACC_PER_POS = re.compile(r"acc per pos\s*=\s*\((?P<pos>[^)]*)(?P<shut>\))?", re.ASCII)
+
+
+def verify_steps(acc: int | None, mal_text: str | None, drafted: int | None = None,
+                 pos: list[float] | None = None) -> int | None:
+    """A request's verification steps s, read back from its printed mean len = 1 + acc / s
+    (``server_slot::print_timings``, ``%5.2f``): the integer s that prints as ``mal_text`` and,
+    where printed, whose per-position counts n_i (n_i / s with three decimals, Σ n_i = acc) print
+    as ``pos``; of several, the one nearest acc / (mean len − 1).  s ≤ drafted (a step verifies
+    at least one draft token).  None when nothing was accepted (mean len 1.00 fits every s) or no
+    integer fits (the line is not what the server printed)."""
+    if not acc or acc <= 0 or not mal_text:
+        return None
+    if pos and not all(0.0 <= p <= 1.0 for p in pos):
+        pos = None                   # not fractions: no constraint from them
+    try:
+        mal = float(mal_text)
+    except ValueError:
+        return None
+    dec = len(mal_text.strip().split(".")[1]) if "." in mal_text else 0
+    half = 0.5 * 10.0 ** -dec
+    if not math.isfinite(mal) or mal - 1 + half <= 0:
+        return None
+    lo = max(1, math.ceil(acc / (mal - 1 + half) - 1e-9))
+    hi = math.floor(acc / (mal - 1 - half) + 1e-9) if mal - 1 - half > 0 else lo + 100_000
+    if drafted:
+        hi = min(hi, drafted)
+    want = mal_text.strip()
+
+    def fits(s: int) -> bool:
+        if f"{1 + acc / s:.{dec}f}" != want:
+            return False
+        if pos:
+            n = [round(p * s) for p in pos]
+            if sum(n) != acc or any(f"{k / s:.3f}" != f"{p:.3f}" for k, p in zip(n, pos)):
+                return False
+        return True
+    if hi < lo or hi - lo > 100_000:
+        return None
+    fit = [s for s in range(lo, hi + 1) if fits(s)]
+    if not fit:
+        return None
+    guess = acc / (mal - 1) if mal > 1 else float(hi)
+    return min(fit, key=lambda s: (abs(s - guess), s))
+
+
+def set_steps(rec: dict, pos: list[float] | None = None) -> None:
+    """``steps`` and ``step_tokens`` (= steps + accepted: τ_r = 1 + accepted / steps, the mean
+    len) of a per-request row, from its printed mean len (verify_steps)."""
+    args = (rec.get("accepted_tokens"), rec.get("_mal_text"), rec.get("draft_tokens"))
+    s = verify_steps(*args, pos) if pos else None
+    s = s if s is not None else verify_steps(*args)
+    if s is not None:
+        rec["steps"] = s
+        rec["step_tokens"] = s + rec["accepted_tokens"]
+    else:
+        rec.pop("steps", None)
+        rec.pop("step_tokens", None)
 
 
 def parse_positions(line: str) -> Parsed:
@@ -157,6 +242,7 @@ class RequestBlock(Block):
                              f"bad value {m['pos'].strip()[:30]!r} for acc per pos"))
             return "end"
         rec["per_position"] = positions(pos)
+        set_steps(rec, pos)
         mal = rec.get("accept_len")
         if pos and mal is not None and not close(sum(pos), mal - 1, 0.0005 * len(pos) + 0.005):
             self.parsed.problems.append(f"Σ acc per pos {sum(pos):.3f} ≠ mean len − 1")
@@ -164,6 +250,232 @@ class RequestBlock(Block):
 
     def records(self):
         return [(self.line_no, self.end_line, self.parsed.record)]
+
+
+# ------------------------------------------------------------------ per-request timings
+# tools/server/server-context.cpp (commit 0c1e5709) server_slot::print_timings, lines 612-626:
+#   SLT_INF("prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per
+#            second)")
+#   SLT_INF("       eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per
+#            second)")
+#   SLT_INF("      total time = %10.2f ms / %5d tokens")
+#   SLT_INF("   graphs reused = %10d")
+# eval time = t_gen_last − t_prompt_last (first output token to last); its tokens per second =
+# (n_gen − 1) / eval time there (server-common.h n_gen_tps: the first token comes from the prompt
+# pass), n_gen / eval time in older builds.
+_TIME = re.compile(r"(?P<what>prompt eval|eval|total) time\s*=\s*(?P<ms>[^\s/]+)\s*ms\s*/"
+                   r"\s*(?P<n>[^\s(]+)\s+tokens(?P<tail>\s*\(\s*(?P<per>\S+)\s*ms per token,"
+                   r"\s*(?P<tps>[^\s)]+)\s*tokens per second\s*\))?", re.ASCII)
+_GRAPHS = re.compile(r"graphs reused\s*=\s*(?P<n>\S+)", re.ASCII)
+SLOT_EVENT = re.compile(r"\|\s*(?P<what>processing task|stop processing)", re.ASCII)
+_BARE = re.compile(r"\bid\s+\d+\s*\|\s*task\s+-?\d+\s*\|\s*$", re.ASCII)
+
+
+def decode_tokens(n_gen: int | None, eval_ms: float | None, tps: float | None) -> int | None:
+    """The tokens the printed rate divides by the eval time: n_gen − 1 (this build) or n_gen
+    (older builds), whichever tps × eval_ms / 1000 gives within the printed precision (two
+    decimals of each); None when neither does."""
+    if n_gen is None or eval_ms is None or tps is None:
+        return None
+    if tps == 0:
+        return max(n_gen - 1, 0) if n_gen <= 1 else None
+    x = tps * eval_ms / 1000.0
+    tol = 0.005 * eval_ms / 1000.0 + 0.005 * tps / 1000.0 + 1e-6
+    for c in (n_gen - 1, n_gen):
+        if c >= 0 and abs(x - c) <= tol:
+            return c
+    return None
+
+
+class TimingBlock(Block):
+    """One finished request of llama-server: its ``prompt eval time`` / ``eval time`` / ``total
+    time`` / ``graphs reused`` lines and the ``draft acceptance`` (and ``acc per pos``) lines
+    printed after them for the same slot and task, as one row (scope 'request', format
+    'block').  Lines without a slot prefix are taken too: older builds print the three time
+    lines with one SLT_INF, behind a bare prefix line."""
+
+    kind = "llama_timing"
+    name = "llama-server request timings"
+
+    def __init__(self, line_no: int, line: str, concurrency: int | None = None) -> None:
+        super().__init__(line_no)
+        m = _TIME.search(line)
+        self.who = _who(line, m.start())
+        self.times: dict[str, dict] = {}
+        self.lines: dict[str, int] = {}
+        self.graphs: int | None = None
+        self.req: Parsed | None = None
+        self.req_line: int | None = None
+        self.pos_seen = False
+        self.identity: list[str] = []
+        self.cut: str | None = None
+        self.concurrency = concurrency
+        self._time(m, line_no)
+
+    def _time(self, m: re.Match, line_no: int) -> None:
+        what = m["what"]
+        t = {"ms": self.read(m["ms"], to_float, f"{what} time ms"),
+             "n": self.read(m["n"], to_int, f"{what} time tokens")}
+        if what != "total":
+            if m["tail"] is None:
+                self.cut = self.cut or f"'{what} time' line without its rates"
+            else:
+                t["tps"] = self.read(m["tps"], to_float, f"{what} time tokens per second")
+        self.times[what] = t
+        self.lines[what] = line_no
+
+    def _same(self, line: str, at: int) -> bool:
+        """The line is this request's: the same router port, and the same slot and task, or
+        no slot prefix on it, or none known yet (older builds: then it is taken from the line)."""
+        w = _who(line, at)
+        if w == self.who or (w[1] is None and w[0] == self.who[0]):
+            return True
+        if self.who[1] is None and w[0] == self.who[0]:
+            self.who = w
+            return True
+        return False
+
+    def take(self, line: str) -> str:
+        m = _TIME.search(line)
+        if m is not None:
+            if m["what"] == "prompt eval" or m["what"] in self.times or \
+                    not self._same(line, m.start()) or self.req is not None:
+                return "reject"
+            self._time(m, self.end_line)
+            return "take"
+        g = _GRAPHS.search(line)
+        if g is not None and self.graphs is None and self.req is None and \
+                self._same(line, g.start()):
+            self.graphs = self.read(g["n"], to_int, "graphs reused")
+            return "take"
+        if _BARE.search(line) and self._same(line, len(line)):
+            return "take"                 # older builds: the prefix before a continuation line
+        d = LLAMA_REQ.search(line)
+        if d is not None and self.req is None and self._same(line, d.start()):
+            res = parse_request(line)
+            if res.record is None:
+                self.identity.extend(res.problems)
+                return "take"
+            self.req, self.req_line = res, self.end_line
+            for b in res.bad:
+                self.bad.append((self.end_line, b))
+            self.identity.extend(res.problems)
+            if res.cut:
+                self.cut = self.cut or res.cut
+            return "take"
+        a = ACC_PER_POS.search(line) if "acc per pos" in line else None
+        if a is not None and self.req is not None and not self.pos_seen and \
+                self._same(line, a.start()):
+            self.pos_seen = True
+            rec = self.req.record
+            if a["shut"] is None:
+                self.bad.append((self.end_line, "'acc per pos' list not closed (cut short?)"))
+                return "end"
+            try:
+                pos = to_floats(a["pos"])
+            except ValueError:
+                self.bad.append((self.end_line,
+                                 f"bad value {a['pos'].strip()[:30]!r} for acc per pos"))
+                return "end"
+            if pos and "per_position" not in rec:
+                rec["per_position"] = positions(pos)
+                set_steps(rec, pos)
+                mal = rec.get("accept_len")
+                if mal is not None and not close(sum(pos), mal - 1, 0.0005 * len(pos) + 0.005):
+                    self.identity.append(f"Σ acc per pos {sum(pos):.3f} ≠ mean len − 1")
+            return "end"
+        return "reject"
+
+    def incomplete(self) -> str | None:
+        missing = [w for w in ("eval", "total") if w not in self.times]
+        if missing:
+            return f"no '{' and '.join(m + ' time' for m in missing)}' line"
+        if self.cut:
+            return self.cut
+        return "last line has no newline" if self.unterminated else None
+
+    def identity_problems(self) -> list[str]:
+        return self.identity
+
+    def records(self):
+        p, e, t = (self.times.get(w, {}) for w in ("prompt eval", "eval", "total"))
+        rec = base(TOOL, ENGINE, "request", "block", prompt_ms=p.get("ms"),
+                   prompt_tokens=p.get("n"), eval_ms=e.get("ms"), output_tokens=e.get("n"),
+                   per_request_tok_s=e.get("tps"), concurrency=self.concurrency)
+        if self.who[1] is not None:
+            rec["slot_id"], rec["task_id"] = int(self.who[1]), int(self.who[2])
+            rec["label"] = f"task {self.who[2]}"        # the server's id of the request
+        dec = decode_tokens(e.get("n"), e.get("ms"), e.get("tps"))
+        if dec is not None:
+            rec["decode_tokens"] = dec
+        elif e.get("n") is not None and e.get("tps") is not None and e.get("ms") is not None:
+            self.identity.append(f"eval time: {e['tps']} tokens per second is neither "
+                                 f"{e['n']} nor {e['n'] - 1} tokens in {e['ms']} ms")
+        if t.get("ms") is not None and p.get("ms") is not None and e.get("ms") is not None \
+                and not close(t["ms"], p["ms"] + e["ms"], 0.0151):
+            self.identity.append(f"total time {t['ms']} ms ≠ prompt eval + eval time")
+        if None not in (t.get("n"), p.get("n"), e.get("n")) and t["n"] != p["n"] + e["n"]:
+            self.identity.append(f"total time's {t['n']} tokens ≠ prompt + eval tokens")
+        if self.graphs is not None:
+            rec["extra"] = dump_json({"graphs_reused": self.graphs})
+        if self.req is not None:
+            r = self.req.record
+            for k in ("accept_len", "accept_len_def", "acceptance_rate", "accepted_tokens",
+                      "draft_tokens", "per_position", "accept_rate_derived", "steps",
+                      "step_tokens"):
+                if r.get(k) is not None:
+                    rec[k] = r[k]
+        if not any(v is not None for v in (p.get("ms"), e.get("ms"), e.get("n"))):
+            return []
+        return [(self.line_no, self.end_line, rec)]
+
+    def unread(self) -> str | None:
+        return "no value could be read (" + "; ".join(m for _, m in self.bad[:3]) + ")"
+
+
+# ------------------------------------------------------------------ start-up lines
+# what the run was: tools/server/server-context.cpp (0c1e5709) SRV_INF("loading model '%s'")
+# (line 1023) and SRV_INF("initializing, n_slots = %d, n_ctx_slot = %d, …") (line 1231);
+# common/speculative.cpp LOG_INF("%s: loading draft model '%s'") (line 2540) and, at trace level,
+# SPC_TRC("adding speculative implementation '%s'") with SPC_TRC("- n_max=%d, n_min=%d,
+# p_min=%f") (lines 203-204).  Each is a row of scope 'config' (analysis/llamacpp.py merges them).
+_CFG = re.compile(r"load_model: loading model '(?P<model>[^']*)'|"
+                  r"loading draft model '(?P<draft>[^']*)'|"
+                  r"initializing, n_slots\s*=\s*(?P<slots>\S+?),?\s*"
+                  r"(?:n_ctx_slot\s*=\s*(?P<ctx>\S+?),)?|"
+                  r"adding speculative implementation '(?P<impl>[^']*)'|"
+                  r"- n_max=(?P<nmax>\d+), n_min=(?P<nmin>-?\d+)(?:, p_min=(?P<pmin>[^\s,]+))?",
+                  re.ASCII)
+
+
+def parse_config(line: str) -> Parsed:
+    m = _CFG.search(line)
+    if m is None:
+        return not_a_record()
+    r = Reader()
+    extra = {}
+    kw: dict = {}
+    if m["model"] is not None:
+        extra["model"] = m["model"]
+    elif m["draft"] is not None:
+        extra["draft_model"] = m["draft"]
+    elif m["slots"] is not None:
+        kw["batch_size"] = r(m["slots"], to_int32, "n_slots")
+        if m["ctx"] is not None:
+            extra["n_ctx_slot"] = r(m["ctx"], to_int, "n_ctx_slot")
+    elif m["impl"] is not None:
+        kw["label"] = m["impl"]
+    else:
+        kw["max_draft_len"] = r(m["nmax"], to_int32, "n_max")
+        extra["n_min"] = r(m["nmin"], to_int32, "n_min")
+        if m["pmin"] is not None:
+            extra["p_min"] = r(m["pmin"], to_float, "p_min")
+    extra = {k: v for k, v in extra.items() if v is not None}
+    if not extra and all(v is None for v in kw.values()):
+        return Parsed(None, ["llama-server start-up line: no value could be read (" +
+                             "; ".join(r.bad) + ")"])
+    rec = base(TOOL, ENGINE, "config", "line", extra=dump_json(extra), **kw)
+    return Parsed(rec, [], r.bad)
 
 
 # ------------------------------------------------------------------ statistics line
@@ -361,4 +673,4 @@ class SimpleBlock(Block):
 
 
 LINE_PARSERS = {"llama_req": parse_request, "llama_pos": parse_positions,
-                "llama_stats": parse_stats}
+                "llama_stats": parse_stats, "llama_cfg": parse_config}

@@ -73,7 +73,9 @@ class OthersScanner(ScannerBase):
     """The ``parsers.scan.Scanner`` interface for the formats of others.md (``kinds``: the
     marker groups this engine reads)."""
 
-    _STATE = ("_line",)
+    # (+ the llama-server slots processing a task: 'port|slot' -> task, and whether the log
+    # shows those lines at all)
+    _STATE = ("_line", "_busy", "_slots_seen")
 
     def __init__(self, source: str, base_date: _dt.date | None = None, kinds=None) -> None:
         self.source = source
@@ -89,6 +91,8 @@ class OthersScanner(ScannerBase):
         self.offline: bench.OfflineCollector | None = None
         self.started: dict[int, int] = {}   # bench_speculative 'Start i=N' -> its line
         self._line = 0
+        self._busy: dict[str, str] = {}
+        self._slots_seen = False
         self.startup = 0
         self.time_only = False
         self.overrun = False
@@ -207,6 +211,13 @@ class OthersScanner(ScannerBase):
         elif kind in ("serving", "vllm_section"):
             self._open(bench.ServingBlock(line_no, standalone_section=kind == "vllm_section"),
                        unterminated)
+        elif kind == "llama_slot":
+            return self._slot_line(line)
+        elif kind == "llama_timing":
+            if "llama_perf" in line:           # llama-cli's perf print ('N runs'): not a request
+                return False
+            self._open(llamacpp.TimingBlock(line_no, line, self._concurrency(line)),
+                       unterminated)
         elif kind == "llama_simple":
             block = llamacpp.SimpleBlock(line_no)
             self._open(block, unterminated)
@@ -238,6 +249,30 @@ class OthersScanner(ScannerBase):
         if unterminated and self.block is not None:
             self._close_block()
         return True
+
+    def _slot_line(self, line: str) -> bool:
+        """A llama-server slot starts ('processing task') or ends ('stop processing') a task:
+        followed to know how many ran when a request finished."""
+        m = llamacpp.SLOT_EVENT.search(line)
+        if m is None:
+            return False
+        port, slot, task = llamacpp._who(line, m.end())
+        if slot is None:
+            return False
+        self._slots_seen = True
+        key = f"{port}|{slot}"
+        if m["what"] == "processing task":
+            self._busy[key] = task
+        else:
+            self._busy.pop(key, None)
+        return True
+
+    def _concurrency(self, line: str) -> int | None:
+        """The slots of the same server (router port) processing a task, this one included."""
+        if not self._slots_seen:
+            return None
+        port = llamacpp._who(line, len(line))[0]
+        return max(1, sum(1 for k in self._busy if k.split("|", 1)[0] == str(port)))
 
     def _unread(self, line_no: int, res: Parsed, unterminated: bool) -> None:
         if unterminated:

@@ -115,7 +115,27 @@ def by_batch_table(r) -> str:
                     tablefmt="simple", disable_numparse=True)
 
 
+def by_rank_table(rows) -> str:
+    """The summary's per-rank rows (analysis/ranks.py): each DP rank or vLLM engine's windows,
+    batch sizes, accept length, per-stream rate and aggregate tok/s."""
+    from tabulate import tabulate
+
+    out = []
+    for r in rows:
+        sizes = "n/a" if r.sizes is None else str(r.sizes[0]) if r.sizes[0] == r.sizes[1] \
+            else f"{r.sizes[0]}–{r.sizes[1]}"
+        acc = "—" if r.accept_len is None else num(r.accept_len.estimate)
+        eff = "n/a" if r.eff_tok_s is None else f"{num(r.eff_tok_s.estimate)} {ci(r.eff_tok_s)}"
+        out.append([r.rank, r.windows, sizes, acc, eff, num(r.aggregate_tok_s)])
+    return tabulate(out, headers=["rank", "windows", "running_req", "accept len",
+                                  "per stream tok/s [CI]", "aggregate tok/s"],
+                    tablefmt="simple", disable_numparse=True)
+
+
 def summary_block(s) -> str:
+    if getattr(s, "cycle_kind", None) == "llama.cpp requests":   # analysis/llamacpp.py
+        from .llamacpp import summary_block as llama_block
+        return llama_block(s)
     from .__init__ import fmt_duration
 
     span = f", {fmt_duration(s.span_s)}" if s.span_s is not None else ""
@@ -172,12 +192,15 @@ def summary_block(s) -> str:
                 s.accept_sglang.estimate > 0 and math.isfinite(s.accept_profiler.estimate):
             ratio = (f"; {s.accept_profiler.estimate / s.accept_sglang.estimate:.2f}× "
                      f"{server}'s — see `eaglelog reconcile`")
-        out.append(f"  {'':<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
+        label = "" if s.accept_sglang is not None else "accept length"
+        out.append(f"  {label:<16}{num(s.accept_profiler.estimate)}  {ci(s.accept_profiler)}   "
                    f"profiler Accept len: {s.accept_profiler.source}{ratio}")
     if s.throughput_all is not None:
-        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams, "
-                   f"over the wall time of {s.windows} decode windows (their prefill time "
-                   "included)")
+        n_ranks = getattr(s, "ranks", 1)
+        added = f" of its {n_ranks} ranks added" if n_ranks > 1 else ""
+        out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams"
+                   f"{added}, over the wall time of {s.windows} decode windows (their prefill "
+                   "time included)")
     if s.eff_tok_s is not None:
         how = (f"1000 × accept length / {'derived ' if rate_on_derived else ''}cycle: the rate "
                "one request gets (what the break-even compares)"
@@ -185,6 +208,9 @@ def summary_block(s) -> str:
                "1000 / step: the rate one request gets (a baseline for --baseline-toks)")
         out.append(f"  {'per stream':<16}{num(s.eff_tok_s.estimate)} tok/s  {ci(s.eff_tok_s)}   "
                    + how)
+    if getattr(s, "by_rank", ()):
+        out.append(f"  {'by rank':<16}(the ranks differ)")
+        out.append("\n".join("    " + ln for ln in by_rank_table(s.by_rank).splitlines()))
     if s.breakeven is not None:
         b = s.breakeven
         cyc = ""
