@@ -486,6 +486,19 @@ def show_parsed(log: "ParsedLog", table, fmt, output) -> None:
         emit(render_frame(log.table(table_from_cli(table)), fmt, output), output)
 
 
+def gate_options(what: str):
+    """--check and --allow-insufficient: the one gate of breakeven and fleet (gate_check)."""
+    def deco(f):
+        f = click.option("--allow-insufficient", is_flag=True,
+                         help=f"With --check: let {what} without a verdict pass.")(f)
+        return click.option("--check", is_flag=True,
+                            help=f"Exit with code 3 when {what}'s verdict is 'below', "
+                                 "'partial', 'mixed', 'invalid baseline', or there is none "
+                                 "('insufficient data', 'needs accept length') (a CI gate)."
+                            )(f)
+    return deco
+
+
 def baseline_option(f):
     @click.option("--baseline-toks", metavar="TOK_S[±σ] | B:TOK_S,…", default=None,
                   help="Decode rate of the same model without speculation, tokens/s per request "
@@ -612,12 +625,7 @@ def render_result(result, fmt, output, block, markdown_tables) -> None:
                                       "removed) or from EAGLE3_PROF blocks (no-sync only); "
                                       "auto: derived when the log carries it without bias, "
                                       "else the blocks.")
-@click.option("--check", is_flag=True, help="Exit with code 3 when a verdict is 'below', "
-                                            "'partial', 'mixed', 'invalid baseline', or there "
-                                            "is none ('insufficient data', 'needs accept "
-                                            "length') (a CI gate).")
-@click.option("--allow-insufficient", is_flag=True,
-              help="With --check: let a run without a verdict pass.")
+@gate_options("a run")
 @output_options
 @click.pass_context
 def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
@@ -631,11 +639,14 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
     Both are per request stream: the cycle weighted by request-steps, with prefill time
     estimated and removed, and the baseline taken at the run's own batch sizes. Verdict:
     'above' / 'below' when the speedup interval is entirely above / below 1, 'inconclusive'
-    when it contains 1 (or when the cycle is only an upper bound), 'insufficient data'
-    without an interval, 'partial' when the baseline covers too few of the run's batch sizes,
-    'mixed' when one stated rate meets a wide range of batch sizes that disagree, 'invalid
-    baseline' when the break-even exceeds what a cycle can commit or the baseline covers none
-    of the run's batch sizes. The statistical model: docs/statistics.md.
+    when it contains 1 (or when the cycle is only an upper bound), 'needs accept length' for
+    EAGLE3_PROF blocks without a per-batch accept length (the break-even accept length is
+    still given), 'insufficient data' with fewer than 2 windows or blocks, 'partial' when the
+    baseline covers too few of the run's batch sizes, 'mixed' when some batch sizes are above
+    break-even and others below (the per-batch table follows), 'invalid baseline' when the
+    break-even exceeds what a cycle can commit or the baseline covers none of the run's batch
+    sizes. Intervals from 2 windows up; short runs take each window as its own unit with a
+    stated allowance for their correlation. The statistical model: docs/statistics.md.
 
     \b
     Examples:
@@ -1598,12 +1609,7 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
                    "sources: seconds between scrapes.")
 @click.option("--duration", "scrape_for", default=None, metavar="DURATION",
               help="http://…/metrics sources: how long to scrape them (default 30s).")
-@click.option("--check", is_flag=True, help="Exit with code 3 when an instance's verdict "
-                                            "fails breakeven --check's gate: 'below', "
-                                            "'partial', 'mixed', 'invalid baseline', or none "
-                                            "(a CI gate).")
-@click.option("--allow-insufficient", is_flag=True,
-              help="With --check: let an instance without a verdict pass.")
+@gate_options("an instance")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @output_options

@@ -534,10 +534,22 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     # coverage to 99 % with width/spread 1.25, docs/statistics.md)
     inflates = [batch_means_inflation(t, length) for t in taus]
     labels = (np.arange(k) * b) // k
-    t = float(dist.stdtrit(b - 1, 0.5 + confidence / 2))
+
+    def batch_means(sums, i):
+        return inflates[i] * math.sqrt(b * float(np.var(sums, ddof=1))), b - 1, None
+    return _per_output(thetas, influences, srcs, ok, n, confidence, facts, labels, b,
+                       batch_means)
+
+
+def _per_output(thetas, influences, srcs, ok, n: int, confidence: float, facts: dict,
+                labels: np.ndarray, b: int, rule) -> tuple[list[Estimate], dict]:
+    """Each output's estimate from its terms summed over the ``b`` batches of ``labels``:
+    ``rule(sums, i)`` gives (se of log θ_i, df, basis); an influence of None is an exact
+    value.  facts gains batch_logs (each batch's own log estimate: what a rank test
+    compares)."""
     out = []
     facts["batch_logs"] = []
-    for th, u, s, good, inflate in zip(thetas, influences, srcs, ok, inflates):
+    for i, (th, u, s, good) in enumerate(zip(thetas, influences, srcs, ok)):
         if u is None:
             out.append(Estimate(float(th), float(th), float(th), n, confidence, 0.0, math.inf, s)
                        if math.isfinite(th) else insufficient(th, n, confidence, s))
@@ -548,11 +560,10 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
             facts["batch_logs"].append(())
             continue
         sums = np.bincount(labels, weights=u, minlength=b)
-        # each batch's own estimate, on the log scale (what a rank test compares)
         facts["batch_logs"].append(tuple(float(math.log(th) + b * x) for x in sums))
-        se = inflate * math.sqrt(b * float(np.var(sums, ddof=1)))
-        out.append(Estimate(float(th), float(th) * math.exp(-t * se), float(th) * math.exp(t * se),
-                            n, confidence, se, b - 1, s))
+        se, df, basis = rule(sums, i)
+        out.append(dataclasses.replace(from_log_se(float(th), se, df, n, confidence, s),
+                                       basis=basis))
     return out, facts
 
 
@@ -564,22 +575,10 @@ def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
     short_df degrees of freedom.  facts: batches (the units), short, phi (per output)."""
     k = len(next(u for u in influences if u is not None))
     labels, m = unit_labels(k)
-    facts.update(batches=m, short=True, phi={}, batch_logs=[])
-    out = []
-    for i, (th, u, s, good) in enumerate(zip(thetas, influences, srcs, ok)):
-        if u is None:
-            out.append(Estimate(float(th), float(th), float(th), n, confidence, 0.0, math.inf, s)
-                       if math.isfinite(th) else insufficient(th, n, confidence, s))
-            facts["batch_logs"].append(())
-            continue
-        if not good:
-            out.append(insufficient(th, n, confidence, s))
-            facts["batch_logs"].append(())
-            continue
-        sums = np.bincount(labels, weights=u, minlength=m)
-        facts["batch_logs"].append(tuple(float(math.log(th) + m * x) for x in sums))
+    facts.update(batches=m, short=True, phi={})
+
+    def short(sums, i):
         se, df, phi = short_se(sums - sums.mean(), floor)
         facts["phi"][i] = phi
-        out.append(dataclasses.replace(from_log_se(float(th), se, df, n, confidence, s),
-                                       basis="short"))
-    return out, facts
+        return se, df, "short"
+    return _per_output(thetas, influences, srcs, ok, n, confidence, facts, labels, m, short)
