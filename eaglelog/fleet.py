@@ -81,7 +81,7 @@ class FleetResult:
             if r.speedup is not None:
                 sp = f"{r.speedup:.3f}×"
                 if r.speedup_low is not None and r.speedup_high is not None:
-                    sp += f" [{r.speedup_low:.3f}, {r.speedup_high:.3f}]"
+                    sp += f" [{r.speedup_low:.3f} … {r.speedup_high:.3f}]"
             rows.append([r.rank, r.instance, r.engine, r.windows,
                          "" if r.accept_len is None else f"{r.accept_len:.3f}",
                          "" if r.rate is None else f"{r.rate:.1f}", sp,

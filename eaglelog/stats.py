@@ -129,12 +129,14 @@ def jackknife(fn: Callable[[np.ndarray], float], n: int, confidence: float,
     """Estimate fn(mask_of_all) with a delete-one-batch jackknife interval on the log scale.
 
     ``fn`` takes a boolean mask over n independent units (requests, in time order) and returns
-    a positive statistic.  B = n_batches(n) batches, or every unit its own below 5 of them;
-    the interval is exp(log θ ± t_{B-1} · se_log).  Fewer than MIN_UNITS units: no interval."""
+    a positive statistic.  Up to MAX_UNITS units, each deleted in turn (the delete-one
+    jackknife: whatever order the units come in, the same interval); beyond, B = n_batches(n)
+    contiguous batches.  The interval is exp(log θ ± t_{B-1} · se_log).  Fewer than MIN_UNITS
+    units: no interval."""
     theta = float(fn(np.ones(n, dtype=bool)))
     if n < MIN_UNITS or not np.isfinite(theta) or theta <= 0:
         return insufficient(theta, n, confidence, source)
-    labels = batch_labels(n, min(n, n_batches(n)))
+    labels = batch_labels(n, n if n <= MAX_UNITS else n_batches(n))
     b = int(labels.max()) + 1
     logs = np.empty(b)
     for k in range(b):

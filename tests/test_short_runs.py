@@ -109,7 +109,8 @@ def test_10_blocks_and_30_windows_decide_a_true_0_937(logfile):
     assert r.speedup.ci_low < 0.937 < r.speedup.ci_high
     assert r.facts["batches"] == 31      # every window its own unit (short-series rule)
     (note,) = [n for n in r.notes if n.startswith("a short run")]
-    assert "31 decode windows, lag-1 autocorrelation" in note and "Short runs" in note
+    assert "31 decode windows, neighbours taken as alike as a lag-1 autocorrelation of" in \
+        note and "Short runs" in note
 
 
 def test_30_blocks_and_90_windows_at_3_1_are_above_and_pass_the_gate(run, logfile):

@@ -154,6 +154,6 @@ def test_a_cycle_not_measured_says_why(run, tmp_path):
             "windows to derive it\n") in out
     # two windows: an interval with 1 degree of freedom (wide, not a refusal)
     assert "  accept length   2.440  [1.594 … 3.735]" in out
-    assert "insufficient data: fewer than 2 windows or blocks" in out
+    assert "insufficient data: fewer than 2 usable windows or blocks behind the cycle" in out
     assert "(1 window of 2, prefill time included: an upper bound)" in out
     assert "no accept len" not in out

@@ -434,6 +434,11 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if not win.spec:
         acc = requests_accept(log, source, confidence)
         if prof is None:
+            if cycle_from == "decode" and not log.prof[(log.prof["source"] == source)
+                                                       .to_numpy(dtype=bool)].empty:
+                raise EaglelogError(f"{source}: --cycle-from decode, but no 'Decode batch' line "
+                                    "prints an accept len: the cycle can only come from its "
+                                    "EAGLE3_PROF blocks (--cycle-from auto or prof)")
             raise EaglelogError(f"{source}: no EAGLE3_PROF blocks and no 'Decode batch' lines "
                                 "with accept len: nothing to take a cycle time from (is this a "
                                 "speculative run?)")
@@ -576,25 +581,26 @@ def mixed_reason(buckets) -> str | None:
                else ""))
 
 
-def short_note(fit: "rate.RateFit", prof: Estimate | None, acc: Estimate) -> str | None:
-    """Where the short-series rule gave an interval (stats.short_se): how many units, and the
-    lag-1 autocorrelation allowed between them (the stated allowance, or what they show)."""
+def short_note(fit: "rate.RateFit | None", prof: Estimate | None,
+               acc: Estimate | None) -> str | None:
+    """Where the short-series rule gave an interval (stats.short_se): how many units, and how
+    alike neighbouring ones are taken to be (the stated allowance, or what they show)."""
     parts = []
-    if fit.short_phi is not None and acc.sufficient and acc.basis == "short":
-        parts.append((f"{acc.n} decode windows", fit.short_phi))
+    if fit is not None and fit.short_phi is not None and acc is not None and \
+            acc.sufficient and acc.basis == "short":
+        phi = fit.short_phi
+        parts.append(f"{acc.n} decode windows, neighbours taken as alike as a lag-1 "
+                     f"autocorrelation of {phi:.2f} ("
+                     + ("the allowance assumed" if phi == stats.SHORT_PHI else
+                        f"what they show; at least {stats.SHORT_PHI:g} is assumed") + ")")
     if prof is not None and prof.sufficient and prof.basis == "short":
-        parts.append((f"{prof.n} EAGLE3_PROF blocks", None))
+        parts.append(f"{prof.n} EAGLE3_PROF blocks, neighbours taken as alike as a lag-1 "
+                     f"autocorrelation of at least {stats.BLOCK_PHI:g}")
     if not parts:
         return None
-    said = "; ".join(f"{what}" + (f", lag-1 autocorrelation {phi:.2f} allowed between them"
-                                  + (" (the stated allowance)" if phi == stats.SHORT_PHI else
-                                     " (what they show, above the allowance of "
-                                     f"{stats.SHORT_PHI:g})") if phi is not None else
-                                  ", a lag-1 autocorrelation of at least "
-                                  f"{stats.BLOCK_PHI:g} allowed between them")
-                     for what, phi in parts)
-    return (f"a short run — {said}: each unit its own sample in the interval, not batches "
-            "(docs/statistics.md, 'Short runs')")
+    return (f"a short run ({'; '.join(parts)}): its intervals are widened for that, each "
+            "unit a sample of its own (too few for batches of them; docs/statistics.md, "
+            "'Short runs')")
 
 
 def choose_cycle(prof: Estimate | None, fit: "rate.RateFit", win: "rate.Windows",
@@ -701,7 +707,8 @@ def needs_accept_reason(log: ParsedLog, source: str) -> str:
     cyc = p["cycles"].to_numpy(dtype=float) if "cycles" in p else np.empty(0)
     ok = np.isfinite(acc) & np.isfinite(cyc) & (cyc > 0)
     prof = (f"; the profiler's {float(np.dot(acc[ok], cyc[ok]) / cyc[ok].sum()):.3g} is per "
-            "request, not per batch — see `eaglelog reconcile`") if ok.any() else ""
+            "request, not per batch (docs/statistics.md, 'Which accept length'; `eaglelog "
+            "reconcile` puts the two side by side on a log that has both)") if ok.any() else ""
     return ("needs the per-batch accept length: SGLang's decode lines (accept len) or Finish "
             "lines (spec_verify_ct)" + prof)
 

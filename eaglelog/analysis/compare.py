@@ -609,6 +609,7 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
                                  "batch mix")
     primary = next((p for p in PRIMARY if all(p in r.metrics for r in runs)), None)
     metrics, diff, warns, headline = [], {}, [], {}
+    said_no_config: set[str] = set()
     for run in runs[1:]:
         ref_m, run_m = _on_common_source(ref, run, notes)
         common = [k for k in ref_m if k in run_m]
@@ -633,6 +634,11 @@ def compare(runs: list[Run], *, confidence: float = 0.95, test: str = "welch",
         adj = holm([m.p_value if not m.verdict else None for m in sec])
         metrics += [_finish(m, a, confidence, min_effect) for m, a in zip(sec, adj)]
         diff[run.label] = _config_diff(ref, run)
+        for r in (ref, run):
+            if not r.config and r.label not in said_no_config:
+                said_no_config.add(r.label)
+                notes.append(f"{r.label} prints no server_args line: its configuration is not "
+                             "compared")
         warns += _warnings(ref, run)
     if baseline is not None and primary == "speedup":
         notes.append("the baseline is common to every run: with a stated rate its uncertainty "

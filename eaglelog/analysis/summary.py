@@ -14,7 +14,7 @@ from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, ranks, rate
 from .breakeven import (Baseline, BreakevenResult, breakeven, choose_cycle, free_fit, prof_cycle,
-                        run_windows)
+                        run_windows, short_note)
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
 
@@ -248,6 +248,10 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     if fit is not None and fit.warmup and be is None:
         notes.append(f"the first {fit.warmup} decode windows differ from the rest (a warm-up): "
                      "left out (--skip-warmup 0 keeps them)")
+    if be is None:         # (break-even's notes say it otherwise)
+        short = short_note(fit, cyc, acc_sg)
+        if short:
+            notes.append(short)
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
                          int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,

@@ -73,11 +73,14 @@ def verdict_sentence(r) -> str:
     conf = f"{r.confidence:.0%}"
     reason = getattr(r, "verdict_reason", None)
     if r.verdict == "insufficient data":
-        return "insufficient data: fewer than 2 windows or blocks to estimate an interval from"
+        return ("insufficient data: fewer than 2 usable windows or blocks behind the cycle or "
+                "the accept length (a series' first window only starts it): nothing to "
+                "estimate an interval from")
     if r.verdict == "needs accept length":
         be = r.breakeven_accept_len
+        interval = ci(be) if be.sufficient else "(no interval: fewer than 2 blocks)"
         return (f"NO VERDICT: pays when the accept length exceeds {num(be.estimate)} "
-                f"{ci(be)}; {reason}")
+                f"{interval}; {reason}")
     if r.verdict == "partial":
         return f"PARTIAL: {reason}"
     if r.verdict == "mixed":
@@ -273,6 +276,17 @@ def reconcile_block(r) -> str:
     return "\n".join(out) + "\n"
 
 
+def config_diff_text(diff: dict) -> str:
+    """'speculative_num_steps 3 → 5; …' (a setting one run does not print: 'not printed'),
+    or 'no difference in server_args'."""
+    if not diff:
+        return "no difference in server_args"
+
+    def v(x):
+        return "not printed" if x is None else str(x)
+    return "; ".join(f"{k} {v(a)} → {v(b)}" for k, (a, b) in diff.items())
+
+
 def _pv(p) -> str:
     if p is None:
         return "n/a"
@@ -334,12 +348,7 @@ def compare_block(r, tablefmt: str = "simple") -> str:
                                            "p (Holm)", "verdict"],
                             tablefmt=tablefmt, disable_numparse=True))
         out += [""] if md else []
-        diff = r.config_diff.get(run) or {}
-        if diff:
-            out.append("  config: " + "; ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in
-                                                 diff.items()))
-        else:
-            out.append("  config: no difference in server_args")
+        out.append("  config: " + config_diff_text(r.config_diff.get(run) or {}))
     for w in r.warnings:
         out.append(f"{'- ' if md else '  '}warning: {w}")
     for n in r.notes:

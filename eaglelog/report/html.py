@@ -22,8 +22,8 @@ import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import EaglelogError
-from .blocks import (_pv, _val, breakeven_block, ci, num, reconcile_block, summary_block,
-                     verdict_sentence)
+from .blocks import (_pv, _val, breakeven_block, ci, config_diff_text, num, reconcile_block,
+                     summary_block, verdict_sentence)
 
 if TYPE_CHECKING:
     from ..analysis.breakeven import Baseline, BreakevenResult
@@ -498,10 +498,8 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                       else "n/a", _pv(m.p_value),
                       _pv(m.p_adjusted) if m.role == "secondary" else "", m.verdict]
                      for m in cr.metrics if m.run == run], numeric=(1, 2, 3, 4, 5))
-                diff = cr.config_diff.get(run) or {}
-                cfg = ('<p class="note">config: ' + (_e("; ".join(
-                    f"{k} {a!r} → {b!r}" for k, (a, b) in diff.items())) if diff else
-                    "no difference in server_args") + "</p>")
+                cfg = ('<p class="note">config: '
+                       + _e(config_diff_text(cr.config_diff.get(run) or {})) + "</p>")
                 head = f"{_e(run)} vs reference: {_e(cr.headline.get(run, ''))}"
                 if len(cr.runs) > 1:
                     body.append(f"<details><summary>{head}</summary>\n{table}\n{cfg}\n"
