@@ -170,13 +170,18 @@ def short_df(k: int, phi: float) -> float:
     return max(1.0, (k - 1) * (1 - phi * phi) / (1 + phi * phi))
 
 
-def short_phi(dev: np.ndarray, floor: float = SHORT_PHI) -> float:
+def short_phi(dev: np.ndarray, floor: float = SHORT_PHI,
+              lifetime: float | None = None) -> float:
     """The lag-1 autocorrelation a short-series interval assumes for units whose deviations
     from their mean are ``dev`` (in time order): the stated allowance ``floor`` (SHORT_PHI for
     decode and metrics windows, BLOCK_PHI for EAGLE3_PROF blocks), or more where
     ESTIMATE_PHI_FROM units or more show more — their lag-1 autocorrelation, corrected for its
     bias of about −(1 + 3φ)/k (Kendall), or what their integrated autocorrelation time τ says,
-    (τ − 1)/(τ + 1), whichever is larger."""
+    (τ − 1)/(τ + 1), whichever is larger.  ``lifetime``: requests live that many units (a
+    window's accept length averages the requests in it, and a request's acceptance is its own
+    for its life): a lag-1 autocorrelation ρ₁ from requests that live L units decays over L
+    units (the shared part of two windows L − k of L), τ ≈ 1 + ρ₁ L, which the lag-1 view of
+    an AR(1) series misses; the τ it gives bounds τ below (capped at the units there are)."""
     k = len(dev)
     phi = floor
     if k >= ESTIMATE_PHI_FROM:
@@ -184,15 +189,20 @@ def short_phi(dev: np.ndarray, floor: float = SHORT_PHI) -> float:
         if ss > 0:
             r1 = float(np.dot(dev[1:], dev[:-1])) / ss
             tau = autocorr_time(dev)
-            phi = max(phi, r1 + (1 + 3 * r1) / k, (tau - 1) / (tau + 1))
+            r1c = r1 + (1 + 3 * r1) / k
+            phi = max(phi, r1c, (tau - 1) / (tau + 1))
+            if lifetime is not None and lifetime > 1 and r1c > 0:
+                tau_life = 1 + r1c * min(lifetime, k)
+                phi = max(phi, (tau_life - 1) / (tau_life + 1))
     return float(min(phi, MAX_PHI))
 
 
-def short_se(dev: np.ndarray, floor: float = SHORT_PHI) -> tuple[float, float, float]:
+def short_se(dev: np.ndarray, floor: float = SHORT_PHI,
+             lifetime: float | None = None) -> tuple[float, float, float]:
     """(se of the sum, df, φ) of units whose sums deviate by ``dev`` from their mean, under
     the short-series model: k/(k−1) Σ dev² × ar1_kappa(k, φ), φ = short_phi(dev)."""
     k = len(dev)
-    phi = short_phi(dev, floor)
+    phi = short_phi(dev, floor, lifetime)
     var = k / (k - 1) * float(np.dot(dev, dev)) * ar1_kappa(k, phi)
     return math.sqrt(max(var, 0.0)), short_df(k, phi), phi
 
@@ -247,6 +257,19 @@ def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: f
             est = from_log_se(theta, floor, est.df, n, confidence, source)
     logs = facts.get("batch_logs") or [()]
     return est, logs[0]
+
+
+def half_unit(values: np.ndarray) -> float:
+    """Half a unit of the last digit the values were printed with (0 when they need more than
+    6 decimals: not a printed quantity)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return 0.0
+    for d in range(7):
+        if np.all(np.abs(v * 10 ** d - np.round(v * 10 ** d)) < 1e-6):
+            return 0.5 * 10.0 ** -d
+    return 0.0
 
 
 def constant(value: float, sd: float | None, confidence: float, source: str) -> Estimate:
@@ -498,7 +521,8 @@ def block_sums(values: np.ndarray, n: int | None = None) -> np.ndarray:
 def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray | None], n: int,
                         confidence: float, sources: Sequence[str | None] | None = None,
                         tau_of: Sequence[int] | None = None,
-                        floor: float = SHORT_PHI) -> tuple[list[Estimate], dict]:
+                        floor: float = SHORT_PHI,
+                        lifetime: float | None = None) -> tuple[list[Estimate], dict]:
     """Estimates θ_i with intervals from their linearised terms: ``influences[i]`` holds, per
     block of consecutive windows (stats.block_sums of the per-window terms), the term of
     log θ_i (Σ over all windows = 0 up to rounding), so that log θ̂_i − log θ_i ≈ Σ terms.
@@ -527,7 +551,8 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     facts["tau"] = tau
     b = plan_batches(n, tau) if n >= LONG_SERIES_MIN else None
     if b is None or b > k:
-        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts, floor)
+        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts, floor,
+                                per_block_life(lifetime, n, k))
     facts["batches"] = b
     length = n / b
     # the batches are one set, sized from the longest τ; the batch-means bias each output's
@@ -569,8 +594,17 @@ def _per_output(thetas, influences, srcs, ok, n: int, confidence: float, facts: 
     return out, facts
 
 
+def per_block_life(lifetime: float | None, n: int, k: int) -> float | None:
+    """A lifetime in windows as one in the units of a short-series interval (k blocks of n
+    windows, at most MAX_UNITS of them)."""
+    if lifetime is None:
+        return None
+    return lifetime / (n / min(k, MAX_UNITS))
+
+
 def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
-                     facts: dict, floor: float = SHORT_PHI) -> tuple[list[Estimate], dict]:
+                     facts: dict, floor: float = SHORT_PHI,
+                     lifetime: float | None = None) -> tuple[list[Estimate], dict]:
     """influence_estimates on a short series (or one too autocorrelated for MIN_BATCHES batches
     of C_TAU τ): the terms summed over at most MAX_UNITS contiguous units, each output's
     variance from its units under the short-series model (short_se), Student t with its
@@ -580,7 +614,7 @@ def _short_influence(thetas, influences, srcs, ok, n: int, confidence: float,
     facts.update(batches=m, short=True, phi={})
 
     def short(sums, i):
-        se, df, phi = short_se(sums - sums.mean(), floor)
+        se, df, phi = short_se(sums - sums.mean(), floor, lifetime)
         facts["phi"][i] = phi
         return se, df, "short"
     return _per_output(thetas, influences, srcs, ok, n, confidence, facts, labels, m, short)

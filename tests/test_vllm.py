@@ -477,7 +477,7 @@ def test_vllm_startups_give_the_config_sglang_names(run):
     assert "config          eagle3 · draft org/Target-8B-EAGLE3 · steps 3 · tp 2 · dp 1" in text
     assert "config          ngram · steps 4 · tp 1 · dp 1" in text
     cmp = run("-q", "compare", "--date", "2025-11-18", case).stdout
-    assert "speculative_algorithm 'eagle3' → 'ngram'" in cmp
+    assert "speculative_algorithm eagle3 → ngram" in cmp
     assert "speculative_num_steps 3 → 4" in cmp
 
 

@@ -41,6 +41,7 @@ MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no
 WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
 DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
 PROF_PRECISION = 3     # agreeing blocks this many times more precise than the derived cycle carry it
+FEW_FOR_PREFILL = 30   # a corrected (prefill-fitted) cycle from fewer windows yields to the blocks
 
 
 # the one gate of every --check (breakeven, fleet): these verdicts fail it, and a run without
@@ -355,9 +356,12 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
     use = p[keep.to_numpy(dtype=bool)].sort_values("line_no")
     if use.empty:
         return None
-    return stats.weighted_mean(use["total_ms"].to_numpy(), use["cycles"].to_numpy(dtype=float),
+    tot = use["total_ms"].to_numpy(dtype=float)
+    # (TOTAL printed the same in every block: the rounding to its last digit is its error)
+    return stats.weighted_mean(tot, use["cycles"].to_numpy(dtype=float),
                                confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
-                               "cycle-weighted)", floor=stats.BLOCK_PHI)
+                               "cycle-weighted)", resolution=stats.half_unit(tot),
+                               floor=stats.BLOCK_PHI)
 
 
 def _span_note(win: "rate.Windows", base: BaseSide) -> tuple[str | None, bool]:
@@ -634,6 +638,15 @@ def choose_cycle(prof: Estimate | None, fit: "rate.RateFit", win: "rate.Windows"
                          f"are over {PROF_PRECISION:g}× as precise (--cycle-from decode takes "
                          "the other)")
             use_prof = precise = True
+    if not use_prof and cycle_from == "auto" and prof is not None and prof.sufficient and \
+            fit.kind == "corrected" and fit.used < FEW_FOR_PREFILL and one_size:
+        # a prefill cost fitted on a handful of windows (each with a prefill, most with an
+        # idle gap) is the weaker source of the cycle: simulated (prof5, 13 windows), the
+        # decode lines' cycle was taken in 10 % of runs, its coverage 88 %
+        notes.append(f"cycle from the EAGLE3_PROF blocks ({prof.estimate:.2f} ms): the decode "
+                     f"lines' ({derived.estimate:.2f} ms) rests on a prefill cost fitted on "
+                     f"{fit.used} windows (--cycle-from decode takes it)")
+        use_prof = precise = True
     if use_prof:
         r = stats.combine(acc.estimate / prof.estimate, [(acc, 1), (prof, -1)], confidence) \
             if not no_accept else stats.insufficient(math.nan, 0, confidence)

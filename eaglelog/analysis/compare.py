@@ -135,22 +135,9 @@ class Run:
                     for src, ms in (d.get("by_source") or {}).items()})
 
 
-def _half_unit(values: np.ndarray) -> float:
-    """Half a unit of the last digit the values were printed with (0 when they need more than
-    6 decimals: not a printed quantity)."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return 0.0
-    for d in range(7):
-        if np.all(np.abs(v * 10 ** d - np.round(v * 10 ** d)) < 1e-6):
-            return 0.5 * 10.0 ** -d
-    return 0.0
-
-
 def _mean_metric(name, label, unit, better, values, weights, confidence, source, kind,
                  printed=True) -> Metric:
-    res = _half_unit(values) if printed else 0.0
+    res = stats.half_unit(values) if printed else 0.0
     e, logs = stats.weighted_mean_batches(values, weights, confidence, source, resolution=res,
                                           floor=stats.BLOCK_PHI if kind == "profiler"
                                           else stats.SHORT_PHI)
@@ -283,7 +270,17 @@ def _cycle_metrics(sub: ParsedLog, src: str, win, fit, baseline: Baseline | None
                                   batch_logs=logs.get("rate", ()) if kind != "profiler"
                                   else ())
     if math.isfinite(cyc.estimate):
-        out["cycle_ms"] = Metric("cycle_ms", "cycle time", "ms", "lower", cyc, kind,
+        res, const = 0.0, False
+        if kind == "profiler":
+            # the blocks' TOTAL as printed: a difference within its last digit is not
+            # resolvable (compare_metric), as for the phases
+            p = sub.prof[(sub.prof["source"] == src).to_numpy(dtype=bool)]
+            p = p[p["complete"].fillna(False).astype(bool).to_numpy() &
+                  ~(p["mode"] == "sync").fillna(False).to_numpy(dtype=bool)]
+            tot = p["total_ms"].to_numpy(dtype=float)
+            res = stats.half_unit(tot)
+            const = bool(len(tot)) and float(np.nanmax(tot)) == float(np.nanmin(tot))
+        out["cycle_ms"] = Metric("cycle_ms", "cycle time", "ms", "lower", cyc, kind, res, const,
                                  batch_logs=logs.get("cycle_ms", ()) if kind != "profiler"
                                  else ())
     return out, kind

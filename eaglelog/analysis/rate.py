@@ -105,6 +105,9 @@ class Windows:
     clock_notes: tuple = ()         # what became of a wrapper's stamps (rate._said)
     labels: tuple = ()              # each series code's label 'dp|pp|attn_cp|moe_dp' ('vllm '
                                     # before a vLLM engine's), windows._series_codes
+    lifetime: float | None = None   # requests' mean life in windows: Σ B̃ / the requests the
+                                    # prefill lines admitted (None: not known; vLLM windows)
+    vac: float | None = None        # vacancy(): computed once (None: not yet)
 
     @property
     def n(self) -> int:
@@ -120,7 +123,7 @@ class Windows:
                        None if self.rp is None else self.rp[keep],
                        None if self.nin is None else self.nin[keep],
                        None if self.svar is None else self.svar[keep], self.clock_notes,
-                       self.labels)
+                       self.labels, self.lifetime, self.vac)
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -197,6 +200,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     pseq[~np.isfinite(pseq)] = 1.0
     present = _present(key)
     nseries = len(present)
+    admitted = 0.0          # requests the series' own prefill lines admitted (drained or not)
     for s, idx in _series_rows(key, present):
         # (idx: the series' rows, a slice where they are contiguous, as they are when one
         # scheduler printed them all: views, not copies of millions of rows; nxt and prv the
@@ -233,6 +237,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             # server idled, no iteration ran at a smaller batch)
             nin[idx] = np.bincount(ai[own], weights=(pseq * (1 - pdrain))[pm][inside][own],
                                    minlength=m)
+            admitted += float(pseq[pm][inside][own].sum())
         if ts is not None and m > 2:
             t = ts[idx]
             if not (t == NAT).any():
@@ -296,8 +301,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for _, idx in _series_rows(key):
             _, nxt, prv = _ends(idx)
             x[nxt, 2] = x[prv, 0]
+    life = None
+    if rs is None and admitted > 0:
+        ok = np.isfinite(b) & (b > 0)
+        life = float(b[ok].sum()) / admitted if ok.any() else None
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
-                   svar, clock_notes, tuple(labels))
+                   svar, clock_notes, tuple(labels), life)
 
 
 SUPPRESSED = 1.5       # a vLLM window over this × its series' median length followed a line
@@ -1068,7 +1077,8 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         del t
     del terms
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
-                                            tau_of=(0, 1, 2) if win.spec else (1,))
+                                            tau_of=(0, 1, 2) if win.spec else (1,),
+                                            lifetime=win.lifetime)
     na, nu = int(acc.sum()), int(use.sum())
     src = {"accept_len": f"{what} ({na} window{'s' * (na != 1)}, request-step weighted)",
            "cycle_ms": f"{what} ({nu} window{'s' * (nu != 1)} of {win.n}, "
@@ -1380,9 +1390,8 @@ def vacancy(win: Windows) -> float:
     says nothing of it).  A client's think time or latency keeps a slot empty for several
     iterations: simulated (4 clients, 30 ms think time, 12 ms cycles) v ≈ 3.5, and with v = 1
     the cycle was 0.7 % low."""
-    memo = win.__dict__.get("_vacancy")
-    if memo is not None:
-        return memo
+    if win.vac is not None:
+        return win.vac
     v = 1.0
     m = win.measured
     if m is not None and win.nin is not None and win.rp is not None:
@@ -1392,7 +1401,7 @@ def vacancy(win: Windows) -> float:
         if pairs >= MIN_VACANCY_PAIRS:
             short = float((win.r[ok] - win.b[ok]).sum())
             v = float(np.clip(win.interval * short / pairs, 1.0, win.interval / 2))
-    win.__dict__["_vacancy"] = v
+    win.vac = v
     return v
 
 
