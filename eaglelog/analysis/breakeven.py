@@ -358,9 +358,11 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
         return None
     tot = use["total_ms"].to_numpy(dtype=float)
     # (TOTAL printed the same in every block: the rounding to its last digit is its error)
+    const = len(tot) > 1 and float(np.nanmax(tot)) == float(np.nanmin(tot))
     return stats.weighted_mean(tot, use["cycles"].to_numpy(dtype=float),
                                confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
-                               "cycle-weighted)", resolution=stats.half_unit(tot),
+                               "cycle-weighted)",
+                               resolution=stats.half_unit(tot) if const else 0.0,
                                floor=stats.BLOCK_PHI)
 
 

@@ -1035,6 +1035,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     coverage = 1.0
     if step_of is not None:
         step = np.asarray(step_of(win.b), dtype=float)
+        # (the step, like the cycle, of a window whose batch moved inside it: each iteration
+        # weighs by its batch)
+        step = step + step_within(win, step_of)
         covered = np.isfinite(step)
         tot = float(win.w[use | acc].sum())
         coverage = float(win.w[(use | acc) & covered].sum()) / tot if tot > 0 else 0.0
@@ -1434,9 +1437,8 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     Slopes are clipped to [0, c/B] (a cycle grows with the batch, and not faster than in
     proportion).  SGLang windows only (vLLM's windows of seconds hold many moves that no
     endpoint shows): 0 elsewhere."""
-    out = np.zeros(win.n)
     if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
-        return out
+        return np.zeros(win.n)
     g = np.zeros(3)
     g[list(spec.smooth)] = gamma[:len(spec.smooth)]
     c0, c1 = spec.scale
@@ -1444,6 +1446,34 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     def c(B):
         u = (B - c0) / c1
         return g[0] + g[1] * u + g[2] * u * u
+
+    def dc(B):
+        return (g[1] + 2 * g[2] * (B - c0) / c1) / c1
+    return _within(win, c, dc)
+
+
+def step_within(win: Windows, step_of) -> np.ndarray:
+    """The same for a baseline's step (ms) per batch size: what a window's request-step weighted
+    step, Σ_i B_i s(B_i) / Σ_i B_i, holds beyond s(B̄) where the batch moved inside it (the
+    truth's step, like its cycle, weighs each iteration by its batch).  0 where the step does
+    not grow with the batch (one stated rate) or the baseline does not cover the window."""
+    if win.rp is None or win.rs is not None:
+        return np.zeros(win.n)
+
+    def c(B):
+        return np.asarray(step_of(np.asarray(B, dtype=float)), dtype=float)
+
+    def dc(B):
+        B = np.asarray(B, dtype=float)
+        return (c(B + 0.5) - c(np.maximum(B - 0.5, 0.0))) / np.where(B >= 0.5, 1.0, B + 0.5)
+    out = _within(win, c, dc)
+    out[~np.isfinite(out)] = 0.0
+    return out
+
+
+def _within(win: Windows, c, dc) -> np.ndarray:
+    """within_cov's model for a curve ``c`` of the batch size (and its slope ``dc``)."""
+    out = np.zeros(win.n)
     gap = vacancy(win) / win.interval
     measured = win.measured
     # a block of windows at a time: this runs inside the fit, on every window of a large log,
@@ -1473,8 +1503,7 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
             cov = sec * p * d * d * moved
             # the joins beyond the rise: one iteration's share each, at the slope of c at b
             pairs = np.maximum(np.minimum(nin, nin - d), 0.0)
-            slope = np.clip((g[1] + 2 * g[2] * (b - c0) / c1) / c1, 0.0,
-                            np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
+            slope = np.clip(dc(b), 0.0, np.maximum(c(b), 0.0) / np.where(b > 0, b, 1.0))
             cov += slope * pairs * (gap * (1 - gap))
             cov /= b
         out[sl] = np.where(live & np.isfinite(cov), cov, 0.0)
