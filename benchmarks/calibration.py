@@ -63,7 +63,9 @@ ROWS = ["reference", "continuous", "continuous_s", "reference_s", "few_think_s",
         # issue 33: short runs (eaglelog.simulate.SHORT)
         "3blk_prof", "8blk_prof", "8blk_30w", "8blk_30w_s", "15w_stream", "15w_stream_s",
         "30w_stream", "30w_stream_s", "60w_stream", "60w_stream_s", "300w_stream",
-        "300w_stream_s", "60w_4clients", "60w_4clients_s"]
+        "300w_stream_s", "60w_4clients", "60w_4clients_s",
+        # issue 34: long requests, strong autocorrelation over 100 windows
+        "long_requests", "ar09_100"]
 METRICS = ("speedup", "cycle_ms", "accept_len", "breakeven_accept_len")
 LABELS = {"speedup": "speedup", "cycle_ms": "cycle", "accept_len": "accept",
           "breakeven_accept_len": "b-even"}

@@ -127,6 +127,8 @@ class Scenario:
     prompt_max: int = 8000
     output_median: float = 400.0
     output_sigma: float = 0.6
+    output_alpha: float | None = None  # Pareto outputs: output_median is the least, this the
+                                       # tail index (the same normal draw, through Φ)
     max_new_tokens: int = 2048
     cached_prefix: int = 0             # prefix-cache hits per request (after the first)
     max_running_requests: int = 48
@@ -497,7 +499,13 @@ class _Sim:
         r.prompt = min(max(int(round(sc.prompt_median * math.exp(sc.prompt_sigma *
                                                                   self.normals()))), 16),
                        sc.prompt_max)
-        want = int(round(sc.output_median * math.exp(sc.output_sigma * self.normals())))
+        z = self.normals()
+        if sc.output_alpha:
+            u = 0.5 * math.erfc(-z / math.sqrt(2))            # Φ(z), uniform on (0, 1)
+            want = int(round(sc.output_median * (1 - u) ** (-1 / sc.output_alpha))) \
+                if u < 1 else sc.max_new_tokens
+        else:
+            want = int(round(sc.output_median * math.exp(sc.output_sigma * z)))
         r.stop = want < sc.max_new_tokens
         r.out_len = min(max(want, 2), sc.max_new_tokens)
         r.cached = min(sc.cached_prefix, r.prompt - 1) if n > 0 else 0
@@ -1141,6 +1149,19 @@ SHORT = [_short("3blk_prof", blocks=3), _short("8blk_prof", blocks=8)] + [
                              (300, 0, 1, "300w_stream"), (60, 0, 4, "60w_4clients"))
     for sc in (_short(base, w, b, c, "ms"), _short(base + "_s", w, b, c, "s"))]
 SCENARIOS.update({sc.name: sc for sc in SHORT})
+
+# issue 34: where an interval was confidently wrong
+SCENARIOS.update({sc.name: sc for sc in (
+    _REF.replace(
+        name="long_requests", clients=((0.0, 4),), output_median=100.0, output_alpha=1.2,
+        max_new_tokens=16384, max_iters=4000, duration_s=3600.0, target_speedup=1.0,
+        about="4 clients, output lengths Pareto α 1.2 from 100 tokens (a few requests span "
+              "most of the run), 100 windows; true 1.00"),
+    _REF.replace(
+        name="ar09_100", drift_rho=0.9, drift_sd=0.5, max_iters=4000, target_speedup=1.0,
+        about="ar09's acceptance (latent AR(1) ρ 0.9 window to window) over 100 windows; "
+              "true 1.00"),
+)})
 
 # scenario pairs for compare (issue 15): (reference, changed)
 PAIRS = {"same_truth": ("compare_pair", "compare_pair"),

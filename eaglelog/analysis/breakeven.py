@@ -204,9 +204,52 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
             dec = dec[(dec["source"] == source).to_numpy(dtype=bool)]
         pre = rows_where(log.prefill, log.prefill["source"] == source)
-        memo[source] = (cfg, rate.decode_windows(dec, pre, decode_interval(cfg),
-                                                 bool(cfg.get("enable_dp_attention"))))
+        win = rate.decode_windows(dec, pre, decode_interval(cfg),
+                                  bool(cfg.get("enable_dp_attention")))
+        life = request_lifetime(log, source, win.interval)
+        if life is not None and (win.lifetime is None or life > win.lifetime):
+            win.lifetime = life
+        if win.spec:
+            win.req_accept = request_accept_se(log, source)
+        memo[source] = (cfg, win)
     return memo[source]
+
+
+def request_accept_se(log: ParsedLog, source: str) -> tuple[float, float] | None:
+    """(se of log τ, df) of the accept length pooled over the Finish lines' requests, each an
+    independent unit: Σ (completion − 1) / Σ verify steps, its linearised (ratio-estimator)
+    standard error on n − 1 df (requests.ratio_estimate).  None with fewer than 2 requests."""
+    r = log.requests
+    if not len(r) or "verify_ct" not in r.columns:
+        return None
+    if len(log.sources) > 1:
+        r = r[(r["source"] == source).to_numpy(dtype=bool)]
+    v = r["verify_ct"].to_numpy(dtype=float, na_value=np.nan)
+    c = r["completion_tokens"].to_numpy(dtype=float, na_value=np.nan) - 1
+    ok = np.isfinite(v) & np.isfinite(c) & (v > 0) & (c >= 0)
+    if ok.sum() < 2:
+        return None
+    from .requests import ratio_estimate
+    e = ratio_estimate(c[ok], v[ok], 0.95)
+    return (e.se_log, e.df) if e.sufficient and e.se_log else None
+
+
+def request_lifetime(log: ParsedLog, source: str, interval: int) -> float | None:
+    """How many windows a request step lives in, request-step weighted (Σ v² / Σ v / I over
+    the Finish lines' verify counts v): a window's accept length holds each request for its
+    whole life, so the correlation between windows reaches as far as the requests whose steps
+    fill them — a few long requests among many short ones (heavy-tailed outputs) reach much
+    further than the mean life (Σ B̃ / admissions) says.  None without Finish lines."""
+    r = log.requests
+    if not len(r) or "verify_ct" not in r.columns:
+        return None
+    v = r["verify_ct"].to_numpy(dtype=float, na_value=np.nan)
+    if len(log.sources) > 1:
+        v = v[(r["source"] == source).to_numpy(dtype=bool)]
+    v = v[np.isfinite(v) & (v > 0)]
+    if len(v) < 2 or not interval:
+        return None
+    return float((v * v).sum() / v.sum()) / interval
 
 
 def free_fit(log: ParsedLog, source: str, confidence: float,

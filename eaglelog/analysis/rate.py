@@ -108,6 +108,8 @@ class Windows:
     lifetime: float | None = None   # requests' mean life in windows: Σ B̃ / the requests the
                                     # prefill lines admitted (None: not known; vLLM windows)
     vac: float | None = None        # vacancy(): computed once (None: not yet)
+    req_accept: tuple | None = None  # (se of log accept length, df) over the Finish lines'
+                                     # requests as independent units (None: none)
 
     @property
     def n(self) -> int:
@@ -123,7 +125,7 @@ class Windows:
                        None if self.rp is None else self.rp[keep],
                        None if self.nin is None else self.nin[keep],
                        None if self.svar is None else self.svar[keep], self.clock_notes,
-                       self.labels, self.lifetime, self.vac)
+                       self.labels, self.lifetime, self.vac, self.req_accept)
 
     @property
     def measured(self) -> np.ndarray | None:
@@ -1123,6 +1125,19 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # (warmup, 150 runs): without it the cycle covered 79 %, with a as a standard
         # uncertainty 100 %, with a/√3 97 %
         sys_rel = math.hypot(sys_rel, math.sqrt(max((trend / 2) ** 2 - se_c ** 2, 0.0) / 3))
+    floor = request_floor(win, ests[OUTPUTS.index("accept_len")])
+    if floor is not None:
+        extra, df_r = floor
+        for i, nm in enumerate(OUTPUTS):
+            e = ests[i]
+            if nm in ("accept_len", "rate", "speedup") and e.sufficient:
+                se = math.hypot(e.se_log, extra)
+                df = stats.welch_df([(e.se_log, e.df), (extra, df_r)])
+                ests[i] = dataclasses.replace(
+                    stats.from_log_se(e.estimate, se, df, e.n, confidence), basis=e.basis)
+        notes.append("the accept length varies more between requests than between windows "
+                     "shows (a few long requests fill many windows): its interval is at least "
+                     "the Finish lines' requests', taken as independent units")
     out = {}
     for nm, e in zip(OUTPUTS, ests):
         if sys_rel and e.sufficient and nm != "accept_len" and nm != "step_ms":
@@ -1159,6 +1174,20 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor,
                    max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
                    else None)
+
+
+def request_floor(win: Windows, acc: Estimate) -> tuple[float, float] | None:
+    """(the se to add in quadrature, its df) where the accept length's requests, taken as
+    independent units (``Windows.req_accept``), say it is less certain than its windows do —
+    requests whose acceptance is their own fill many windows, and when a few long ones fill
+    most of the run (heavy-tailed outputs), the windows' autocorrelation time is estimated
+    short of it.  None where the windows already say as much."""
+    if win.req_accept is None or not acc.sufficient or acc.se_log is None:
+        return None
+    se_r, df_r = win.req_accept
+    if not (se_r > acc.se_log):
+        return None
+    return math.sqrt(se_r * se_r - acc.se_log * acc.se_log), df_r
 
 
 def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
