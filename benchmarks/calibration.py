@@ -65,7 +65,7 @@ ROWS = ["reference", "continuous", "continuous_s", "reference_s", "few_think_s",
         "30w_stream", "30w_stream_s", "60w_stream", "60w_stream_s", "300w_stream",
         "300w_stream_s", "60w_4clients", "60w_4clients_s",
         # issue 34: long requests, strong autocorrelation over 100 windows
-        "long_requests", "ar09_100"]
+        "long_requests", "ar09_100", "sweep_ramp"]
 METRICS = ("speedup", "cycle_ms", "accept_len", "breakeven_accept_len")
 LABELS = {"speedup": "speedup", "cycle_ms": "cycle", "accept_len": "accept",
           "breakeven_accept_len": "b-even"}

@@ -100,6 +100,27 @@ class ConvexVerify(Hardware):
         return d, v + self.fwd2 * (b * (k + 1)) ** 2, e, o
 
 
+@dataclass(frozen=True)
+class TiledVerify(Hardware):
+    """The same hardware with a target forward that costs by tiles of ``tile_tokens`` tokens:
+    flat up to the first tile's end, + ``tile_ms`` for each tile begun after it (a kernel
+    that pads to its tile) — a step no polynomial in the batch size follows."""
+
+    tile_tokens: int = 64
+    tile_ms: float = 5.0
+
+    def _tiles(self, n) -> np.ndarray:
+        return np.floor((np.maximum(np.asarray(n, dtype=float), 1) - 1) / self.tile_tokens)
+
+    def step_ms(self, b) -> np.ndarray:
+        b = np.asarray(b, dtype=float)
+        return self.fwd0 + self.tile_ms * self._tiles(b) + self.other0 + self.other1 * b
+
+    def phases_ms(self, b: float, k: int) -> tuple[float, float, float, float]:
+        d, _, e, o = super().phases_ms(b, k)
+        return d, float(self.fwd0 + self.tile_ms * self._tiles(b * (k + 1))), e, o
+
+
 def ramp(lo: int, hi: int, duration_s: float, steps: int | None = None) -> tuple:
     """A client schedule growing from lo to hi clients in equal time steps."""
     levels = list(range(lo, hi + 1)) if steps is None else \
@@ -1157,6 +1178,13 @@ SCENARIOS.update({sc.name: sc for sc in (
         max_new_tokens=16384, max_iters=4000, duration_s=3600.0, target_speedup=1.0,
         about="4 clients, output lengths Pareto α 1.2 from 100 tokens (a few requests span "
               "most of the run), 100 windows; true 1.00"),
+    _REF.replace(
+        name="sweep_ramp", clients=((0.0, 1), (60.0, 2), (120.0, 4), (180.0, 8), (240.0, 16)),
+        duration_s=300.0, num_steps=5, hw=TiledVerify(tile_tokens=16, tile_ms=6.0),
+        output_median=300.0, baseline="map", target_speedup=None,
+        about="an ascending client sweep 1 → 2 → 4 → 8 → 16 (a minute each) on hardware whose "
+              "forward costs by 16-token tiles (+6 ms a tile): a cost no quadratic in the batch "
+              "follows; hardware truth, a baseline per batch size"),
     _REF.replace(
         name="ar09_100", drift_rho=0.9, drift_sd=0.5, max_iters=4000, target_speedup=1.0,
         about="ar09's acceptance (latent AR(1) ρ 0.9 window to window) over 100 windows; "

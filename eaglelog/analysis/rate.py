@@ -662,7 +662,24 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
 
 # ----------------------------------------------------------------------------- warm-up
 
-def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
+def within_strata(res: np.ndarray, w: np.ndarray, use: np.ndarray,
+                  strata: np.ndarray) -> np.ndarray:
+    """The residuals of ``use`` less their stratum's weighted mean (NaN elsewhere)."""
+    out = np.full(len(res), np.nan)
+    idx = np.flatnonzero(use & (strata >= 0))
+    if not len(idx):
+        return out
+    g = strata[idx]
+    ww = w[idx]
+    m = np.bincount(g, weights=ww * res[idx]) / np.maximum(np.bincount(g, weights=ww), 1e-300)
+    out[idx] = res[idx] - m[g]
+    return out
+
+
+WARMUP_MIN_REL = 0.02   # a warm-up is at least this much slower than the rest (of the cycle)
+
+
+def warmup_windows(z: np.ndarray, w: np.ndarray, scale: float = 0.0) -> int:
     """How many leading windows a warm-up holds: MSER-5 (the truncation point d that minimises
     Σ_{i>d} (m_i − m̄_d)² / (k − d)² over the means m of 5 windows), kept only when the
     truncated windows' mean is WARMUP_SIGMAS standard errors above the rest's (their SE with the
@@ -694,7 +711,10 @@ def warmup_windows(z: np.ndarray, w: np.ndarray) -> int:
     se = math.sqrt(var / cut + var / len(tail))
     # a warm-up is slower than what follows (compilation, graph capture, cold caches): a start
     # that is faster is the batch mix or the traffic, not a warm-up
-    if se == 0 or head.mean() - tail.mean() < WARMUP_SIGMAS * se:
+    # … and slower by something that matters: WARMUP_MIN_REL of the cycle (``scale``).  A
+    # first level of a sweep that is noisier than the rest (a request's prefill and idle time
+    # in every window at batch 1) stood 0.5 % above it at 3 standard errors of the rest's
+    if se == 0 or head.mean() - tail.mean() < max(WARMUP_SIGMAS * se, WARMUP_MIN_REL * scale):
         return 0
     return int(ok[5 * cut])
 
@@ -993,8 +1013,14 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         limit = np.maximum(STALL_SIGMAS * mad, STALL_SHARE * np.abs(fitted))
         # warm-up: leading windows whose cycle (at their batch size) differs from the rest's
         if warmup == "auto":
-            cut = warmup_windows(np.where(use, np.clip(res, -limit, limit), np.nan),
-                                 np.where(use, win.w, 0.0))
+            # each window against the windows of its own printed batch size, never against a
+            # curve fitted across sizes: a first level the curve cannot follow (a sweep up from
+            # batch 1 on a cost with steps) is not a warm-up
+            cut = warmup_windows(within_strata(np.clip(res, -limit, limit), win.w, use,
+                                               strata_of(win.r, use)),
+                                 np.where(use, win.w, 0.0),
+                                 float(np.average(fitted[use], weights=win.w[use]))
+                                 if win.w[use].sum() > 0 else 0.0)
         elif warmup:
             cut = min(int(warmup), win.n)
         if cut:
