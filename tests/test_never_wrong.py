@@ -42,3 +42,32 @@ def test_requests_that_fill_the_run_widen_the_accept_length(tmp_path):
                    for n in fit.notes)
         floored += said
     assert floored >= 2       # the requests say more than the windows in some of the runs
+
+
+def test_schedule_keeps_a_run_that_measured_a_bucket_without_an_interval(tmp_path):
+    """Two runs at batch 1 and 2: the 5-step run measured batch 1 in one usable window (no
+    interval) and is the faster there. It stays a candidate, the bucket is not settled, and a
+    note says which run measured what (it was dropped, and the slower run chosen as 'pays')."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from shortlogs import batch_log
+    head = ("[2026-03-02 13:59:59.000] server_args=ServerArgs(model_path='/models/m', "
+            "speculative_algorithm='EAGLE3', speculative_num_steps={k}, "
+            "speculative_eagle_topk=1, speculative_num_draft_tokens={n})\n")
+
+    def write(name, k, sizes, accept):
+        p = tmp_path / name
+        p.write_text(head.format(k=k, n=k + 1) +
+                     batch_log(sizes, lambda r: 20.0 + 2 * r, accept=accept).split("\n", 1)[1])
+        return str(p)
+    a = write("k3.log", 3, [1] * 40 + [2] * 40, 2.4)
+    b = write("k5.log", 5, [1] * 2 + [2] * 40, 3.0)
+    base = tmp_path / "base.log"
+    base.write_text(batch_log([1] * 40 + [2] * 40, lambda r: 10.0 + 0.5 * r, accept=None))
+    r = eaglelog.schedule([a, b], baseline_log=str(base))
+    (one,) = [s for s in r.slots if s.batch == "1"]
+    assert [c.steps for c in one.candidates] == [5, 3]     # the faster, without an interval
+    assert not one.candidates[0].eff_tok_s.sufficient and one.candidates[1].tied
+    assert one.status == "inconclusive"
+    assert any("measured without an interval" in n and "k5.log at running_req 1" in n
+               for n in r.notes)

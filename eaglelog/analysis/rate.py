@@ -1111,6 +1111,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                                             tau_of=(0, 1, 2) if win.spec else (1,),
                                             lifetime=win.lifetime)
     na, nu = int(acc.sum()), int(use.sum())
+    ests = own_units(ests, na, nu, confidence)
     src = {"accept_len": f"{what} ({na} window{'s' * (na != 1)}, request-step weighted)",
            "cycle_ms": f"{what} ({nu} window{'s' * (nu != 1)} of {win.n}, "
                        + {"clean": "none with prefill work", "corrected": "prefill time removed",
@@ -1200,6 +1201,21 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor,
                    max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
                    else None)
+
+
+def own_units(ests: list[Estimate], n_acc: int, n_use: int,
+              confidence: float) -> list[Estimate]:
+    """No interval for an output that fewer than stats.MIN_UNITS of its own windows carry: the
+    accept length its accept-length windows, every other output (the cycle's) the cycle's
+    windows.  (The units of one interval are every window that counts for any output; an
+    output's terms are zero on the others, and one cycle window among many gave a cycle
+    'interval' of zero width.)"""
+    out = []
+    for k, e in zip(OUTPUTS, ests):
+        own = n_acc if k == "accept_len" else n_use
+        out.append(stats.insufficient(e.estimate, e.n, confidence, e.source)
+                   if e.sufficient and own < stats.MIN_UNITS else e)
+    return out
 
 
 def request_floor(win: Windows, acc: Estimate) -> tuple[float, float] | None:
@@ -1348,6 +1364,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
             [th[k] for k in OUTPUTS],
             [None if terms[k] is None else stats.block_sums(terms[k], n) for k in OUTPUTS], n,
             confidence, tau_of=(0, 1))
+        ests = own_units(ests, int(ma.sum()), int(mu.sum()), confidence)
         est = {}
         for k, e in zip(OUTPUTS, ests):
             if fit_.sys_rel and e.sufficient and k not in ("accept_len", "step_ms"):
