@@ -120,29 +120,22 @@ def test_vllm_sample_log():
     assert all(p.reach.sufficient for p in c.positions)
 
 
-def test_vllm_ten_windows_give_intervals_and_one_does_not():
+def _vllm_curve_of(text, tmp_path):
+    path = tmp_path / "part.log"
+    path.write_text(text, encoding="utf-8")
+    return curve(acceptance([str(path)]), "vllm-window")
+
+
+def test_vllm_ten_windows_give_intervals_and_one_does_not(tmp_path):
     # the first 10 windows only (20 lines after the header): each its own unit, an interval
     with open(fx("vllm_windows.log"), encoding="utf-8") as fh:
         lines = fh.readlines()[:21]
-    log = "".join(lines)
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
-        fh.write(log)
-    try:
-        c = curve(acceptance([fh.name]), "vllm-window")
-    finally:
-        os.unlink(fh.name)
+    c = _vllm_curve_of("".join(lines), tmp_path)
     assert c.samples == 10
     assert [p.reach.estimate for p in c.positions] == pytest.approx([0.7, 0.5, 0.3])
     assert all(p.reach.sufficient for p in c.positions) and c.batches == 10
     assert not any("intervals need" in n for n in c.notes)
-    one = "".join(lines[:3])
-    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
-        fh.write(one)
-    try:
-        c = curve(acceptance([fh.name]), "vllm-window")
-    finally:
-        os.unlink(fh.name)
+    c = _vllm_curve_of("".join(lines[:3]), tmp_path)
     assert c.samples == 1 and not any(p.reach.sufficient for p in c.positions)
     assert any("1 window(s): intervals need ≥ 2" in n for n in c.notes)
 
