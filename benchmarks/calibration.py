@@ -65,7 +65,10 @@ ROWS = ["reference", "continuous", "continuous_s", "reference_s", "few_think_s",
         "30w_stream", "30w_stream_s", "60w_stream", "60w_stream_s", "300w_stream",
         "300w_stream_s", "60w_4clients", "60w_4clients_s",
         # issue 34: long requests, strong autocorrelation over 100 windows
-        "long_requests", "ar09_100", "sweep_ramp"]
+        "long_requests", "long_requests_fin", "ar09_100", "sweep_ramp", "moving_s", "moving",
+        "adaptive"]
+# rows whose logs keep their Finish lines (--log-requests): the others drop them (parse time)
+FINISH_ROWS = {"long_requests_fin"}
 METRICS = ("speedup", "cycle_ms", "accept_len", "breakeven_accept_len")
 LABELS = {"speedup": "speedup", "cycle_ms": "cycle", "accept_len": "accept",
           "breakeven_accept_len": "b-even"}
@@ -119,6 +122,7 @@ def _sim(job):
     data = {"win_accept": np.asarray(w["accept_len"], dtype=float),
             "blk_total": np.asarray(b["total_ms"], dtype=float),
             "blk_accept": np.asarray(b["tok"], dtype=float) / np.maximum(b["cycles"], 1)}
+    data["by_k"] = run.truth.by_k
     return path, run.truth.sums, run.truth.steady, time.perf_counter() - t, len(
         w["line_no"]), os.path.getsize(path), data
 
@@ -154,6 +158,21 @@ class Runs:
 
     def truths(self, steps: np.ndarray) -> list:
         pop = self.pop
+        if self.scenario.adaptive_steps:
+            # an adaptive run's own mix of batch sizes and configurations, with the
+            # population's values per (batch size, num_steps)
+            pops: dict = {}
+            for d in self.data:
+                for k, s in d["by_k"].items():
+                    pops[k] = s if k not in pops else pops[k] + s
+            out = []
+            for d in self.data:
+                parts = [s.conditional(pops[k]) for k, s in d["by_k"].items()]
+                tot = parts[0]
+                for p in parts[1:]:
+                    tot = tot + p
+                out.append(tot.metrics(steps))
+            return out
         return [s.conditional(pop).metrics(steps) for s in self.sums]
 
 
@@ -301,7 +320,7 @@ def calibrate(name: str | Scenario, reps: int = 30, jobs: int = 1, seed0: int = 
         if workdir is None:
             workdir = stack.enter_context(tempfile.TemporaryDirectory(prefix="eaglelog-cal-"))
         t0 = time.perf_counter()
-        runs = simulate_runs(sc, reps, workdir, jobs, seed0, requests)
+        runs = simulate_runs(sc, reps, workdir, jobs, seed0, requests or sc.name in FINISH_ROWS)
         t_sim = time.perf_counter() - t0
         base, steps, how = baseline_args(runs, workdir)
         t1 = time.perf_counter()

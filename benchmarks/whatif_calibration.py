@@ -32,23 +32,28 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import eaglelog  # noqa: E402
-from eaglelog.simulate import ConvexVerify, Scenario, simulate  # noqa: E402
+from eaglelog.simulate import ConvexVerify, Scenario, TiledVerify, simulate  # noqa: E402
 
 STEPS = (1, 2, 3, 5, 7)
 CURVE = (0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46)
 
 
-def scenario(clients: int) -> Scenario:
-    return Scenario(name="w", clients=((0.0, clients),), think_s=0.05, output_median=250.0,
-                    output_sigma=0.4, duration_s=240.0, prof_every=100, hw=ConvexVerify(),
-                    accept_probs=CURVE)
+HARDWARE = {"convex": ConvexVerify(),
+            # issue 34: verify flat up to 64 tokens, + 5 ms for each 64-token tile begun after
+            "tiled": TiledVerify(tile_tokens=64, tile_ms=5.0)}
+
+
+def scenario(clients: int, hw: str = "convex") -> Scenario:
+    return Scenario(name="w" if hw == "convex" else f"w{hw}", clients=((0.0, clients),),
+                    think_s=0.05, output_median=250.0, output_sigma=0.4, duration_s=240.0,
+                    prof_every=100, hw=HARDWARE[hw], accept_probs=CURVE)
 
 
 LEVELS = ((0.0, 2), (120.0, 8), (240.0, 16))
 
 
-def varying() -> Scenario:
-    return scenario(1).replace(clients=LEVELS, duration_s=360.0)
+def varying(hw: str = "convex") -> Scenario:
+    return scenario(1, hw).replace(clients=LEVELS, duration_s=360.0)
 
 
 def runs(clients: int, seed: int, workdir: str, sc: Scenario | None = None) -> dict[int, str]:
@@ -61,15 +66,16 @@ def runs(clients: int, seed: int, workdir: str, sc: Scenario | None = None) -> d
     return out
 
 
-def by_batch(seeds: int, workdir: str) -> None:
+def by_batch(seeds: int, workdir: str, hw_name: str = "convex") -> None:
     """Per-bucket predictions on runs whose batch size steps 2 → 8 → 16; the same runs without
     EAGLE3_PROF blocks (the derived-cycle cost model), whole-run and per bucket."""
-    hw = ConvexVerify()
+    hw = HARDWARE[hw_name]
     per_batch = ",".join(f"{b}:{1000 / float(hw.step_ms(b)):.6g}" for b in range(1, 129))
     single, based, loo, whole, bare, bare_whole = [], [], [], [], [], []
     for seed in range(seeds):
-        paths = runs(0, seed, workdir, varying())
-        noprof = runs(0, seed, workdir, varying().replace(name="np", prof_every=0))
+        paths = runs(0, seed, workdir, varying(hw_name))
+        noprof = runs(0, seed, workdir, varying(hw_name).replace(name=f"np{hw_name}",
+                                                                   prof_every=0))
         w = eaglelog.whatif([noprof[s] for s in STEPS], steps=[1], by_batch=True)
         bare += [(c.predicted, c.measured.estimate) for c in w.batch_checks]
         bare_whole += [(c.predicted, c.measured.estimate) for c in w.checks if c.comparable]
@@ -87,6 +93,7 @@ def by_batch(seeds: int, workdir: str) -> None:
         w = eaglelog.whatif([paths[s] for s in STEPS], steps=[1], by_batch=True)
         loo += [(c.predicted, c.measured.estimate) for c in w.batch_checks]
         whole += [(c.predicted, c.measured.estimate) for c in w.checks if c.comparable]
+    print(f"# {hw_name} hardware", flush=True)
     for name, got in (("by batch: from the 5-step run", single),
                       ("by batch: the same, baseline per batch", based),
                       ("by batch: leave-one-run-out", loo),
@@ -113,10 +120,14 @@ def main() -> None:
     ap.add_argument("--clients", default="1,4", help="batch sizes (closed-loop clients)")
     ap.add_argument("--by-batch", action="store_true",
                     help="also the per-bucket predictions on runs of varying batch size")
+    ap.add_argument("--hardware", default="convex", choices=sorted(HARDWARE),
+                    help="with --by-batch: the verify cost (convex: a quadratic the model "
+                         "lacks; tiled: flat to 64 tokens, +5 ms a 64-token tile)")
+    ap.add_argument("--only-by-batch", action="store_true", help="skip the single-size runs")
     a = ap.parse_args()
     print(f"{'case':40} {'configs':>7} {'inside':>7} {'mean err':>9} {'σ err':>7}")
     with tempfile.TemporaryDirectory(prefix="eaglelog-whatif-") as d:
-        for clients in (int(c) for c in a.clients.split(",")):
+        for clients in (() if a.only_by_batch else (int(c) for c in a.clients.split(","))):
             single, based, loo = [], [], []
             hw = ConvexVerify()
             per_batch = ",".join(f"{b}:{1000 / float(hw.step_ms(b)):.6g}" for b in range(1, 65))
@@ -133,8 +144,8 @@ def main() -> None:
                               (f"batch {clients}: the same, baseline per batch", based),
                               (f"batch {clients}: leave-one-run-out", loo)):
                 line(name, got)
-        if a.by_batch:
-            by_batch(a.seeds, d)
+        if a.by_batch or a.only_by_batch:
+            by_batch(a.seeds, d, a.hardware)
 
 
 if __name__ == "__main__":

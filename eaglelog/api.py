@@ -202,6 +202,10 @@ class ParsedLog:
                 m = s if m is None else m & s
             # the whole table (one input, one start-up: the usual case) is shared, not copied
             tables[name] = df if m is None or m.all() else df[m].reset_index(drop=True)
+            if segment is not None and segment.parts and name in ("decode", "prefill"):
+                t = tables[name]
+                tables[name] = t.assign(part=segment.part(
+                    t["line_no"].to_numpy(dtype=np.int64, na_value=-1)))
         if segment is not None:
             tables["server_args"] = segment.configured(tables["server_args"])
         named = self.__dict__.get("_sources_by")
@@ -214,6 +218,8 @@ class ParsedLog:
             for d in self.diagnostics:
                 by.setdefault(d.source, []).append(d)
         out = ParsedLog(tables, [info], list(by.get(source, ())))
+        if isinstance(segment, WholeRun):
+            out.__dict__["_config_path"] = segment
         if startup is None and segment is None:
             # every row of the input: its configurations are the ones read here already
             memo = self.__dict__.get("_config_memo", {})
@@ -366,9 +372,15 @@ class ParsedLog:
         pooled.  Each unit comes with the engine corrections of analysis/engines.py applied."""
         return [(label, self.unit(plan)) for label, plan in self.unit_plans()]
 
-    def unit_plans(self) -> list[tuple[str, tuple]]:
+    def unit_plans(self, whole: bool = False) -> list[tuple[str, tuple]]:
         """The units' labels and what each is made of, (source, start-up, segment), without
-        building their tables (``unit``): cheap, so that processes can build their own."""
+        building their tables (``unit``): cheap, so that processes can build their own.
+
+        A run whose configuration changed at run time gives one unit per configuration, every
+        segment of it pooled (each segment's first window, which holds the change, is left
+        out: ``ConfigSegment.parts``); ``whole``: and, first, the whole run across its
+        configurations ('server.log [whole run: steps 2, 3, 5 in 46 segments]') — the
+        per-stream rate and its verdict need no configuration (breakeven, summary)."""
         out = []
         for info in self.sources:
             if info.error and not any(info.counts.values()):
@@ -383,7 +395,11 @@ class ParsedLog:
                     out.append((f"{info.name} [{where}]" if where else info.name,
                                 (info.name, k, None)))
                     continue
-                for seg in segs:
+                # (the whole run: when the configuration switched back and forth at run time —
+                # adaptive speculation — not for one deliberate change between two configs)
+                mixed = whole and (len(segs) >= 3 or self.config(info.name, k).get(
+                    "speculative_adaptive") is True)
+                for seg in ([whole_run(segs)] if mixed else []) + by_configuration(segs):
                     label = " · ".join(x for x in (where, seg.label) if x)
                     out.append((f"{info.name} [{label}]", (info.name, k, seg)))
         return out
@@ -403,13 +419,23 @@ class ParsedLog:
 @dataclass(frozen=True)
 class ConfigSegment:
     """Lines [lo, hi) of a run (None: open) with one speculative configuration: ``steps`` is
-    its num_steps (SGLang) or k (vLLM); None when the log does not say."""
+    its num_steps (SGLang) or k (vLLM); None when the log does not say.
+
+    ``parts``: several such line ranges with the same configuration, pooled (``part`` numbers
+    each decode and prefill row by its range: a series of its own, whose first window is left
+    out, never a window that spans the other configurations' lines).  ``mixed``: the whole
+    run across configurations of these steps (``steps`` is then the largest, for the checks
+    that bound an accept length by it)."""
 
     lo: int | None
     hi: int | None
     steps: int | None
+    parts: tuple | None = None
+    mixed: tuple | None = None
 
     def holds(self, lines: np.ndarray) -> np.ndarray:
+        if self.parts:
+            return self.part(lines) >= 0
         m = np.ones(len(lines), dtype=bool)
         if self.lo is not None:
             m &= lines >= self.lo
@@ -417,8 +443,23 @@ class ConfigSegment:
             m &= lines < self.hi
         return m
 
+    def part(self, lines: np.ndarray) -> np.ndarray:
+        """Each line's range in ``parts`` (0, 1, …), −1 outside them."""
+        out = np.full(len(lines), -1, dtype=np.int64)
+        for i, (lo, hi) in enumerate(self.parts or ((self.lo, self.hi),)):
+            m = np.ones(len(lines), dtype=bool)
+            if lo is not None:
+                m &= lines >= lo
+            if hi is not None:
+                m &= lines < hi
+            out[m] = i
+        return out
+
     @property
     def label(self) -> str:
+        if self.parts:
+            what = f"steps {self.steps}" if self.steps is not None else "config unknown"
+            return f"{what}: {len(self.parts)} segments pooled"
         what = f"steps {self.steps}" if self.steps is not None else "config unknown"
         span = (f"from line {self.lo}" if self.lo is not None else "") + \
             (" " if self.lo is not None and self.hi is not None else "") + \
@@ -437,6 +478,54 @@ class ConfigSegment:
             sa["speculative_num_draft_tokens"] = sa["speculative_num_draft_tokens"].astype(object)
             sa.loc[chain, "speculative_num_draft_tokens"] = self.steps + 1
         return sa
+
+
+def whole_run(segs: list[ConfigSegment]) -> "WholeRun":
+    """The whole run of configuration segments ``segs``."""
+    ks = sorted({s.steps for s in segs if s.steps is not None})
+    return WholeRun(None, None, max(ks) if ks else None, None, tuple(ks) or ("unknown",),
+                    tuple((s.lo, s.hi, s.steps) for s in segs))
+
+
+@dataclass(frozen=True)
+class WholeRun(ConfigSegment):
+    """Every line of a run whose configuration changed at run time (ConfigSegment.mixed);
+    ``path``: its segments, (first line, end line, steps) — each window's configuration, for
+    the fit's per-configuration levels (analysis/breakeven.run_windows)."""
+
+    path: tuple = ()
+
+    def holds(self, lines: np.ndarray) -> np.ndarray:
+        return np.ones(len(lines), dtype=bool)
+
+    def steps_at(self, lines: np.ndarray) -> np.ndarray:
+        """Each line's configuration, as an index into ``path``'s distinct steps (0, 1, …)."""
+        codes = {k: i for i, k in enumerate(dict.fromkeys(p[2] for p in self.path))}
+        out = np.zeros(len(lines), dtype=np.int64)
+        for lo, hi, k in self.path:
+            m = np.ones(len(lines), dtype=bool)
+            if lo is not None:
+                m &= lines >= lo
+            if hi is not None:
+                m &= lines < hi
+            out[m] = codes[k]
+        return out
+
+    @property
+    def label(self) -> str:
+        return (f"whole run: steps {', '.join(str(k) for k in self.mixed)} in "
+                f"{len(self.path)} segments")
+
+
+def by_configuration(segs: list[ConfigSegment]) -> list[ConfigSegment]:
+    """One unit per configuration (in order of first appearance): a lone segment as it is,
+    several pooled (ConfigSegment.parts)."""
+    groups: dict = {}
+    for s in segs:
+        groups.setdefault(s.steps, []).append(s)
+    return [g[0] if len(g) == 1 else
+            ConfigSegment(g[0].lo, g[-1].hi, k, tuple((s.lo, s.hi) for s in g))
+            for k, g in groups.items()]
 
 
 def contiguous(at: np.ndarray) -> slice | None:

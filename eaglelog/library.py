@@ -142,7 +142,7 @@ def _analyse_one(i: int):
     analyse, log, plans = _JOB
     label, plan = plans[i]
     try:
-        return dataclasses.replace(analyse(log.unit(plan)), source=label)
+        return labelled(analyse(log.unit(plan)), label, plan)
     except EaglelogError as e:
         return e
 
@@ -159,7 +159,7 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
     def one(item):
         label, plan = item
         try:
-            return dataclasses.replace(analyse(log.unit(plan)), source=label)
+            return labelled(analyse(log.unit(plan)), label, plan)
         except EaglelogError as e:
             return e
     if workers <= 1 or len(plans) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods():
@@ -177,18 +177,36 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
         _JOB = None
 
 
+WHOLE_RUN = ("breakeven", "summary")     # also the whole run of a run whose config changed
+MIXED_NOTE = ("the whole run across its configurations (steps {steps}, changed at run time "
+              "{n} times): the per-stream rate, the speedup and the verdict are the run's as it "
+              "ran; the cycle, the accept length and the break-even are averages over the "
+              "configurations (each one's own figures follow where its segments allow)")
+
+
+def labelled(res, label: str, plan: tuple):
+    """A unit's result named by its label; a whole run across configurations says so."""
+    res = dataclasses.replace(res, source=label)
+    seg = plan[2]
+    if seg is not None and getattr(seg, "mixed", None) and hasattr(res, "notes"):
+        res = dataclasses.replace(res, notes=(MIXED_NOTE.format(
+            steps=", ".join(str(k) for k in seg.mixed), n=len(seg.path) - 1),)
+            + tuple(res.notes))
+    return res
+
+
 def each_run(log, analyse: Callable, command: str, confidence: float,
              on_error: Callable[[str], None] | None = None, workers: int = 1) -> Runs:
     """``analyse`` on every run of the log (a restarted server is a new run: its config and
     numbers are never pooled).  With several runs, one that cannot be analysed is an entry of
     ``errors`` (and ``on_error(message)``); the others are still answered.  ``workers`` > 1:
     many runs are analysed by that many forked processes (the same results, in order)."""
-    plans = log.unit_plans()
+    plans = log.unit_plans(whole=command in WHOLE_RUN)
     if not plans:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
     if len(plans) == 1:
         label, plan = plans[0]
-        return Runs(command, (dataclasses.replace(analyse(log.unit(plan)), source=label),),
+        return Runs(command, (labelled(analyse(log.unit(plan)), label, plan),),
                     confidence, rows_of=ROWS.get(command))
     out, errors, first = [], [], None
     for (label, _), res in zip(plans, _map_runs(analyse, log, plans, workers)):

@@ -735,9 +735,11 @@ _RANKS = tuple(tag.lower() for tag in RANK_TAGS)
 ANALYSIS_COLUMNS: dict[str, tuple[str, ...]] = {
     "decode": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
         "running_req", "accept_len", "accept_rate", "gen_throughput", "header", "engine",
-        "prompt_throughput", "drafts", "gen_throughput_steps", "line_timestamp", "wrapper_time"),
+        "prompt_throughput", "drafts", "gen_throughput_steps", "line_timestamp", "wrapper_time",
+        "num_tokens"),
     "prefill": ("source", "line_no", "startup", "timestamp", "ranks") + _RANKS + (
-        "new_seq", "new_token", "running_req", "input_throughput", "wrapper_time"),
+        "new_seq", "new_token", "cached_token", "running_req", "input_throughput",
+        "wrapper_time"),
 }
 
 

@@ -158,6 +158,11 @@ class Scenario:
     # --- speculation
     num_steps: int = 3
     accept_probs: tuple = (0.72,)      # P(position j accepted | all before accepted), j = 1..k
+    adaptive_steps: tuple | None = None   # SGLang adaptive speculation: num_steps switches at
+                                       # run time among these (num_steps is the first); each
+                                       # configuration holds for an exponential number of
+                                       # decode windows of mean adaptive_every
+    adaptive_every: float = 10.0
     difficulty_sd: float = 0.4         # per request, logit scale
     drift_sd: float = 0.2              # stationary σ of the shared latent level, logit scale
     drift_rho: float = 0.3             # its correlation from one decode window to the next
@@ -203,9 +208,14 @@ class Scenario:
     def k(self) -> int:
         return int(self.num_steps)
 
+    @property
+    def k_max(self) -> int:
+        return max([self.k, *(self.adaptive_steps or ())])
+
     def accept_curve(self) -> np.ndarray:
-        q = list(self.accept_probs)[:self.k]
-        q += [q[-1]] * (self.k - len(q))
+        """P(position j accepted | all before it), j = 1 … k_max."""
+        q = list(self.accept_probs)[:self.k_max]
+        q += [q[-1]] * (self.k_max - len(q))
         return np.clip(np.asarray(q, dtype=float), 1e-6, 1 - 1e-6)
 
     def replace(self, **kw) -> "Scenario":
@@ -342,6 +352,7 @@ class Truth:
     requests: int                     # Finish lines printed
     warmup_end: int                   # first steady decode iteration
     iterations: dict[str, np.ndarray] | None = field(default=None, repr=False)
+    by_k: dict[int, TruthSums] | None = None   # adaptive runs: ``sums`` of each num_steps
 
     def metrics(self, mu: float = 1.0, steady: bool = False,
                 sizes: set | None = None) -> TruthMetrics:
@@ -391,12 +402,14 @@ class _Sim:
         ss = np.random.SeedSequence([seed, _name_key(sc.name)])
         # separate streams: a knob that changes one (think time) leaves the others alone
         # (a sixth stream for the wrapper's delays: the first five are what they were)
-        r_lat, r_noise, r_req, r_acc, r_cli, self.r_wrap = (np.random.default_rng(s)
-                                                            for s in ss.spawn(6))
+        r_lat, r_noise, r_req, r_acc, r_cli, self.r_wrap, self.r_ada = (
+            np.random.default_rng(s) for s in ss.spawn(7))
         self.r_req, self.r_acc, self.r_cli, self.r_noise, self.r_lat = r_req, r_acc, r_cli, \
             r_noise, r_lat
-        self.k = sc.k if speculative else 0
+        self.k = sc.k_max if speculative else 0     # the trajectories' columns
         self.K = sc.k + 1
+        self.adaptive = bool(speculative and sc.adaptive_steps)
+        self.ada_left = 0                           # iterations left in the current config
         self.interval = int(sc.decode_log_interval)
         self.logit_q = np.log(sc.accept_curve() / (1 - sc.accept_curve()))
         self.cap = 0
@@ -462,6 +475,22 @@ class _Sim:
         for name, dtype in (("B", np.int32), ("T", np.int64), ("KV", np.int64), ("C", float),
                             ("TEND", float), ("Q", np.int32), ("R0", np.int64)):
             ext(name, dtype)
+        ext("KP", np.int32, self.sc.k if self.spec else 0)
+        if self.adaptive:               # the configuration path, drawn ahead of the traffic
+            kp = self.KP
+            at = old
+            cur = int(kp[old - 1]) if old else self.sc.k
+            while at < new:
+                if self.ada_left <= 0:
+                    if at:
+                        cur = int(self.r_ada.choice([k for k in self.sc.adaptive_steps
+                                                     if k != cur]))
+                    self.ada_left = max(1, int(round(self.r_ada.exponential(
+                        self.sc.adaptive_every * self.interval))))
+                n = min(self.ada_left, new - at)
+                kp[at:at + n] = cur
+                at += n
+                self.ada_left -= n
         if self.sc.prof_every:
             for name in ("PD", "PV", "PE", "PO"):
                 ext(name, float)
@@ -547,6 +576,8 @@ class _Sim:
                 z = self.x[s:s + guess] + r.diff
                 surv = np.cumprod(1.0 / (1.0 + np.exp(-(z[:, None] + self.logit_q))), axis=1)
                 a = (self.uniforms(guess)[:, None] < surv).sum(axis=1)
+                if self.adaptive:            # (u < P(a ≥ j) is monotone in j: capping the count
+                    a = np.minimum(a, self.KP[s:s + guess])   # at k(i) drafts only k(i))
                 if guess >= need or a.sum() + guess >= need:
                     break
                 guess = min(need, guess * 2)
@@ -567,17 +598,18 @@ class _Sim:
         sl = slice(it, it + m)
         if not self.spec:
             return np.full(m, float(sc.hw.step_ms(b)) / self.step_scale)
-        ph = self.phase_cache.get(b)
-        if ph is None:
-            ph = self.phase_cache[b] = np.asarray(sc.phase_means or sc.hw.phases_ms(b, sc.k),
-                                                  dtype=float)
+        if self.adaptive:
+            ks = self.KP[sl]
+            ph = np.stack([self._phases(b, int(k)) for k in ks], axis=1)   # (4, m)
+        else:
+            ph = self._phases(b, sc.k)
         warm = None
         if sc.warmup_amp and sc.warmup_iters and it < 40 * sc.warmup_iters:
             warm = sc.cycle_scale * (1 + sc.warmup_amp *
                                      np.exp(-np.arange(it, it + m) / sc.warmup_iters))
-        if sc.prof_every or sc.hw.extend_tok:
+        if sc.prof_every or sc.hw.extend_tok or ph.ndim == 2:
             N = self.N[:, sl]
-            parts = ph[:, None] * (1.0 + N)
+            parts = (ph if ph.ndim == 2 else ph[:, None]) * (1.0 + N)
             if sc.hw.extend_tok:
                 parts[2] += sc.hw.extend_tok * self.T[sl] * (1.0 + N[2])
             parts *= sc.cycle_scale if warm is None else warm
@@ -589,6 +621,13 @@ class _Sim:
         if sc.outside_prof_ms:
             c += sc.outside_prof_ms
         return c
+
+    def _phases(self, b: int, k: int) -> np.ndarray:
+        ph = self.phase_cache.get((b, k))
+        if ph is None:
+            ph = self.phase_cache[(b, k)] = np.asarray(
+                self.sc.phase_means or self.sc.hw.phases_ms(b, k), dtype=float)
+        return ph
 
     # ----------------------------------------------------------------- the loop
     def run(self) -> None:
@@ -782,14 +821,31 @@ class _Sim:
         while j < hi:
             events.append((j, 1))
             j += I
+        if self.adaptive:
+            kp = self.KP
+            for j in np.flatnonzero(kp[max(lo, 1):hi] != kp[max(lo, 1) - 1:hi - 1]) + max(lo, 1):
+                events.append((int(j), -1))
         events.sort()
         for i, kind in events:
+            if kind == -1:
+                self.spec_params_line(i)
+                continue
             if kind == 0:
                 if sc.prof_blocks is not None and self.prof_done >= sc.prof_blocks:
                     continue
                 self.prof_block(i)
             else:
                 self.decode_line(i)
+
+    def spec_params_line(self, i: int) -> None:
+        """SGLang's 'Adaptive spec params updated: steps A -> B (ema_accept_len=X)' (v0.5.11 →,
+        speculative/adaptive_spec_params.py), printed when iteration i is the first with the
+        new steps (at the end of the one before it)."""
+        lo = max(0, i - self.interval)
+        ema = float(self.T[lo:i].sum()) / max(float(self.B[lo:i].sum()), 1.0)
+        at = float(self.TEND[i - 1])
+        self.emit(at, f"Adaptive spec params updated: steps {int(self.KP[i - 1])} -> "
+                      f"{int(self.KP[i])} (ema_accept_len={ema:.2f})")
 
     def decode_line(self, i: int) -> None:
         sc, I = self.sc, self.interval
@@ -807,7 +863,8 @@ class _Sim:
         al = math.nan
         if self.spec:
             al = tok / rs
-            msg += f"accept len: {al:.2f}, accept rate: {tok / (rs * self.K):.2f}, "
+            K = int(self.KP[i]) + 1 if self.adaptive else self.K   # (v0.5.13 →: the running K)
+            msg += f"accept len: {al:.2f}, accept rate: {tok / (rs * K):.2f}, "
         msg += (f"cuda graph: {b <= sc.cuda_graph_max_bs}, gen throughput (token/s): {gen:.2f}, "
                 f"#queue-req: {int(self.Q[i])}")
         if sc.version == "0.5.8":
@@ -875,7 +932,7 @@ class _Sim:
             v = r.n
             drafts = r.araw if sc.untrimmed_finish_drafts else r.tok - 1
             acc = int(drafts.sum())
-            prop = v * (self.K - 1)
+            prop = int(self.KP[r.start:r.end + 1].sum()) if self.adaptive else v * (self.K - 1)
             meta += (f", 'spec_accept_rate': {acc / prop!r}, 'spec_accept_length': "
                      f"{r.out_len / v!r}, 'spec_accept_token_num': {acc}, "
                      f"'spec_draft_token_num': {prop}, 'spec_verify_ct': {v}")
@@ -928,9 +985,14 @@ class _Sim:
             arrays = {"B": self.B[:n].copy(), "T": self.T[:n].copy(), "C": self.C[:n].copy(),
                       "KV": self.KV[:n].copy(), "TEND": self.TEND[:n].copy(),
                       "x": self.x[:n].copy()}
+        by_k = None
+        if self.adaptive:
+            kp = self.KP[:ncov]
+            by_k = {int(k): sums(kp == k if profiled is None else (kp == k) & profiled)
+                    for k in np.unique(kp)}
         return Truth(sc.name, self.seed, sc.k, I, sums(profiled),
                      sums(steady), hw, windows, blocks,
-                     self.finished, wend, arrays)
+                     self.finished, wend, arrays, by_k)
 
 
 def _ar1(e: np.ndarray, phi: float, prev: float) -> np.ndarray:
@@ -956,6 +1018,8 @@ def server_args_line(sc: Scenario, spec: bool) -> str:
         s = (f"speculative_algorithm='EAGLE3', speculative_draft_model_path="
              f"{sc.draft_model_path!r}, speculative_num_steps={sc.k}, "
              f"speculative_eagle_topk=1, speculative_num_draft_tokens={sc.k + 1}")
+        if sc.adaptive_steps:
+            s += ", speculative_adaptive=True, speculative_adaptive_config=None"
     else:
         s = ("speculative_algorithm=None, speculative_draft_model_path=None, "
              "speculative_num_steps=None, speculative_eagle_topk=None, "
@@ -1179,12 +1243,34 @@ SCENARIOS.update({sc.name: sc for sc in (
         about="4 clients, output lengths Pareto α 1.2 from 100 tokens (a few requests span "
               "most of the run), 100 windows; true 1.00"),
     _REF.replace(
+        name="long_requests_fin", clients=((0.0, 4),), output_median=100.0, output_alpha=1.2,
+        max_new_tokens=16384, max_iters=4000, duration_s=3600.0, target_speedup=1.0,
+        about="long_requests read with its Finish lines (--log-requests): each request's own "
+              "accept length and life; true 1.00"),
+    _REF.replace(
         name="sweep_ramp", clients=((0.0, 1), (60.0, 2), (120.0, 4), (180.0, 8), (240.0, 16)),
         duration_s=300.0, num_steps=5, hw=TiledVerify(tile_tokens=16, tile_ms=6.0),
         output_median=300.0, baseline="map", target_speedup=None,
         about="an ascending client sweep 1 → 2 → 4 → 8 → 16 (a minute each) on hardware whose "
               "forward costs by 16-token tiles (+6 ms a tile): a cost no quadratic in the batch "
               "follows; hardware truth, a baseline per batch size"),
+    _REF.replace(
+        name="moving_s", clients=(), random_clients=(10.0, 32, 64), max_running_requests=64,
+        output_median=300.0, output_sigma=0.4, max_iters=20000, duration_s=3600.0,
+        log_ms=False, target_speedup=1.0, baseline="map",
+        about="moving load on whole-second stamps: 32–64 clients, a new random level every "
+              "10 s (about 8 windows), 500 windows; a baseline per batch size; true 1.00"),
+    _REF.replace(
+        name="moving", clients=(), random_clients=(10.0, 32, 64), max_running_requests=64,
+        output_median=300.0, output_sigma=0.4, max_iters=20000, duration_s=3600.0,
+        target_speedup=1.0, baseline="map",
+        about="moving_s with millisecond stamps; true 1.00"),
+    _REF.replace(
+        name="adaptive", num_steps=3, adaptive_steps=(2, 3, 5), adaptive_every=10.0,
+        duration_s=300.0, target_speedup=1.0,
+        about="SGLang adaptive speculation: num_steps switches among 2, 3 and 5 every ~10 "
+              "windows (exponential), 'Adaptive spec params updated' lines, about 300 windows; "
+              "true whole-run speedup 1.00"),
     _REF.replace(
         name="ar09_100", drift_rho=0.9, drift_sd=0.5, max_iters=4000, target_speedup=1.0,
         about="ar09's acceptance (latent AR(1) ρ 0.9 window to window) over 100 windows; "

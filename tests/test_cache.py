@@ -148,7 +148,7 @@ def test_large_cached_tables_read_a_column_at_a_time(cache_on, tmp_path, monkeyp
     for t in eaglelog.TABLES:
         pd.testing.assert_frame_equal(first.table(t), second.table(t), obj=t)
     assert len(second.decode) == 106 and len(second.server_args) == 1
-    assert ("num_tokens" in second.decode.columns) == (columns is None)
+    assert ("token_usage" in second.decode.columns) == (columns is None)
 
 
 # ------------------------------------------------------------ what "unchanged" means (item 8)

@@ -51,7 +51,7 @@ def test_projected_tables_hold_only_those_columns():
         assert set(log.table(t).columns) <= set(schema.ANALYSIS_COLUMNS[t])
         keep = list(log.table(t).columns)
         pd.testing.assert_frame_equal(log.table(t), full.table(t)[keep], check_categorical=False)
-    assert "num_tokens" in full.decode and "num_tokens" not in log.decode
+    assert "token_usage" in full.decode and "token_usage" not in log.decode
     pd.testing.assert_frame_equal(log.prof, full.prof)
 
 

@@ -420,7 +420,8 @@ def test_the_per_batch_cost_model_recovers_the_samples_hardware():
     assert sorted({round(c.m1) for c in cells}) == [1, 2, 4, 8, 16, 32]
     assert all(c.m2 == pytest.approx(c.m1 ** 2) for c in cells)
     bc = WB.fit_batch_cost(cells)
-    assert bc.verify == pytest.approx([10.5, 0.45, 0.45 / 256], rel=0.01)
+    # (the last column: a step in n, none here — the quadratic fits)
+    assert bc.verify == pytest.approx([10.5, 0.45, 0.45 / 256, 0.0], rel=0.01)
     assert bc.draft == pytest.approx([0.4, 0.02], rel=0.02)
     assert bc.n_range == (2.0, 192.0)
     assert "verify = 10.5 + 0.4501·n + 0.00176·n² ms" in bc.text
@@ -478,7 +479,7 @@ def test_a_vllm_sweep_is_predicted_from_its_derived_cycles():
     w = eaglelog.whatif(VLLM_SWEEP, steps="1..6", by_batch=True)
     m = w.model
     assert isinstance(m, DerivedCost) and m.cells == 12
-    assert m.coef == pytest.approx([9.8, 1.0, 0.35, 0.415, 0.4 / 300], rel=0.05)
+    assert m.coef == pytest.approx([9.8, 1.0, 0.35, 0.415, 0.4 / 300, 0.0], rel=0.05)
     assert m.slope_from.startswith("derived cycles of 12 cells (runs × #running-req, 4 "
                                    "num_steps; no EAGLE3_PROF phases)")
     # the whole-run leave-one-out, each run at its own batch mix: k = 5 from k = 3 rests on

@@ -31,6 +31,8 @@ from ..errors import EaglelogError
 from ..stats import Estimate
 from . import draft_len, engines, rate
 from .windows import decode_interval, rows_where, windows
+from .configs import within_configs
+from .kv_life import kv_lifetime
 
 NEEDS_ACCEPT = "needs accept length"
 VERDICTS = ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
@@ -206,9 +208,13 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         pre = rows_where(log.prefill, log.prefill["source"] == source)
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
                                   bool(cfg.get("enable_dp_attention")))
-        life = request_lifetime(log, source, win.interval)
-        if life is not None and (win.lifetime is None or life > win.lifetime):
-            win.lifetime = life
+        path = log.__dict__.get("_config_path")
+        if path is not None and len(path.mixed) > 1:
+            within_configs(win, path.steps_at(win.line))
+        for life in (request_lifetime(log, source, win.interval),
+                     kv_lifetime(dec, pre, win.interval) if win.spec else None):
+            if life is not None and (win.lifetime is None or life > win.lifetime):
+                win.lifetime = life
         if win.spec:
             win.req_accept = request_accept_se(log, source)
         memo[source] = (cfg, win)

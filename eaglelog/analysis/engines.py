@@ -147,6 +147,8 @@ def apply(log, source: str | None = None):
         tables = dict(log.tables)
         tables["decode"] = correct_beta_spec(log.decode, rows)
         out = ParsedLog(tables, log.sources, log.diagnostics)
+        if "_config_path" in log.__dict__:
+            out.__dict__["_config_path"] = log.__dict__["_config_path"]
         notes.append(f"accept len corrected by −1 on {b.lines} decode line(s): SGLang "
                      "v0.5.3.post2 – v0.5.3.post3 with enable_beta_spec counts the bonus token "
                      "twice (accept len and gen throughput one token per request-step high; "

@@ -547,6 +547,21 @@ def loo_miss_note(checks, evs, confidence: float, by_batch: bool = False) -> str
             f"are too narrow for runs like these{mix}")
 
 
+def batch_miss_note(checks, confidence: float) -> str | None:
+    """loo_miss_note's test on the by-batch checks (whatif_batch.BatchCheck): k of n buckets
+    outside their prediction intervals, where P(≥ k | n, 1 − confidence) < 5 %."""
+    n, k = len(checks), sum(not c.inside for c in checks)
+    if not k or stats.binom_tail(k, n, 1 - confidence) >= 0.05:
+        return None
+    out = sorted((c for c in checks if not c.inside), key=lambda c: c.error)
+    where = ", ".join(f"{c.run.split('/')[-1]} at running_req {c.batch} {c.error:+.1%}"
+                      for c in out[:4]) + (", …" if len(out) > 4 else "")
+    return (f"leave-one-run-out by batch size: {k} of {n} buckets outside their "
+            f"{confidence:.0%} prediction intervals ({where}), more than the level explains: "
+            "the cost changes with the batch in a way the model does not hold (a step, a "
+            "kernel switch), and the by-batch intervals above are too narrow for such buckets")
+
+
 def predict(evs: list[Evidence], s_new: int, confidence: float,
             model: CostModel | None = None, verify_slope: float | None = None,
             step_of=None, draft_tokens: int | None = None) -> Prediction:
@@ -898,8 +913,16 @@ def whatif(logs, *, steps="1..8", baseline=None, baseline_toks=None, baseline_lo
         bc = wb.fit_batch_cost([c for cs in cells.values() for c in cs])
         configs = [(p.steps, p.draft_tokens or p.steps + 1) for p in preds]
         rows = wb.by_batch(evs, per_run, model, configs, confidence, bc)
+        skipped: list[str] = []
         bchecks = wb.checks(evs, per_run, lambda rest: cost_model(rest, verify_slope, step_of),
-                            confidence, cells)
+                            confidence, cells, skipped)
+        if skipped and not unchecked:
+            notes.append("leave-one-run-out by batch size: " + ", ".join(skipped) + " not "
+                         "predicted from the others: without it they do not carry a cost model "
+                         "(one num_steps, or too few buckets with a cycle)")
+        miss = batch_miss_note(bchecks, confidence)
+        if miss:
+            notes.append(miss)
         batch_res = bc.residuals if bc is not None else ()
         batch_model = bc.text if bc is not None else model.slope_from \
             if not isinstance(model, CostModel) else (

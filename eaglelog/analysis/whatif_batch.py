@@ -33,8 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
+from ..errors import EaglelogError
 from ..stats import Estimate
 from . import engines, rate
+from .cost_step import MIN_SIDE, Step, find_step
 from .requests import _tq
 from .whatif import CostModel, Evidence, _d, anchor_of, tau_ratio
 
@@ -77,7 +79,7 @@ class BatchCost:
     blocks over its value²), the residual variance from the cells (a new cell's model error:
     that relative variance at the mean weight)."""
 
-    verify: np.ndarray           # (v0, u1, u2)
+    verify: np.ndarray           # (v0, u1, u2, step)
     verify_cov: np.ndarray
     verify_var: float            # a new cell's relative model variance (× verify²)
     draft: np.ndarray            # (d0, d1)
@@ -88,14 +90,31 @@ class BatchCost:
     df: float
     text: str
     residuals: tuple = ()        # (run, bucket mean batch, K, measured verify, fitted) per cell
+    step: Step | None = None     # a step in n (cost_step): its column is verify[3]
 
     def verify_at(self, b: float, k: float) -> tuple[float, np.ndarray]:
-        g = np.array([1.0, b * k, (b * k) ** 2])
+        ind = self.step.at(b * k)[0] if self.step is not None else 0.0
+        g = np.array([1.0, b * k, (b * k) ** 2, ind])
         return float(g @ self.verify), g
+
+    def step_unc(self, b: float, k: float) -> float:
+        """The standard uncertainty (ms) of the verify at n = b·k from where the step lies."""
+        if self.step is None:
+            return 0.0
+        return abs(float(self.verify[3])) * self.step.at(b * k)[1]
 
     def draft_at(self, b: float) -> tuple[float, np.ndarray]:
         g = np.array([1.0, b])
         return float(g @ self.draft), g
+
+
+def _rss(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    """_wls's weighted residual sum of squares."""
+    wr = w / np.maximum(y * y, 1e-12)
+    sw = np.sqrt(wr)
+    coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
+    res = y - X @ coef
+    return float(wr @ (res * res))
 
 
 def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray):
@@ -133,9 +152,22 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
         se2 = math.sqrt(q[1][2, 2]) if q[1][2, 2] > 0 else math.inf
         if q[3] > 0 and abs(q[0][2]) / se2 > _tq(q[3], 0.95):
             coef, cov, var, dof, quad = q[0], q[1], q[2], q[3], True
-    vc = np.zeros(3)
+    # a step in n against the straight line (cost_step): kept when significant and better
+    # than the quadratic
+    step = None
+    if len(cells) >= 2 * MIN_SIDE + 2:
+        found = find_step(n1, X, v, w, lambda Xs: _rss(Xs, v, w), _rss(X, v, w), len(v) - 2)
+        if found is not None and (not quad or _rss(np.column_stack([X, found[0].column(n1)]),
+                                                   v, w) < _rss(np.column_stack([X, n2]), v, w)):
+            step = found[0]
+            coef, cov, var, dof = _wls(np.column_stack([X, step.column(n1)]), v, w)
+            coef = np.array([coef[0], coef[1], 0.0, coef[2]])
+            c4 = np.zeros((4, 4))
+            c4[np.ix_([0, 1, 3], [0, 1, 3])] = cov
+            cov, quad = c4, False
+    vc = np.zeros(4)
     vc[:len(coef)] = coef
-    vcov = np.zeros((3, 3))
+    vcov = np.zeros((4, 4))
     vcov[:len(coef), :len(coef)] = cov
     steps = np.array([c.steps for c in cells], dtype=float)
     dr = np.array([c.draft for c in cells]) / steps
@@ -149,14 +181,16 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
     text = (f"per batch size from {len(cells)} cells of EAGLE3_PROF blocks (runs × "
             f"#running-req): verify = {vc[0]:.4g} + {vc[1]:.4g}·n"
             + (f" + {vc[2]:.3g}·n²" if quad else "")
+            + (f" + {vc[3]:.4g}·1[n > {step.lo:g}] ({step.text}, where the straight line "
+               "misses the cells)" if step is not None else "")
             + " ms, n = batch × K; draft step = " + (
                 f"{dco[0]:.3g} + {dco[1]:.3g}·batch ms" if dco[1] else
                 f"{dco[0]:.3g} ms (one batch size: flat)"))
-    fitted = vc[0] + vc[1] * n1 + vc[2] * n2
+    fitted = vc[0] + vc[1] * n1 + vc[2] * n2 + (vc[3] * step.column(n1) if step else 0.0)
     res = tuple((c.run, c.m1, c.k, c.verify, float(f)) for c, f in zip(cells, fitted))
     return BatchCost(vc, vcov, var, dco, dcov, dvar, len(cells),
                      (float(n1.min()), float(n1.max())), float(dof) if dof > 0 else math.inf,
-                     text, res)
+                     text, res, step)
 
 
 def cells_of(sub, source: str, run: str, steps: int, k: int) -> list[Cell]:
@@ -371,6 +405,7 @@ def batch_cost_ratio(bc: BatchCost, bk: Bucket, s_new: int, s0: int, k_new: int,
     gdr = gd * ds / c_new
     var = float(gv @ bc.verify_cov @ gv) + float(gdr @ bc.draft_cov @ gdr)
     var += (bc.verify_var * v1 * v1 + bc.draft_var * (dr * ds) ** 2) / c_new ** 2
+    var += (bc.step_unc(b, k_new) ** 2 + bc.step_unc(b, k0) ** 2) / c_new ** 2
     var += (delta / c_new * (bk.cycle_ms.se_log or 0.0)) ** 2
     return c_new / c_b, math.sqrt(max(var, 0.0))
 
@@ -440,10 +475,13 @@ def by_batch(evs: list[Evidence], per_run: dict[str, list[Bucket]], model: CostM
 
 
 def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidence: float,
-           cells: dict[str, list[Cell]] | None = None) -> tuple[BatchCheck, ...]:
+           cells: dict[str, list[Cell]] | None = None,
+           unchecked: list | None = None) -> tuple[BatchCheck, ...]:
     """Every bucket of every run predicted from the other runs (their anchor's same bucket,
     their cost model ``fit(rest)`` and, with ``cells``, the per-batch one of their cells),
-    where both runs measured it."""
+    where both runs measured it.  A run the others cannot carry a cost model for (without
+    EAGLE3_PROF, the others hold one num_steps) is left unchecked (its label appended to
+    ``unchecked``), not an error: the predictions stand without it."""
     out = []
     if len(evs) < 2:
         return ()
@@ -452,7 +490,12 @@ def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidenc
         src = anchor_of(rest)
         if src.topk != e.topk:
             continue
-        model = fit(rest)
+        try:
+            model = fit(rest)
+        except EaglelogError:
+            if unchecked is not None:
+                unchecked.append(e.run)
+            continue
         bc = fit_batch_cost([c for r in rest for c in cells.get(r.run, [])]) if cells else None
         mine = {b.label: b for b in per_run.get(e.run, [])}
         for bk in per_run.get(src.run, []):

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .cost_step import MIN_SIDE, Step, find_step
 from .requests import _tq
 
-COLUMNS = ("1", "B", "S", "B·S", "n²")
+COLUMNS = ("1", "B", "S", "B·S", "n²", "step")
 B_SPAN = 1.5          # batch sizes spanning less than this: no batch columns
 
 
@@ -47,10 +48,19 @@ class DerivedCost:
     df: float
     slope_from: str              # the model, stated (as CostModel.slope_from)
     residuals: tuple = ()        # (run, batch, steps, measured cycle, fitted)
+    step: Step | None = None     # a step in n = B·K (cost_step): the "step" column
 
     def at(self, b: float, s: int, k: int) -> tuple[float, np.ndarray]:
-        g = np.array([1.0, b, s, b * s, (b * k) ** 2])
+        ind = self.step.at(b * k)[0] if self.step is not None else 0.0
+        g = np.array([1.0, b, s, b * s, (b * k) ** 2, ind])
         return float(g @ self.coef), g
+
+    def _unc2(self, b: float, k_new: int, k0: int) -> float:
+        """The variance (ms²) of the change from where the step lies between two cells."""
+        if self.step is None:
+            return 0.0
+        s = float(self.coef[5])
+        return (s * self.step.at(b * k_new)[1]) ** 2 + (s * self.step.at(b * k0)[1]) ** 2
 
     def _change(self, b: float, s_new: int, s0: int, k_new: int, k0: int):
         v1, g1 = self.at(b, s_new, k_new)
@@ -69,7 +79,7 @@ class DerivedCost:
             return math.nan, math.nan
         g = g / c_new
         var = float(g @ self.cov @ g) + self.model_var * (v1 / c_new) ** 2 + \
-            (delta / c_new * se_cb) ** 2
+            (delta / c_new * se_cb) ** 2 + self._unc2(b, k_new, k0) / c_new ** 2
         return c_new / c_b, math.sqrt(max(var, 0.0))
 
     def mix_ratio(self, buckets, s_new: int, s0: int, k_new: int,
@@ -85,21 +95,31 @@ class DerivedCost:
             return math.nan, math.nan
         c_mix = sum(b.share * b.cycle_ms.estimate for b in ok) / tot
         delta, grad, v1 = 0.0, np.zeros(len(COLUMNS)), 0.0
-        se_mix = 0.0
+        se_mix = unc = 0.0
         for b in ok:
             d, g, v = self._change(b.batch, s_new, s0, k_new, k0)
             w = b.share / tot
             delta += w * d
             grad += w * g
             v1 += w * v
+            unc += w * math.sqrt(self._unc2(b.batch, k_new, k0))
             se_mix += (w * b.cycle_ms.estimate * (b.cycle_ms.se_log or 0.0)) ** 2
         c_new = c_mix + delta
         if not c_new > 0:
             return math.nan, math.nan
         grad = grad / c_new
         var = float(grad @ self.cov @ grad) + self.model_var * (v1 / c_new) ** 2 + \
-            (delta / c_new) ** 2 * se_mix / c_mix ** 2
+            (delta / c_new) ** 2 * se_mix / c_mix ** 2 + (unc / c_new) ** 2
         return c_new / c_mix, math.sqrt(max(var, 0.0))
+
+
+def _chi2(X: np.ndarray, y: np.ndarray, rel_var: np.ndarray) -> float:
+    """_fit's weighted residual sum of squares."""
+    w = 1.0 / (rel_var * y * y)
+    sw = np.sqrt(w)
+    coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
+    res = y - X @ coef
+    return float(w @ (res * res))
 
 
 def _fit(X: np.ndarray, y: np.ndarray, rel_var: np.ndarray):
@@ -126,7 +146,8 @@ def fit_derived(evs) -> DerivedCost | None:
     B = np.array([c[3] for c in cells], dtype=float)
     y = np.array([c[4].estimate for c in cells])
     rv = np.array([c[4].se_log for c in cells]) ** 2
-    full = np.column_stack([np.ones(len(y)), B, S, B * S, (B * K) ** 2])
+    n = B * K
+    full = np.column_stack([np.ones(len(y)), B, S, B * S, n ** 2, np.zeros(len(y))])
     cols = [0, 2] + ([1, 3] if B.max() >= B_SPAN * B.min() else [])
     if len(y) < len(cols) + 1:
         return None
@@ -137,15 +158,29 @@ def fit_derived(evs) -> DerivedCost | None:
         if q[3] > 0 and abs(q[0][-1]) / se > _tq(q[3], 0.95):
             cols = cols + [4]
             coef, cov, chi2, dof = q
+    # a step in n against the polynomial (cost_step), kept when significant
+    step = None
+    if len(y) >= len(cols) + 2 * MIN_SIDE:
+        X = full[:, cols]
+        found = find_step(n, X, y, rv, lambda Xs: _chi2(Xs, y, rv), _chi2(X, y, rv),
+                          len(y) - len(cols))
+        if found is not None:
+            step = found[0]
+            full[:, 5] = step.column(n)
+            base = [c_ for c_ in cols if c_ != 4]
+            cols = base + [5]
+            coef, cov, chi2, dof = _fit(full[:, cols], y, rv)
     c = np.zeros(len(COLUMNS))
     c[cols] = coef
     C = np.zeros((len(COLUMNS), len(COLUMNS)))
     C[np.ix_(cols, cols)] = cov
     fitted = full @ c
-    terms = " + ".join(f"{c[j]:.4g}" + ("" if j == 0 else f"·{COLUMNS[j]}") for j in sorted(cols))
+    terms = " + ".join(f"{c[j]:.4g}" + ("" if j == 0 else f"·1[n > {step.lo:g}]" if j == 5
+                                        else f"·{COLUMNS[j]}") for j in sorted(cols))
     text = (f"derived cycles of {len(y)} cells (runs × #running-req, {len(steps)} num_steps; "
-            f"no EAGLE3_PROF phases): cycle = {terms} ms" + (", n = batch × K" if 4 in cols
-                                                             else "")
+            f"no EAGLE3_PROF phases): cycle = {terms} ms"
+            + (", n = batch × K" if 4 in cols or 5 in cols else "")
+            + (f" ({step.text}: where the polynomial misses the cells)" if step else "")
             + f"; χ²/df {chi2:.2g}" + (
                 f" (the cells scatter {math.sqrt(chi2):.2g}× beyond their own errors: the "
                 "intervals carry it as model error)" if chi2 > 2 else ""))
@@ -153,4 +188,4 @@ def fit_derived(evs) -> DerivedCost | None:
     return DerivedCost(c, C, max(chi2 - 1.0, 0.0) * float(rv.mean()), len(y),
                        (int(K.min()), int(K.max())),
                        (float((B * K).min()), float((B * K).max())),
-                       float(dof) if dof > 0 else math.inf, text, res)
+                       float(dof) if dof > 0 else math.inf, text, res, step)

@@ -55,7 +55,8 @@ def rows_where(df: pd.DataFrame, mask) -> pd.DataFrame:
 def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[str]]:
     """Series of every row of each frame, as codes into one list of labels 'dp|pp|attn_cp|moe_dp'
     ('-' for a tag the line lacks), shared by the frames (decode and prefill lines)."""
-    if not any(t in df.columns and df[t].notna().any() for df in frames for t in SERIES_TAGS):
+    if not any(t in df.columns and df[t].notna().any() for df in frames for t in SERIES_TAGS) \
+            and not any("part" in df.columns for df in frames):
         # one series (no DP/PP tags: the usual single-scheduler log)
         return [np.zeros(len(df), dtype=np.int8) for df in frames], ["-|-|-|-"]
     keys = []
@@ -77,6 +78,15 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
             v = (int(k) >> (15 * (len(SERIES_TAGS) - 1 - i))) & 0x7FFF
             parts.append("-" if v == 0 else str(v - 1))
         labels.append(("vllm " if int(k) >> 62 else "") + "|".join(parts))
+    if any("part" in df.columns for df in frames):
+        # a configuration's segments pooled (api.ConfigSegment.parts): each part a series
+        part = np.concatenate([df["part"].to_numpy(dtype=np.int64) if "part" in df.columns
+                               else np.zeros(len(df), dtype=np.int64) for df in frames])
+        pair, firsts = pd.factorize(np.asarray(codes, dtype=np.int64) * (int(part.max()) + 1)
+                                    + part)
+        labels = [f"{labels[int(f) // (int(part.max()) + 1)]} part "
+                  f"{int(f) % (int(part.max()) + 1) + 1}" for f in firsts]
+        codes = pair
     out, at = [], 0
     for key in keys:
         out.append(np.asarray(codes[at:at + len(key)]))
