@@ -512,6 +512,7 @@ def checks(evs: list[Evidence], per_run: dict[str, list[Bucket]], fit, confidenc
 
 
 MIX_COVER = 0.95      # the anchor's buckets must hold this share of the checked run's
+SAME_MIX_COVER = 0.7  # … of a run of the same mix (re-mixed only across a step in the cost)
 SAME_MIX = 0.05      # mean batch sizes (request-step weighted) within 5 %: the same mix
 #                       (at 1 %, re-mixing small buckets cost the batch-4 check 96 → 85 %)
 
@@ -544,12 +545,18 @@ def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: Ba
     theirs = {b.label: b.share for b in target.buckets}
     if not whole.sufficient or not theirs:
         return whole, True
-    if same_mix(target, src):
-        return whole, True                # the same mix: the whole-run prediction is its own
+    same = same_mix(target, src)
+    if same and (bc is None or bc.step is None):
+        # the same mix: the whole-run prediction is its own (but where the cells show a step
+        # in the verify's cost, the whole-run model's smooth growth does not follow it: the
+        # buckets' predictions do, over the buckets that have them — the same mix's small
+        # buckets of a batch in transit are the same small share of either run)
+        return whole, True
     shares = [(b.share, mine[b.label]) for b in target.buckets
               if b.label in mine and mine[b.label].eff_tok_s.sufficient]
-    if sum(s for s, _ in shares) < MIX_COVER * sum(theirs.values()):
-        return whole, False
+    if sum(s for s, _ in shares) < (SAME_MIX_COVER if same else MIX_COVER) * \
+            sum(theirs.values()):
+        return whole, same
     tok = cyc = se = 0.0
     for share, bk in shares:
         p = predict_bucket(src, bk, model, target.steps, target.k, confidence, bc)
