@@ -158,16 +158,19 @@ def fit_derived(evs) -> DerivedCost | None:
         if q[3] > 0 and abs(q[0][-1]) / se > _tq(q[3], 0.95):
             cols = cols + [4]
             coef, cov, chi2, dof = q
-    # a step in n against the polynomial (cost_step), kept when significant
+    # a step in n against the polynomial (cost_step), kept when significant and when it fits
+    # better than the n² term (a convex cost passes the F test against the straight line
+    # with a step in a gap of the measured n)
     step = None
-    if len(y) >= len(cols) + 2 * MIN_SIDE:
-        X = full[:, cols]
+    base = [c_ for c_ in cols if c_ != 4]
+    if len(y) >= len(base) + 2 * MIN_SIDE:
+        X = full[:, base]
         found = find_step(n, X, y, rv, lambda Xs: _chi2(Xs, y, rv), _chi2(X, y, rv),
-                          len(y) - len(cols))
-        if found is not None:
+                          len(y) - len(base))
+        if found is not None and _chi2(np.column_stack([X, found[0].column(n)]), y, rv) < \
+                _chi2(np.column_stack([X, full[:, 4]]), y, rv):
             step = found[0]
             full[:, 5] = step.column(n)
-            base = [c_ for c_ in cols if c_ != 4]
             cols = base + [5]
             coef, cov, chi2, dof = _fit(full[:, cols], y, rv)
     c = np.zeros(len(COLUMNS))

@@ -389,7 +389,10 @@ class _Unreadable(str):
 
 
 def parse_server_args(text: str) -> tuple[dict, bool]:
-    """'…server_args=ServerArgs(k=v, …)' -> ({k: v}, parsed_whole).
+    """'…server_args=ServerArgs(k=v, …)' -> ({k: v}, parsed_whole); or, SGLang 0.5.19 →,
+    '…server_args={'k': v, …}' (the launcher logs ``ServerArgs.resolved_dict()``: sglang
+    0.5.19 srt/entrypoints/engine.py:265, where 0.5.18 logged ``{server_args=}`` at :253;
+    0.5.23 engine.py:173–174 and 311).
 
     Values are read with ast.literal_eval only (nothing is executed); a value that is not a literal
     (LoRARef(...), bare inf/nan) is kept as its source text.  When the repr cannot be parsed as a
@@ -397,6 +400,8 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
     """
     i = text.find("server_args=")
     expr = text[i + len("server_args="):].strip() if i >= 0 else text.strip()
+    if expr.startswith("{"):
+        return _parse_args_dict(expr)
     try:
         tree = parse_expr(expr)
         call = tree.body
@@ -430,19 +435,78 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
     return out, False
 
 
+def _parse_args_dict(expr: str) -> tuple[dict, bool]:
+    """The 0.5.19 → form, "{'model_path': '…', 'tp_size': 2, …}": (args, parsed_whole)."""
+    try:
+        tree = parse_expr(expr)
+        node = tree.body
+        if not isinstance(node, ast.Dict):
+            raise SyntaxError("not a dict")
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+                continue
+            try:
+                out[k.value] = literal_eval(v)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                out[k.value] = ast.get_source_segment(expr, v) or ast.unparse(v)
+        return out, True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    inner = expr[1:]
+    if inner.endswith("}"):
+        inner = inner[:-1]
+    out = {}
+    for part in _top_level_split(inner):
+        key, colon, val = part.partition(":")
+        key = _literal(key.strip())
+        if not colon or not isinstance(key, str) or isinstance(key, _Unreadable) or \
+                not key.isidentifier():
+            continue
+        v = _literal(val.strip())
+        out[key] = str(v) if isinstance(v, _Unreadable) else v
+    return out, False
+
+
+_REPR_RX = re.compile(r"[A-Za-z_][\w.]*\(|[<\[(]")   # what a logged object looks like
+SERVER_ARGS_SHAPES = ("server_args=ServerArgs(…) (SGLang ≤ 0.5.18)",
+                      "server_args={…} (0.5.19 →)")
+
+
 def parse_server_args_line(line: str) -> LineResult:
     idx = line.find("server_args=")
-    if idx < 0 or "ServerArgs(" not in line[idx:idx + 40]:
+    if idx < 0:
         return LineResult(None)
+    head = line[idx + len("server_args="):idx + 60].lstrip()
+    dict_form = head.startswith("{")
+    if not dict_form and "ServerArgs(" not in line[idx:idx + 40]:
+        if not _REPR_RX.match(head):
+            return LineResult(None)       # code that names the argument (a traceback line)
+        # a repr after the marker in neither known shape: said, not skipped
+        return LineResult(None, ["a server_args= line in a shape eaglelog does not know "
+                                 f"(it reads {' and '.join(SERVER_ARGS_SHAPES)}): the run's "
+                                 "configuration is not read from it"])
     args, whole = parse_server_args(line[idx:])
     if not args:
         return LineResult(None, ["server_args line could not be read"])
     rec = dict(prefix_columns(line[:idx]))
     rec["parse_ok"] = whole
-    problems = [] if whole else [f"server_args line is not a complete ServerArgs(...) repr "
+    what = "{…} dict" if dict_form else "ServerArgs(...) repr"
+    problems = [] if whole else [f"server_args line is not a complete {what} "
                                  f"(cut short?); {len(args)} keys recovered one by one"]
+    args = _dp_attention(args)
     rec["_args"] = _checked_args(args, problems)
     return LineResult(rec, problems)
+
+
+def _dp_attention(args: dict) -> dict:
+    """``enable_dp_attention`` from ``attn_dp_size`` where a release has the width (0.5.23:
+    the flag survives in the dict only as a deprecated alias, ``attn_dp_size > 1``,
+    srt/server_args.py:331–332; a dict of a release that dropped it still says it)."""
+    w = args.get("attn_dp_size")
+    if isinstance(w, int) and not isinstance(w, bool) and "enable_dp_attention" not in args:
+        args = {**args, "enable_dp_attention": w > 1}
+    return args
 
 
 def _checked_args(args: dict, problems: list[str]) -> dict:

@@ -1,0 +1,103 @@
+"""SGLang 0.5.19 → logs its start-up configuration as a dict: the launcher prints
+``server_args={server_args.resolved_dict()}`` (sglang 0.5.19: srt/entrypoints/engine.py:265;
+0.5.18 printed ``{server_args=}``, the ServerArgs(…) repr, engine.py:253), in 0.5.23
+``_server_args_for_logging``, the same dict with secrets redacted (engine.py:173–174 and 311;
+srt/server_args.py:316–333, where ``enable_dp_attention`` is kept only as the deprecated alias
+``attn_dp_size > 1``).  Issue 35, items 1–2: the dict is read like the ServerArgs(…) repr, and a
+line with the marker in neither shape is said, not skipped.  The logs here are the bundled
+synthetic samples with their ServerArgs(…) line rewritten in the dict shape."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import eaglelog
+from eaglelog.parsers import sglang
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def dict_shape(text: str) -> str:
+    """The log with its ServerArgs(k=v, …) line as 0.5.19 → prints it: server_args={'k': v}."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        i = line.find("server_args=ServerArgs(")
+        if i < 0:
+            out.append(line)
+            continue
+        args, whole = sglang.parse_server_args(line[i:])
+        assert whole
+        args.setdefault("attn_dp_size", 1)
+        out.append(line[:i] + "server_args=" + repr(args) + "\n")
+    return "".join(out)
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shape")
+    src = SAMPLES / "eagle3_5step.log"
+    new = d / "eagle3_5step_0523.log"
+    new.write_text(dict_shape(src.read_text()))
+    return src, new
+
+
+def test_the_dict_line_is_read_like_the_repr():
+    line = ("[2026-11-02 10:00:00] server_args={'model_path': '/m/llama', 'tp_size': 2, "
+            "'dp_size': 1, 'attn_dp_size': 2, 'speculative_algorithm': 'EAGLE3', "
+            "'speculative_num_steps': 5, 'speculative_eagle_topk': 1, "
+            "'speculative_num_draft_tokens': 6, 'lora_paths': [LoRARef(name='x')], "
+            "'speculative_adaptive_config': None}")
+    r = sglang.parse_server_args_line(line)
+    assert r.problems == [] and r.record["parse_ok"] is True
+    a = r.record["_args"]
+    assert (a["speculative_algorithm"], a["speculative_num_steps"], a["tp_size"]) == \
+        ("EAGLE3", 5, 2)
+    assert a["lora_paths"] == "[LoRARef(name='x')]"          # not a literal: its text
+    assert a["enable_dp_attention"] is True                 # from attn_dp_size 2
+    cut = sglang.parse_server_args_line(line[:150])
+    assert cut.record["parse_ok"] is False and cut.record["_args"]["tp_size"] == 2
+    assert cut.problems == ["server_args line is not a complete {…} dict (cut short?); "
+                            "5 keys recovered one by one"]
+
+
+def test_a_marker_line_of_another_shape_is_said():
+    r = sglang.parse_server_args_line("[2026-11-02 10:00:00] server_args=SrvConfig(tp=2)")
+    assert r.record is None and len(r.problems) == 1
+    assert "a server_args= line in a shape eaglelog does not know" in r.problems[0]
+    assert "server_args={…} (0.5.19 →)" in r.problems[0]
+    # code that merely names the argument (a traceback) is not a record
+    assert sglang.parse_server_args_line(
+        '  File "x.py", line 3, in run(server_args=server_args)') .problems == []
+
+
+def test_every_command_answers_the_same_on_both_shapes(both, run):
+    src, new = both
+    assert eaglelog.parse(str(new)).config(str(new))["speculative_num_steps"] == 5
+    for args in (["summary", "-f", "json"], ["breakeven", "--baseline-toks", "90", "-f", "json"],
+                 ["reconcile", "-f", "json"]):
+        a = run(*args, str(src))
+        b = run(*args, str(new))
+        assert a.exit_code == b.exit_code == 0, (args, b.output)
+        ja, jb = json.loads(a.output), json.loads(b.output)
+        for r in ja["runs"] + jb["runs"]:
+            r.pop("source", None)
+        assert ja["runs"] == jb["runs"], args
+
+
+def test_whatif_and_schedule_read_the_steps_from_the_dict(tmp_path, run):
+    """Without the config, whatif exited 1: 'no speculative_num_steps in its server_args'."""
+    paths = []
+    for name in ("eagle3_2step.log", "eagle3_5step.log"):
+        p = tmp_path / name
+        p.write_text(dict_shape((SAMPLES / name).read_text()))
+        paths.append(str(p))
+    r = run("whatif", "--steps", "3", "-f", "json", *paths)
+    assert r.exit_code == 0, r.output
+    want = run("whatif", "--steps", "3", "-f", "json",
+               *[str(SAMPLES / n) for n in ("eagle3_2step.log", "eagle3_5step.log")])
+    got = json.loads(r.output.replace(f"{tmp_path}/", ""))
+    want = json.loads(want.output.replace(f"{SAMPLES}/", ""))
+    assert got["predictions"] == want["predictions"]
+    assert got["predictions"][0]["steps"] == 3
