@@ -101,3 +101,21 @@ def test_whatif_and_schedule_read_the_steps_from_the_dict(tmp_path, run):
     want = json.loads(want.output.replace(f"{SAMPLES}/", ""))
     assert got["predictions"] == want["predictions"]
     assert got["predictions"][0]["steps"] == 3
+
+
+def test_a_decode_line_in_an_unknown_shape_is_said(tmp_path):
+    """'Decode batch' with a head no release printed (sglang 0.5.23 still prints 'Decode
+    batch{iter_msg}, #running-req: …': srt/managers/scheduler_components/
+    metrics_reporter.py:963) is one warning with its file and line, not a silent skip; prose
+    that names decode batches is not a record."""
+    p = tmp_path / "shape.log"
+    p.write_text("[2026-11-02 10:00:00 TP0] Decode batch, #running-req: 4, #token: 900, token "
+                 "usage: 0.01, accept len: 2.50, cuda graph: True, gen throughput (token/s): "
+                 "400.00, #queue-req: 0\n"
+                 "[2026-11-02 10:00:01 TP0] Decode batch: running=4 tokens=900 accept=2.5\n"
+                 "[2026-11-02 10:00:02 TP0] Decode batch size 4 captured\n")
+    log = eaglelog.parse(str(p))
+    assert len(log.decode) == 1
+    said = [d for d in log.diagnostics if "shape eaglelog does not know" in d.message]
+    assert [(d.line_no, d.source) for d in said] == [(2, str(p))]
+    assert "'Decode batch. …', 'Decode batch, …' and 'Decode batch [N]. …'" in said[0].message

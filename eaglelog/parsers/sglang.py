@@ -113,6 +113,9 @@ LEGACY_PREFILL_KEYS = {
     "#running_req": ("running_req", _int32), "tree_cache_hit_rate": ("cache_hit_rate", _pct),
 }
 
+DECODE_SHAPES = ("'Decode batch. …', 'Decode batch, …' and 'Decode batch [N]. …', SGLang "
+                 "v0.1.17 – v0.5.23")
+_OTHER_TEXT_RX = re.compile(r"(?: [a-z]|es\b|$)")      # 'Decode batch size …', '… batches'
 DECODE_HEAD_RX = re.compile(r"Decode batch(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ", re.ASCII)
 PREFILL_HEAD_RX = re.compile(r"Prefil{1,2} batch(?:\(mixed #running-req: (?P<mixed>\d{1,18})\))?"
                              r"(?: \[(?P<iter>\d{1,18})\])?(?P<punct>[.,]) ", re.ASCII)
@@ -274,7 +277,11 @@ def parse_decode_line(line: str) -> LineResult:
         if not m:
             if line.startswith("Decode batch [", idx):     # '[-0]', '[1e3]': a damaged header
                 return LineResult(None, ["header 'Decode batch [N]' with N not a number"])
-            return LineResult(None)
+            if _OTHER_TEXT_RX.match(line, idx + len("Decode batch")):
+                return LineResult(None)        # prose that names decode batches
+            # the marker in a shape no release printed: said, not skipped (issue 35)
+            return LineResult(None, [f"a 'Decode batch' line in a shape eaglelog does not know "
+                                     f"(it reads {DECODE_SHAPES}): no window taken from it"])
         before = _batch_header(line, idx, m, rec)
         rest = line[m.end():]
     else:
