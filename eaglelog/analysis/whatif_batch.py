@@ -156,7 +156,8 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
     # than the quadratic
     step = None
     if len(cells) >= 2 * MIN_SIDE + 2:
-        found = find_step(n1, X, v, w, lambda Xs: _rss(Xs, v, w), _rss(X, v, w), len(v) - 2)
+        found = find_step(n1, X, v, w, lambda Xs: _rss(Xs, v, w), _rss(X, v, w), len(v) - 2,
+                          [c.run for c in cells])
         # (a convex verify can pass the F test against the line with a step in a gap of
         # the measured n: kept only where it also fits better than the quadratic — simulated,
         # convex hardware at 4 clients, one run held out: 2 of 5 steps found in a gap without

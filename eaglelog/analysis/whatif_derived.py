@@ -166,7 +166,7 @@ def fit_derived(evs) -> DerivedCost | None:
     if len(y) >= len(base) + 2 * MIN_SIDE:
         X = full[:, base]
         found = find_step(n, X, y, rv, lambda Xs: _chi2(Xs, y, rv), _chi2(X, y, rv),
-                          len(y) - len(base))
+                          len(y) - len(base), [c_[0] for c_ in cells])
         if found is not None and _chi2(np.column_stack([X, found[0].column(n)]), y, rv) < \
                 _chi2(np.column_stack([X, full[:, 4]]), y, rv):
             step = found[0]
