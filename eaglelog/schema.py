@@ -417,6 +417,10 @@ VLLM_ITERATIONS = Table(
         C("gen_tokens", "Int64", "tokens", "generation tokens (whether draft positions count is "
           "not established)"),
         C("iter_ms", "float64", "ms", "wall time of the step", "lower"),
+        C("dummy", "boolean", "", "a dummy iteration ('… ms (dummy)': an idle DP engine runs one "
+          "to keep step with the others; vllm 0.34.0 v1/metrics/loggers.py:199–213)"),
+        C("kv_cache_usage", "float64", "fraction", "'<device> KV cache usage: X%' after the "
+          "elapsed time (vLLM 0.26 →), as a fraction"),
     ),
 )
 

@@ -592,25 +592,42 @@ def parse_stages_line(line: str) -> LineResult:
     return LineResult(rec, problems)
 
 
+# vLLM 0.26 → prefixes the engine ('Engine 000: ', the DP engine's index) and appends
+# ' (dummy)' and the KV usage (vllm 0.34.0: v1/metrics/loggers.py:176–213, "%sIteration(%d):
+# … iteration elapsed time: %.2f ms%s, %s KV cache usage: %.1f%%%s")
 _ITER_RX = re.compile(
+    r"(?:Engine (?P<engine>[0-9]{1,6}): )?"
     r"Iteration\((?P<iteration>[0-9]+)\): (?P<ctx_req>[0-9]+) context requests, "
     r"(?P<ctx_tokens>[0-9]+) context tokens, (?P<gen_req>[0-9]+) generation requests, "
     r"(?P<gen_tokens>[0-9]+) generation tokens, iteration elapsed time: "
-    r"(?P<iter_ms>[^\s,]+) ms", re.ASCII)
+    r"(?P<iter_ms>[^\s,]+) ms(?P<dummy> \(dummy\))?"
+    r"(?:, \S+ KV cache usage: (?P<kv>[0-9.]+)%)?", re.ASCII)
 
 
 def parse_iteration_line(line: str) -> LineResult:
-    """A V1 'Iteration(N): … iteration elapsed time: X ms' line."""
+    """A V1 'Iteration(N): … iteration elapsed time: X ms' line (with 0.26 →'s engine index,
+    '(dummy)' flag and KV usage)."""
     m = _ITER_RX.search(line)
     if m is None:
         return LineResult(None, ["iteration line not understood"]) \
-            if "iteration elapsed time" in line else LineResult(None)
+            if "iteration elapsed time" in line or "Iteration(" in line else LineResult(None)
     problems: list[str] = []
     rec = read_prefix(line[:m.start()], problems)
-    for k, v in m.groupdict().items():
+    g = m.groupdict()
+    engine, dummy, kv = g.pop("engine"), g.pop("dummy"), g.pop("kv")
+    for k, v in g.items():
         _put(rec, k, _dec if k == "iter_ms" else _count, v, problems)
     if "iter_ms" not in rec:
         return LineResult(None, problems)
+    if engine is not None:
+        # whose iteration it is: the frontend logs every DP engine's, 'Engine 001: …' (the
+        # index says it where the process label is the API server's)
+        rec["dp"] = int(engine)          # DP engines are series of their own, never merged
+    rec["dummy"] = dummy is not None
+    if kv is not None:
+        _put(rec, "kv_cache_usage", _dec, kv, problems)
+        if "kv_cache_usage" in rec:
+            rec["kv_cache_usage"] /= 100.0
     return LineResult(rec, problems)
 
 
