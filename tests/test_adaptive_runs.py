@@ -94,9 +94,9 @@ def test_a_pooled_configuration_leaves_out_each_segments_first_window():
 
 def test_the_kv_usage_gives_the_requests_lifetime_without_finish_lines(tmp_path):
     """Heavy-tailed outputs (Pareto α 1.2): the request-step weighted life from #token drops
-    agrees with the Finish lines' own (Σ v² / Σ v) within −35 … +30 % (a window where two
-    finish shares its total equally: shorter), and is far longer than the mean life
-    Σ B̃ / admissions."""
+    is within −50 … +30 % of the Finish lines' own (Σ v² / Σ v; a window where two finish
+    shares its total equally, and the prompts' spread is taken out: a lower bound), and longer
+    than the mean life Σ B̃ / admissions."""
     sc = SCENARIOS["long_requests"]
     for seed in (0, 1, 2):
         path = tmp_path / f"lr{seed}.log"
@@ -105,9 +105,9 @@ def test_the_kv_usage_gives_the_requests_lifetime_without_finish_lines(tmp_path)
         kv = kv_lifetime(log.decode, log.prefill, 40)
         fin = request_lifetime(log, log.sources[0].name, 40)
         assert kv is not None and fin is not None
-        assert 0.65 < kv / fin < 1.3, (seed, kv, fin)
+        assert 0.5 < kv / fin < 1.3, (seed, kv, fin)
         mean_life = float(log.decode["running_req"].sum()) / float(log.prefill["new_seq"].sum())
-        assert kv > 1.4 * mean_life, (seed, kv, mean_life)
+        assert kv > 1.25 * mean_life, (seed, kv, mean_life)
 
 
 def test_kv_lifetime_needs_one_pool():
@@ -125,5 +125,7 @@ def test_kv_lifetime_needs_one_pool():
                                                                                   300]})
     # window 3: committed 2 × 4 × 40 = 320, prefills 402 tokens (2 prompts + first tokens),
     # finished 2 (4 + 2 − 4): 320 + 402 − (2000 − 2320) = 1042 over 2 = 521 each, less the
-    # mean prompt (2000 / 6 = 333.3): 187.7 tokens, 93.8 verifies, 2.35 windows
+    # mean prompt (2000 / 6 = 333.3): 187.7 tokens, 93.8 verifies; Σ n v² less the prompts'
+    # variance (36,667 tokens², over a² = 4) is below the mean life, which bounds it: 2.35
+    # windows
     assert kv_lifetime(dec, pre, 40) == pytest.approx((1042 / 2 - 2000 / 6) / 2 / 40)
