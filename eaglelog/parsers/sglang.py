@@ -408,70 +408,65 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
     i = text.find("server_args=")
     expr = text[i + len("server_args="):].strip() if i >= 0 else text.strip()
     if expr.startswith("{"):
-        return _parse_args_dict(expr)
+        return _read_args(expr, _dict_pairs, "{", "}", _dict_key)
+    return _read_args(expr, _call_pairs, "(", ")", _call_key)
+
+
+def _call_pairs(node):
+    """ServerArgs(k=v, …): (key, value node) pairs."""
+    if not isinstance(node, ast.Call):
+        raise SyntaxError("not a call")
+    return [(kw.arg, kw.value) for kw in node.keywords if kw.arg is not None]
+
+
+def _dict_pairs(node):
+    """{'k': v, …} (0.5.19 →): (key, value node) pairs."""
+    if not isinstance(node, ast.Dict):
+        raise SyntaxError("not a dict")
+    return [(k.value, v) for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+
+
+def _call_key(part: str):
+    key, eq, val = part.partition("=")
+    key = key.strip()
+    return (key, val) if eq and key.isidentifier() else None
+
+
+def _dict_key(part: str):
+    key, colon, val = part.partition(":")
+    key = _literal(key.strip())
+    ok = colon and isinstance(key, str) and not isinstance(key, _Unreadable) and \
+        key.isidentifier()
+    return (key, val) if ok else None
+
+
+def _read_args(expr: str, pairs_of, open_: str, close: str, key_of) -> tuple[dict, bool]:
+    """(args, parsed_whole) of one shape: the whole expression with ast (values by
+    literal_eval, else their source text), or, cut short, key by key on top-level commas."""
     try:
-        tree = parse_expr(expr)
-        call = tree.body
-        if not isinstance(call, ast.Call):
-            raise SyntaxError("not a call")
         out = {}
-        for kw in call.keywords:
-            if kw.arg is None:
-                continue
+        for key, node in pairs_of(parse_expr(expr).body):
             try:
-                out[kw.arg] = literal_eval(kw.value)
+                out[key] = literal_eval(node)
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                out[kw.arg] = ast.get_source_segment(expr, kw.value) or ast.unparse(kw.value)
+                out[key] = ast.get_source_segment(expr, node) or ast.unparse(node)
         return out, True
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     inner = expr
-    p = inner.find("(")
+    p = inner.find(open_)
     if p >= 0:
         inner = inner[p + 1:]
-    if inner.endswith(")"):
+    if inner.endswith(close):
         inner = inner[:-1]
     out = {}
     for part in _top_level_split(inner):
-        key, eq, val = part.partition("=")
-        key = key.strip()
-        if not eq or not key.isidentifier():
+        kv = key_of(part)
+        if kv is None:
             continue
-        v = _literal(val.strip())
-        out[key] = str(v) if isinstance(v, _Unreadable) else v
-    return out, False
-
-
-def _parse_args_dict(expr: str) -> tuple[dict, bool]:
-    """The 0.5.19 → form, "{'model_path': '…', 'tp_size': 2, …}": (args, parsed_whole)."""
-    try:
-        tree = parse_expr(expr)
-        node = tree.body
-        if not isinstance(node, ast.Dict):
-            raise SyntaxError("not a dict")
-        out = {}
-        for k, v in zip(node.keys, node.values):
-            if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
-                continue
-            try:
-                out[k.value] = literal_eval(v)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                out[k.value] = ast.get_source_segment(expr, v) or ast.unparse(v)
-        return out, True
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass
-    inner = expr[1:]
-    if inner.endswith("}"):
-        inner = inner[:-1]
-    out = {}
-    for part in _top_level_split(inner):
-        key, colon, val = part.partition(":")
-        key = _literal(key.strip())
-        if not colon or not isinstance(key, str) or isinstance(key, _Unreadable) or \
-                not key.isidentifier():
-            continue
-        v = _literal(val.strip())
-        out[key] = str(v) if isinstance(v, _Unreadable) else v
+        v = _literal(kv[1].strip())
+        out[kv[0]] = str(v) if isinstance(v, _Unreadable) else v
     return out, False
 
 
