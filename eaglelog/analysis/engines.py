@@ -126,6 +126,33 @@ def correct_beta_spec(decode, rows: np.ndarray):
     return dec
 
 
+LOSSY_METHODS = ("synthetic", "fly")
+
+
+def lossy_acceptance(cfg: dict) -> str | None:
+    """A note when the run's acceptance is forced or lossy, so that its accept length is not
+    what the draft model earns under exact (lossless) verification: SGLang's
+    ``speculative_accept_threshold_single`` / ``_acc`` below 1 (a draft token accepted when
+    its target probability exceeds the threshold, or with min(1, p / threshold_acc): sglang
+    0.5.23 srt/arg_groups/fields/spec.py:109–116), vLLM's ``rejection_sample_method``
+    'synthetic' (acceptance drawn at set rates) or 'fly' (a lossy, entropy-gated window:
+    vllm 0.34.0 config/speculative.py:610–617).  Every verdict on such a run carries it."""
+    why = []
+    for key in ("speculative_accept_threshold_single", "speculative_accept_threshold_acc"):
+        v = cfg.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 1:
+            why.append(f"{key}={v:g}")
+    m = cfg.get("speculative_rejection_sample_method")
+    if isinstance(m, str) and m.strip("'\"").lower() in LOSSY_METHODS:
+        why.append(f"rejection_sample_method={m.strip(chr(39) + chr(34))}")
+    if not why:
+        return None
+    return ("forced or lossy acceptance (" + ", ".join(why) + "): the accept length and the "
+            "speedup are this setting's, not what the draft model earns under exact "
+            "verification, and the outputs are not the target model's own; a verdict here says "
+            "whether this setting pays, not whether lossless speculation would")
+
+
 def apply(log, source: str | None = None):
     """(the log with every engine correction of docs/engines.md applied to ``source``'s rows,
     the notes that say what was done).  Idempotent: an adjusted log comes back as it is, with
@@ -157,6 +184,9 @@ def apply(log, source: str | None = None):
     elif b is not None and b.flag is True:
         notes.append(f"enable_beta_spec=True on a v0.5.3.post2 – post3 log, but accept len is "
                      f"not corrected: {b.why} (docs/engines.md)")
+    lossy = lossy_acceptance(log.config(source))
+    if lossy:
+        notes.append(lossy)
     prev = dict(log.__dict__.get("_engine_notes") or {})
     prev[source] = tuple(notes)
     out.__dict__["_engine_notes"] = prev
