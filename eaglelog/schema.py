@@ -158,6 +158,8 @@ DECODE = Table(
         C("prealloc_req", "Int64", "requests", "PD decode: pre-allocation queue"),
         C("transfer_req", "Int64", "requests", "PD decode: transfer queue"),
         C("retracted_req", "Int64", "requests", "PD decode: retracted queue"),
+        C("host_receive_req", "Int64", "requests", "PD decode: host-receive queue (sglang 0.5.23 "
+          "metrics_reporter.py:1028, when the receive threshold is below 1)"),
         C("waiting_image_req", "Int64", "requests", "EPD waiting list"),
     ) + _GRAPH + (
         C("gen_throughput", "float64", "tokens/s", "decode tokens in the window / wall time since "
@@ -173,6 +175,8 @@ DECODE = Table(
         C("est_read_bw", "float64", "GB/s", "estimated read bandwidth per GPU"),
         C("est_write_bw", "float64", "GB/s", "estimated write bandwidth per GPU"),
         C("fwd_occupancy", "float64", "%", "device-timer forward occupancy"),
+        C("fwd_idle_occupancy", "float64", "%", "device-timer forward + idle occupancy "
+          "('fwd+idle occupancy: X%', sglang 0.5.23 metrics_reporter.py:222–225)"),
         C("engine", "category", "", "'vllm' on rows from vLLM logs (NA, not carried, for SGLang "
           "rows)"),
         C("prompt_throughput", "float64", "tokens/s", "vLLM: prompt tokens per second in the "
@@ -212,6 +216,8 @@ PREFILL = Table(
         C("swa_token_usage", "float64", "fraction", "sliding-window pool usage"),
         C("mamba_usage", "float64", "fraction", "Mamba state pool usage"),
         C("pending_token", "Int64", "tokens", "prompt tokens still waiting to be prefilled"),
+        C("replay_token", "Int64", "tokens", "prompt tokens replayed (sglang 0.5.23 "
+          "metrics_reporter.py:765, printed when non-zero)"),
         C("unbootstrapped_req", "Int64", "requests", "PD prefill queue (v0.4.6 – v0.5.2)"),
         C("transferring_req", "Int64", "requests", "PD prefill queue (v0.4.6 – v0.5.2)"),
         C("pd_time", "float64", "", "PD prefill 'time:' value (v0.4.7 only; unit unspecified)"),
@@ -228,6 +234,8 @@ PREFILL = Table(
           "date-time in front of the SGLang prefix; NA where none", core=False),
         C("est_prefill_tflops", "float64", "TFLOPS", "MFU estimate, per GPU"),
         C("fwd_occupancy", "float64", "%", "device-timer forward occupancy"),
+        C("fwd_idle_occupancy", "float64", "%", "device-timer forward + idle occupancy "
+          "('fwd+idle occupancy: X%', sglang 0.5.23 metrics_reporter.py:222–225)"),
     ) + _LINE_META,
 )
 

@@ -68,6 +68,7 @@ _COMMON_KEYS = {
     "waiting-image-req": ("waiting_image_req", _int),
     "timestamp": ("line_timestamp", _iso),
     "fwd occupancy": ("fwd_occupancy", _pct),
+    "fwd+idle occupancy": ("fwd_idle_occupancy", _pct),
 }
 DECODE_KEYS = dict(_COMMON_KEYS, **{
     "mamba num": ("mamba_num", _int),
@@ -83,6 +84,7 @@ DECODE_KEYS = dict(_COMMON_KEYS, **{
     "#prealloc-req": ("prealloc_req", _int),
     "#transfer-req": ("transfer_req", _int),
     "#retracted-req": ("retracted_req", _int),
+    "#host-receive-req": ("host_receive_req", _int),
     "gen throughput (token/s)": ("gen_throughput", _float),
     "largest-len": ("largest_len", _int),
     "est. decode TFLOPS/s (per GPU)": ("est_decode_tflops", _float),
@@ -94,6 +96,7 @@ PREFILL_KEYS = dict(_COMMON_KEYS, **{
     "#new-token": ("new_token", _int),
     "cache hit rate": ("cache_hit_rate", _pct),
     "#pending-token": ("pending_token", _int),
+    "#replay-token": ("replay_token", _int),
     "#unbootstrapped-req": ("unbootstrapped_req", _int),
     "#transferring-req": ("transferring_req", _int),
     "time": ("pd_time", _float),
