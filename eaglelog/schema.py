@@ -382,7 +382,14 @@ VLLM_STATS = Table(
         C("deferred_req", "Int64", "requests", "'Deferred'"),
         C("preemptions", "Int64", "", "'Preemptions' in the window"),
         C("corrupted_req", "Int64", "requests", "'Corrupted'"),
-        C("gpu_kv_usage", "float64", "%", "'GPU KV cache usage'"),
+        C("gpu_kv_usage", "float64", "%", "'GPU KV cache usage' — the accelerator's: 'NPU', 'XPU' "
+          "… the same column (vllm 0.34.0 v1/metrics/loggers.py:117, 314)"),
+        C("kv_device", "category", "", "the KV cache's device when it is not a GPU ('NPU', "
+          "'XPU', …; NA for GPU)"),
+        C("kv_fetch_waiting", "Int64", "requests", "'KV fetch: N waiting to start' (vLLM 0.3x, "
+          "a KV connector: loggers.py:303–308)"),
+        C("kv_fetch_in_progress", "Int64", "requests", "'… N in progress'"),
+        C("kv_fetch_completed", "Int64", "requests", "'… N completed waiting'"),
         C("cpu_kv_usage", "float64", "%", "V0 'CPU KV cache usage'"),
         C("prefix_hit_rate", "float64", "%", "V1 'Prefix cache hit rate'"),
         C("prefix_hit_gpu", "float64", "%", "V0 prefix-cache line, GPU"),

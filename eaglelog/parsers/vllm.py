@@ -499,7 +499,12 @@ _TPUT_KEYS = {
     "deferred_req": (re.compile(r"Deferred: " + _V + " reqs"), _count),
     "preemptions": (re.compile(r"Preemptions: " + _V), _count),
     "corrupted_req": (re.compile(r"Corrupted: " + _V + " reqs"), _count),
-    "gpu_kv_usage": (re.compile(r"GPU KV cache usage: " + _V + "%"), _pct),
+    "gpu_kv_usage": (re.compile(r"(?:GPU|NPU|XPU|HPU|TPU) KV cache usage: " + _V + "%"), _pct),
+    "kv_fetch_waiting": (re.compile(r"KV fetch: " + _V + " waiting to start"), _count),
+    "kv_fetch_in_progress": (re.compile(r"KV fetch: [0-9]+ waiting to start, " + _V
+                                        + " in progress"), _count),
+    "kv_fetch_completed": (re.compile(r"KV fetch: [0-9]+ waiting to start, [0-9]+ in progress, "
+                                      + _V + " completed waiting"), _count),
     "cpu_kv_usage": (re.compile(r"CPU KV cache usage: " + _V + "%"), _pct),
     "prefix_hit_rate": (re.compile(r"(?<!External p)(?<!External P)Prefix cache hit rate: "
                                    + _V + "%"), _pct),
@@ -510,7 +515,8 @@ _TPUT_KEYS = {
 _ENGINE_RX = re.compile(r"(?:Engine (?P<engine>\d{1,9})|(?P<n>\d{1,9}) Engines Aggregated): $",
                         re.ASCII)
 _CONDITIONAL = ("deferred_req", "preemptions", "corrupted_req", "external_prefix_hit_rate",
-                "mm_cache_hit_rate")
+                "mm_cache_hit_rate", "kv_fetch_waiting")
+_KV_DEVICE_RX = re.compile(r"(NPU|XPU|HPU|TPU) KV cache usage: ")
 
 
 def parse_throughput_line(line: str) -> LineResult:
@@ -544,7 +550,10 @@ def parse_throughput_line(line: str) -> LineResult:
     elif e is not None:
         rec["variant"] = "T3"
     else:
-        rec["variant"] = "T2" if "GPU KV cache usage: " in body else "T1"
+        rec["variant"] = "T2" if "gpu_kv_usage" in rec else "T1"
+    dev = _KV_DEVICE_RX.search(body)
+    if dev is not None:
+        rec["kv_device"] = dev.group(1)
     extra = _leftover(body, spans)
     if extra:
         rec["extra"] = extra
