@@ -58,7 +58,9 @@ GROUPINGS = ("category", "finish", "prompt-len", "output-len", "label")
 MATCHES = ("auto", "question", "prompt", "rid")
 
 REQUEST_COLUMN_NAMES = tuple(c.name for c in REQUEST_COLUMNS)
-_ORIGIN = {"spec-bench": "spec-bench", "eagle": "eagle", "vllm.response": "vllm"}
+_ORIGIN = {"spec-bench": "spec-bench", "eagle": "eagle", "vllm.response": "vllm",
+           "sglang.response": "sglang-response"}
+SERVER_ORIGINS = ("sglang", "vllm", "sglang-response")   # ids a server gave (rid matching)
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -917,7 +919,7 @@ def _keys(t: pd.DataFrame, match: str, rid_map: dict | None, side: str) -> pd.Se
     if match == "prompt":
         return t["prompt_hash"].astype(object).where(t["prompt_hash"].notna(), None)
     v = t["id"].astype(object).where(t["id"].notna(), None)
-    v = v.where(t["origin"].eq("sglang").to_numpy() | t["origin"].eq("vllm").to_numpy(), None)
+    v = v.where(t["origin"].isin(SERVER_ORIGINS).to_numpy(), None)
     if rid_map is not None and side == "new":
         inverse = {n: r for r, n in rid_map.items()}
         return v.map(lambda x: inverse.get(x) if x is not None else None)
@@ -1104,8 +1106,7 @@ def compare_paired(ref, new, *, match: str = "auto", rid_map=None, by: str | Non
     # may share its state: their log ratios, in execution order and less their group's mean,
     # would then be autocorrelated (docs/requests.md)
     tau = None
-    server = a["origin"].isin(["sglang", "vllm"]).any() or b["origin"].isin(
-        ["sglang", "vllm"]).any()
+    server = a["origin"].isin(SERVER_ORIGINS).any() or b["origin"].isin(SERVER_ORIGINS).any()
     if server and len(d) >= MIN_PAIRS:
         resid = d - pd.Series(d).groupby(pairs["group_ref"].astype(str).to_numpy()) \
             .transform("mean").to_numpy()

@@ -21,7 +21,8 @@ from . import requests_bench
 
 KINDS = ("serving", "vllm_section", "obbs_table", "obbs_line", "bspec", "bspec_json", "mtbench",
          "mtbench_json", "send_one", "send_one_table", "adaptive", "adaptive_table", "run_eval",
-         "vllm_offline", "specbench", "sb_answer", "eagle_answer", "vllm_response", "specforge")
+         "vllm_offline", "specbench", "sb_answer", "eagle_answer", "vllm_response", "specforge",
+         "sglang_response")
 OFFLINE_KEYS = ("total_num_output_tokens", "num_drafts", "num_draft_tokens",
                 "num_accepted_tokens", "mean acceptance length")
 MARKER_TEXT = {
@@ -46,6 +47,7 @@ MARKER_TEXT = {
     "eagle_answer": rb"\"idxs\":",
     "vllm_response": requests_bench.VLLM_RESPONSE_MARKER,
     "specforge": requests_bench.SPECFORGE_MARKER,
+    "sglang_response": requests_bench.SGLANG_RESPONSE_MARKER,
 }
 # Literals one of which every match of a kind's marker contains (sniffing skips the regex of a
 # kind whose literals are all absent from the head)
@@ -64,6 +66,7 @@ SNIFF_LITERALS = {
     "specbench": (b"= Task:",),
     "vllm_response": (b'"num_spec_steps"',),
     "specforge": (b'    "model": ',),
+    "sglang_response": (b'"spec_tokens_details"',),
 }
 
 
@@ -411,6 +414,7 @@ LINE_PARSERS = {
     "mtbench": parse_mtbench, "mtbench_json": parse_mtbench_json, "adaptive": parse_adaptive,
     "run_eval": parse_run_eval, "sb_answer": parse_sb_answer, "eagle_answer": parse_eagle_answer,
     "vllm_response": requests_bench.parse_vllm_response,
+    "sglang_response": requests_bench.parse_sglang_response,
 }
 SpecForgeBlock = requests_bench.SpecForgeBlock
 

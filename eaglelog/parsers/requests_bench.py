@@ -15,6 +15,16 @@ Sources (checked in the tools' code):
   ``test_per_request_spec_decode_metrics``).  No vLLM release prints per-request acceptance in
   its server log; a client that saves its responses one per line (or the ``data: {…}`` stream
   lines) gives one row per request.
+* SGLang's OpenAI-compatible responses (0.5.19 →, ``return_spec_tokens_details``): the
+  response's ``sglext.spec_tokens_details`` = ``{spec_accept_rate, spec_accept_length,
+  spec_cap_length, spec_block_accept_length, spec_num_correct_drafts,
+  spec_num_proposed_drafts, spec_verify_ct, spec_correct_drafts_histogram,
+  spec_cap_lens_histogram}`` (sglang 0.5.23 srt/entrypoints/openai/protocol.py:456–481, one
+  object or one per choice; filled from the request's meta_info by
+  ``spec_tokens_details_from_meta_info``, utils.py:313–342).  A verify commits its correct
+  drafts and one bonus token (UNO: two, uno_worker_v2.py:407, not separated here), so the
+  per-step accept length is 1 + correct / verify_ct; SGLang's own ``spec_accept_length`` is
+  completion / verify_ct (the prefill's first token included) and is kept in ``stats``.
 * SpecForge ``benchmarks/bench_eagle3.py`` (sgl-project/SpecForge a6b6b023, 2026-08):
   ``json.dump(results, f, indent=4)`` of ``{"model": draft path, "<benchmark>": [{"batch_size",
   "steps", "topk", "num_draft_tokens", "metrics": [BenchmarkMetrics as a dict, one per run],
@@ -85,6 +95,65 @@ def parse_vllm_response(line: str) -> Parsed:
     al = rec.get("accept_len")
     if al is not None and steps and acc is not None and abs(al - (1 + acc / steps)) > 1e-6:
         problems.append(f"mean_acceptance_length {al} ≠ 1 + {acc} / {steps}")
+    return Parsed(rec, problems, r.bad)
+
+
+# ------------------------------------------------------------------ SGLang API responses
+SGLANG_RESPONSE_MARKER = rb"\"spec_tokens_details\":"
+
+
+def parse_sglang_response(line: str) -> Parsed:
+    """A saved SGLang OpenAI-compatible response (or 'data: {…}' chunk) whose ``sglext`` holds
+    ``spec_tokens_details``: one row per choice."""
+    obj = json_obj(line)
+    if obj is None:
+        return Parsed(None, ["SGLang response line is not a JSON object (cut short?)"])
+    if isinstance(obj.get("data"), dict) and "sglext" not in obj:
+        obj = obj["data"]
+    ext = obj.get("sglext")
+    sd = ext.get("spec_tokens_details") if isinstance(ext, dict) else None
+    if isinstance(sd, list):
+        sd = sd[0] if len(sd) == 1 and isinstance(sd[0], dict) else sd
+    if isinstance(sd, list):
+        return Parsed(None, [f"SGLang response with {len(sd)} choices' spec_tokens_details: "
+                             "one request per response is read"])
+    if not isinstance(sd, dict):
+        return Parsed(None)       # "spec_tokens_details" in some other JSON: not this record
+    r = Reader()
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
+    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
+    steps = r(sd.get("spec_verify_ct"), to_int, "spec_verify_ct")
+    acc = r(sd.get("spec_num_correct_drafts"), to_int, "spec_num_correct_drafts")
+    hist = sd.get("spec_correct_drafts_histogram")
+    rec = base("sglang.response", "sglang", "request", "jsonl",
+               label=str(obj["id"])[:200] if obj.get("id") is not None else None,
+               accept_len=1 + acc / steps if steps and acc is not None else None,
+               acceptance_rate=r(sd.get("spec_accept_rate"), to_float, "spec_accept_rate"),
+               drafts=steps, accepted_tokens=acc,
+               draft_tokens=r(sd.get("spec_num_proposed_drafts"), to_int,
+                              "spec_num_proposed_drafts"),
+               output_tokens=r(usage.get("completion_tokens"), to_int, "completion_tokens"),
+               prompt_tokens=r(usage.get("prompt_tokens"), to_int, "prompt_tokens"),
+               finish_reason=str(fr)[:40] if fr is not None else None,
+               steps=steps,
+               step_tokens=steps + acc if steps is not None and acc is not None else None,
+               stats=dump_json({"acceptance_histogram": hist,
+                                "spec_accept_length": sd.get("spec_accept_length")})
+               if isinstance(hist, list) else None)
+    if rec.get("accept_len") is not None:
+        rec["accept_len_def"] = "request-steps"
+    derive(rec)
+    problems = []
+    if isinstance(hist, list) and hist and all(isinstance(x, int) and not isinstance(x, bool)
+                                               for x in hist):
+        if steps is not None and sum(hist) != steps:
+            problems.append(f"spec_correct_drafts_histogram sums to {sum(hist)}, not "
+                            f"spec_verify_ct {steps}")
+        implied = sum(i * x for i, x in enumerate(hist))
+        if acc is not None and implied != acc:
+            problems.append(f"spec_correct_drafts_histogram implies {implied} correct drafts, "
+                            f"not {acc}")
     return Parsed(rec, problems, r.bad)
 
 

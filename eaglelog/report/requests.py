@@ -18,6 +18,8 @@ DEFINITIONS = {
     "eagle": "EAGLE answers: τ_r = Σ new_tokens / Σ (idx + 1)",
     "vllm": "vLLM: τ_r = 1 + accepted draft tokens / spec steps (per-request "
             "mean_acceptance_length; the first token needs no step)",
+    "sglang-response": "SGLang responses: τ_r = 1 + spec_num_correct_drafts / spec_verify_ct "
+                       "(sglext.spec_tokens_details; the first token needs no verify)",
 }
 
 
@@ -55,7 +57,8 @@ def _below(below) -> str:
 
 def _origins(o: dict) -> str:
     names = {"sglang": "SGLang Finish lines", "spec-bench": "Spec-Bench answers",
-             "eagle": "EAGLE answers", "vllm": "vLLM responses"}
+             "eagle": "EAGLE answers", "vllm": "vLLM responses",
+             "sglang-response": "SGLang responses (sglext)"}
     return ", ".join(f"{names.get(k, k)}" + (f" {v:,}" if len(o) > 1 else "")
                      for k, v in o.items())
 
