@@ -48,6 +48,7 @@ from .. import stats
 from ..errors import EaglelogError
 from ..stats import Estimate, insufficient
 from .requests import MIN_REQUESTS, ratio_estimate
+from .engines import non_draft_tokens
 
 ORIGINS = {
     "sglang-histogram": "SGLang Finish lines: spec_accept_histogram",
@@ -343,7 +344,11 @@ def _k_note(lengths: set[int], unit: str) -> list[str]:
             "positions mix configurations (a changing k)"]
 
 
-def _sglang_curve(run: str, req: pd.DataFrame, confidence: float) -> Curve | None:
+def _sglang_curve(run: str, req: pd.DataFrame, confidence: float,
+                  non_draft: int = 1) -> Curve | None:
+    """``non_draft``: the tokens a verify commits besides its correct drafts (1, the bonus;
+    SGLang's UNO 2: analysis/engines.non_draft_tokens) — the identity then compares
+    τ = 1 + Σ P(accept ≥ i) with Σ (completion − 1) / Σ verify_ct − (non_draft − 1)."""
     if not len(req) or "accept_histogram" not in req.columns:
         return None
     hist, lines, comp, vct, accd, notes = [], [], [], [], [], []
@@ -374,9 +379,11 @@ def _sglang_curve(run: str, req: pd.DataFrame, confidence: float) -> Curve | Non
         return None
     positions, tau = _by_requests(x, y, confidence)
     ok = [(c, v) for c, v in zip(comp, vct) if c is not None and v is not None and v > 0]
-    logged = (sum(c - 1 for c, _ in ok) / sum(v for _, v in ok)) if len(ok) == len(hist) \
-        else None
-    idt = _identity(tau, logged, "Σ (completion − 1) / Σ verify_ct over the same requests", 0.0)
+    logged = (sum(c - 1 for c, _ in ok) / sum(v for _, v in ok)) - (non_draft - 1) \
+        if len(ok) == len(hist) else None
+    idt = _identity(tau, logged, "Σ (completion − 1) / Σ verify_ct over the same requests"
+                    + (f", less the {non_draft - 1} more non-draft token a UNO verify commits"
+                       if non_draft > 1 else ""), 0.0)
     if without:
         notes.append(f"{without:,} request(s) without a usable spec_accept_histogram left out "
                      "(SGLang prints it from v0.5.9 on)")
@@ -559,7 +566,8 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
         t = sub.tables
         req = t.get("requests")
         if req is not None and len(req):
-            c = _sglang_curve(run, req, confidence)
+            c = _sglang_curve(run, req, confidence,
+                              non_draft_tokens(sub.config(sub.sources[0].name)))
             if c is not None:
                 curves.append(c)
         spec = t.get("vllm_spec")

@@ -129,6 +129,14 @@ def correct_beta_spec(decode, rows: np.ndarray):
 LOSSY_METHODS = ("synthetic", "fly")
 
 
+def non_draft_tokens(cfg: dict) -> int:
+    """Tokens a verify commits besides its correct drafts: 1 (the bonus token) for every
+    algorithm but SGLang's UNO, whose verify commits 2 (``accept_lens = accepted_specs + 2``:
+    sglang 0.5.23 srt/speculative/uno_worker_v2.py:407)."""
+    algo = cfg.get("speculative_algorithm")
+    return 2 if isinstance(algo, str) and algo.strip("'\"").upper() == "UNO" else 1
+
+
 def lossy_acceptance(cfg: dict) -> str | None:
     """A note when the run's acceptance is forced or lossy, so that its accept length is not
     what the draft model earns under exact (lossless) verification: SGLang's
