@@ -462,7 +462,38 @@ def vllm_rows(s: pd.DataFrame):
     return rows, d, acc, lines, lossy, elided, no_pp
 
 
-def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float) -> list[Curve]:
+def dynamic_k_note(s: pd.DataFrame, k: int, cfg: dict | None) -> str | None:
+    """vLLM's per-position acceptance rate is accepted-at-i over **every** draft (vllm 0.34.0
+    v1/spec_decode/metrics.py:114–117), so under dynamic speculative decoding
+    (``num_speculative_tokens_per_batch_size``, 0.24 →) a draft of fewer tokens than the
+    positions listed counts as rejected at the positions it never drafted.  Said when the
+    config holds a per-batch-size schedule, or when the windows drafted fewer tokens a draft
+    than there are positions (drafts recovered as accepted / (MAL − 1), the only count that
+    does not assume k)."""
+    sched = (cfg or {}).get("speculative_num_speculative_tokens_per_batch_size")
+    mean_k = None
+    if {"drafts", "window_draft_tokens", "drafts_from"} <= set(s.columns):
+        m = (s["drafts_from"].astype(str) == "accepted/(mal-1)").to_numpy()
+        d = s["drafts"].to_numpy(dtype=float, na_value=np.nan)[m]
+        t = s["window_draft_tokens"].to_numpy(dtype=float, na_value=np.nan)[m]
+        ok = np.isfinite(d) & np.isfinite(t) & (d > 0)
+        if ok.sum() and d[ok].sum() > 0:
+            mean_k = float(t[ok].sum() / d[ok].sum())
+    short = mean_k is not None and mean_k < k - 0.05
+    if not (sched or short):
+        return None
+    why = ("the config sets num_speculative_tokens_per_batch_size (dynamic speculative "
+           "decoding)" if sched else
+           f"the windows drafted {mean_k:.2f} tokens a draft, fewer than the {k} positions "
+           "listed (dynamic or truncated drafts)")
+    return (f"{why}: vLLM's per-position rate counts every draft in its denominator, so a "
+            "position a draft never reached reads as rejected — P(accept ≥ i) here is per "
+            "draft, and P(≥ i | ≥ i − 1) at the deep positions is a lower bound, not the draft "
+            "model's conditional acceptance")
+
+
+def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float,
+                 cfg: dict | None = None) -> list[Curve]:
     if not len(spec) or "per_position" not in spec.columns:
         return []
     out = []
@@ -481,6 +512,9 @@ def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float) -> list[Curve]
         tol = P.shape[1] * PP_HALF_ULP[origin] + (MAL_HALF_ULP if lossy else 0.0)
         idt = _identity(tau, logged, "1 + Σ accepted / Σ drafts of the same windows", tol)
         notes = _k_note({len(r) for r in rows}, "window")
+        dyn = dynamic_k_note(s, P.shape[1], cfg)
+        if dyn:
+            notes.append(dyn)
         if elided:
             notes.append(f"{elided:,} window(s) left out: their per-position list was shortened "
                          "with '...'")
@@ -572,7 +606,8 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
                 curves.append(c)
         spec = t.get("vllm_spec")
         if spec is not None and len(spec):
-            curves.extend(_vllm_curves(run, spec, confidence))
+            curves.extend(_vllm_curves(run, spec, confidence,
+                                       sub.config(sub.sources[0].name)))
         b = t.get("bench")
         if b is not None and len(b) and "per_position" in b.columns:
             scope = b["scope"].astype(str)
