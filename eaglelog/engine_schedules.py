@@ -96,6 +96,37 @@ def vllm_lookup(schedule, num_speculative_tokens: int, max_num_seqs: int) -> lis
     return dense
 
 
+# vLLM 0.34.0's built-in methods (vllm/config/speculative.py:53–97, ``SpeculativeMethod``; an
+# unknown one raises 'Unknown speculative method' in ``_validate_method``, :1624–1634)
+VLLM_METHODS = frozenset({
+    "ngram", "draft_model", "suffix", "eagle", "eagle3", "extract_hidden_states", "dflash",
+    "ngram_gpu", "dspark", "mtp"})
+# SGLang's algorithm -> vLLM's method of the same kind; None: vLLM has none
+SGLANG_TO_VLLM = {"eagle": "eagle", "eagle3": "eagle3", "standalone": "draft_model",
+                  "nextn": "mtp", "mtp": "mtp", "ngram": "ngram", "dflash": "dflash",
+                  "dspark": "dspark", "uno": None, "frozen_kv_mtp": None}
+
+
+def vllm_method(algorithm: str) -> str:
+    """vLLM's ``speculative_config.method`` for a run's algorithm (SGLang's name or vLLM's
+    own): SGLang's STANDALONE is vLLM's draft_model, NEXTN and MTP heads vLLM's mtp (vLLM
+    reads a model's own '*_mtp' type as mtp too, :1375), never 'eagle'.  EngineConfigError
+    (one line) for an algorithm vLLM has no method for (UNO, FROZEN_KV_MTP)."""
+    a = str(algorithm).strip("'\"").lower()
+    if a in SGLANG_TO_VLLM:
+        m = SGLANG_TO_VLLM[a]
+        if m is None:
+            raise EngineConfigError(f"vLLM has no speculative method for SGLang's "
+                                    f"{algorithm.upper()}: no vLLM config can load this "
+                                    "schedule")
+        return m
+    if a in VLLM_METHODS or a.endswith("_mtp"):
+        return a
+    raise EngineConfigError(f"vLLM has no built-in speculative method {algorithm!r} "
+                            f"(it accepts {', '.join(sorted(VLLM_METHODS))} and model '*_mtp' "
+                            "types)")
+
+
 def vllm_config(schedule: list[tuple[int, int, int]], method: str, draft: str | None) -> dict:
     """The ``--speculative-config`` object of a schedule (validated)."""
     k_max = max(k for _, _, k in schedule)

@@ -271,9 +271,17 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
     vllm = sglang = None
     num_steps = None
     if chosen and max(k for _, _, k in ranges) > 0:
-        from ..engine_schedules import sglang_config, vllm_config
-        vllm = vllm_config(ranges, "eagle3" if "eagle3" in method else
-                           "eagle" if "eagle" in method else method, draft)
+        from ..engine_schedules import EngineConfigError, sglang_config, vllm_config, vllm_method
+        try:
+            vllm = vllm_config(ranges, vllm_method(method), draft)
+        except EngineConfigError as e:
+            notes.append(f"no vLLM config: {e}")
+        else:
+            # vllm 0.24.0 config/speculative.py:162 adds the field; 0.23.0's @config forbids
+            # fields it does not know (config/utils.py: ConfigDict(extra="forbid"))
+            notes.append("the vLLM config needs vLLM 0.24.0 or later: "
+                         "num_speculative_tokens_per_batch_size first ships there, and 0.23.0 "
+                         "rejects a field it does not know at start-up")
         sglang = sglang_config([(lo, k) for lo, _, k in ranges])
         num_steps = ranges[0][2]
         if any(k == 0 for _, _, k in ranges):
