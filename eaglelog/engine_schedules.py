@@ -127,6 +127,36 @@ def vllm_method(algorithm: str) -> str:
                             "types)")
 
 
+def sglang_ignores(cfg: dict) -> str | None:
+    """Why SGLang would switch adaptive speculation off (with only a warning) for a server
+    configured like ``cfg``, or None: sglang 0.5.23 srt/speculative/adaptive_spec_params.py:56–90
+    ``adaptive_unsupported_reason`` (an algorithm other than EAGLE/EAGLE3, topk other than 1,
+    attention DP, multi-layer EAGLE), applied by speculative_hook.py:261–262 and 1374–1390."""
+    algo = str(cfg.get("speculative_algorithm") or "").strip("'\"").upper()
+    if algo not in ("EAGLE", "EAGLE3"):
+        return f"speculative_algorithm={algo or None} (only EAGLE/EAGLE3 are supported)"
+    topk = cfg.get("speculative_eagle_topk")
+    if isinstance(topk, int) and not isinstance(topk, bool) and topk != 1:
+        return f"speculative_eagle_topk={topk} (only topk=1 is supported)"
+    w = cfg.get("attn_dp_size")
+    if cfg.get("enable_dp_attention") is True or (isinstance(w, int) and w > 1):
+        return "attention DP is not supported"
+    if cfg.get("enable_multi_layer_eagle") is True:
+        return "enable_multi_layer_eagle"
+    return None
+
+
+def vllm_ignores(cfg: dict) -> str | None:
+    """Why vLLM would drop the per-batch-size schedule (with only a warning) and run its
+    static num_speculative_tokens: data parallelism (vllm 0.34.0 config/vllm.py:1031–1048,
+    ``_maybe_disable_dynamic_sd_for_data_parallel``)."""
+    dp = cfg.get("dp_size")
+    if isinstance(dp, int) and not isinstance(dp, bool) and dp > 1:
+        return (f"data parallel size {dp}: vLLM drops num_speculative_tokens_per_batch_size and "
+                "falls back to the static num_speculative_tokens")
+    return None
+
+
 def vllm_config(schedule: list[tuple[int, int, int]], method: str, draft: str | None) -> dict:
     """The ``--speculative-config`` object of a schedule (validated)."""
     k_max = max(k for _, _, k in schedule)

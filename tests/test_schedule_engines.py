@@ -37,3 +37,43 @@ def test_the_schedule_says_the_vllm_version_it_needs(run):
     assert r.exit_code == 0, r.output
     assert "vLLM 0.24.0 or later" in r.output
     assert "0.23.0 rejects a field it does not know at start-up" in r.output
+
+
+def _runs(tmp_path, old: str, new: str) -> list[str]:
+    from conftest import ROOT
+    out = []
+    for p in sorted((ROOT / "sample_logs" / "schedule").glob("steps*.log")):
+        text = p.read_text()
+        assert old in text
+        q = tmp_path / p.name
+        q.write_text(text.replace(old, new))
+        out.append(str(q))
+    return out
+
+
+def test_what_sglang_and_vllm_would_ignore_is_refused(tmp_path, run):
+    """SGLang 0.5.23 switches adaptive speculation off, with only a warning, under attention DP
+    (adaptive_spec_params.py:56–90); vLLM 0.34.0 drops the per-batch-size schedule under data
+    parallelism (config/vllm.py:1031–1048).  Neither config is emitted then, and -f says why."""
+    from conftest import ROOT
+    from eaglelog.engine_schedules import sglang_ignores, vllm_ignores
+    assert sglang_ignores({"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 1}) is None
+    assert "only topk=1" in sglang_ignores({"speculative_algorithm": "EAGLE3",
+                                            "speculative_eagle_topk": 4})
+    assert "only EAGLE/EAGLE3" in sglang_ignores({"speculative_algorithm": "NEXTN"})
+    assert "attention DP" in sglang_ignores({"speculative_algorithm": "EAGLE",
+                                             "attn_dp_size": 2})
+    assert vllm_ignores({"dp_size": 1}) is None and "data parallel size 2" in \
+        vllm_ignores({"dp_size": 2})
+    base = str(ROOT / "sample_logs" / "batch_baseline.log")
+    paths = _runs(tmp_path, "enable_dp_attention=False", "enable_dp_attention=True")
+    r = run("schedule", "--baseline-log", base, *paths)
+    assert r.exit_code == 0 and "SGLang: none (see the note)" in r.output
+    assert "no SGLang config: SGLang switches adaptive speculation off" in r.output
+    assert "vllm serve MODEL" in r.output
+    f = run("schedule", "--baseline-log", base, "-f", "sglang", *paths)
+    assert f.exit_code != 0 and "attention DP is not supported" in f.stderr
+    (tmp_path / "dp").mkdir()
+    paths = _runs(tmp_path / "dp", "dp_size=1", "dp_size=2")
+    r = run("schedule", "--baseline-log", base, *paths)
+    assert "vLLM: none (see the note)" in r.output and "data parallel size 2" in r.output

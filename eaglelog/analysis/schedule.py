@@ -193,7 +193,7 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
         raise EaglelogError("schedule compares each batch size with the baseline at that batch "
                             "size: one --baseline-toks rate cannot be that; give --baseline-log "
                             "or a rate per batch size (--baseline-toks 1:90,8:70,32:40)")
-    runs, notes, method, draft = [], [], None, None
+    runs, notes, method, draft, first_cfg = [], [], None, None, None
     by_bucket: dict[tuple[int, int], list[tuple[str, int, object]]] = {}
     labels: dict[tuple[int, int], str] = {}
     for label, sub in log.units():
@@ -205,6 +205,7 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                                 "its server_args: give the speculative runs (the baseline goes "
                                 "to --baseline-log)")
         method = method or str(cfg["speculative_algorithm"]).lower()
+        first_cfg = first_cfg or cfg
         draft = draft or cfg.get("speculative_draft_model_path")
         r = breakeven(sub, baseline, confidence=confidence, by_batch=True, warmup=warmup)
         runs.append((label, int(steps)))
@@ -284,6 +285,18 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                          "rejects a field it does not know at start-up")
         sglang = sglang_config([(lo, k) for lo, _, k in ranges])
         num_steps = ranges[0][2]
+        from ..engine_schedules import sglang_ignores, vllm_ignores
+        why = sglang_ignores(first_cfg or {})
+        if why:
+            # SGLang would start, warn once and run fixed steps: refused, not emitted
+            notes.append(f"no SGLang config: SGLang switches adaptive speculation off for "
+                         f"this server ({why}; sglang 0.5.23 adaptive_spec_params.py:56–90), "
+                         "with only a warning — the schedule would be ignored")
+            sglang = num_steps = None
+        why = vllm_ignores(first_cfg or {}) if vllm is not None else None
+        if why:
+            notes.append(f"no vLLM config: {why} (vllm 0.34.0 config/vllm.py:1031–1048)")
+            vllm = None
         if any(k == 0 for _, _, k in ranges):
             notes.append("K = 0 (no drafting) in a SGLang slot needs v0.5.14 or later "
                          "(candidate_steps ≥ 0; v0.5.13 takes only positive steps)")

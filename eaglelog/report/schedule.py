@@ -31,19 +31,22 @@ def slot_rows(r: "ScheduleResult") -> list[dict]:
 
 
 def launch_lines(r: "ScheduleResult") -> list[str]:
-    """How each engine loads the schedule."""
-    if r.vllm is None and r.sglang is None:
+    """How each engine loads the schedule (or why it would not)."""
+    if r.vllm is None and r.sglang is None and not any(
+            n.startswith(("no vLLM config: ", "no SGLang config: ")) for n in r.notes):
         return ["  no engine config: speculation pays at no measured batch size"]
-    vllm = ["  vLLM 0.24.0 or later (dynamic speculative decoding, PR 32374):",
-            f"    vllm serve MODEL --speculative-config '{json.dumps(r.vllm)}'"] \
+    out = ["  vLLM 0.24.0 or later (dynamic speculative decoding, PR 32374):",
+           f"    vllm serve MODEL --speculative-config '{json.dumps(r.vllm)}'"] \
         if r.vllm is not None else ["  vLLM: none (see the note)"]
-    return vllm + [
-            "  SGLang (v0.5.13+, per-batch-size adaptive slots; a slot's key is a lower bound of "
-            "the batch",
-            "    padded up to its CUDA-graph size): write the JSON below to a file,",
-            "    --speculative-adaptive --speculative-adaptive-config schedule.json "
-            f"--speculative-num-steps {r.sglang_num_steps}",
-            f"    {json.dumps(r.sglang)}"]
+    if r.sglang is None:
+        return out + ["  SGLang: none (see the note)"]
+    return out + [
+        "  SGLang (v0.5.13+, per-batch-size adaptive slots; a slot's key is a lower bound of "
+        "the batch",
+        "    padded up to its CUDA-graph size): write the JSON below to a file,",
+        "    --speculative-adaptive --speculative-adaptive-config schedule.json "
+        f"--speculative-num-steps {r.sglang_num_steps}",
+        f"    {json.dumps(r.sglang)}"]
 
 
 def schedule_block(r: "ScheduleResult") -> str:
@@ -65,10 +68,11 @@ def engine_config(r: "ScheduleResult", engine: str) -> str:
     file's JSON."""
     from ..errors import EaglelogError
     cfg = r.vllm if engine == "vllm" else r.sglang
-    if cfg is None and r.sglang is not None:
-        why = next((n[len("no vLLM config: "):] for n in r.notes
-                    if n.startswith("no vLLM config: ")), "")
-        raise EaglelogError(f"no vLLM config: {why}")
+    if cfg is None:
+        head = "no vLLM config: " if engine == "vllm" else "no SGLang config: "
+        why = next((n for n in r.notes if n.startswith(head)), None)
+        if why:
+            raise EaglelogError(why)
     if cfg is None:
         raise EaglelogError("speculation pays at no measured batch size: there is no schedule "
                             "to write (run without speculative decoding)")
