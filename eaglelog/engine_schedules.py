@@ -127,6 +127,41 @@ def vllm_method(algorithm: str) -> str:
                             "types)")
 
 
+def sglang_spec_graph_bs(max_bs: int) -> list[int]:
+    """SGLang's default decode CUDA-graph batch sizes under speculative decoding: 1–8, 10–32
+    by 2, 40–64 by 4, 72–256 by 8, then by 16, and max_bs (sglang 0.5.23
+    srt/arg_groups/cuda_graph_hook.py:500–532)."""
+    bs = (list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 65, 4))
+          + list(range(72, 257, 8)) + list(range(272, max_bs + 1, 16)))
+    bs = [b for b in bs if b <= max_bs]
+    if max_bs not in bs:
+        bs.append(max_bs)
+    return sorted(bs)
+
+
+def sglang_padding_changes(slots: list[tuple[int, int]], max_bs: int,
+                           last: int) -> list[tuple[int, int, int]]:
+    """(batch size, intended K, K SGLang runs) for each batch size 1 … ``last`` whose K
+    changes when SGLang routes it as ``AdaptiveSpeculativeParams._route`` does: padded up to
+    the next CUDA-graph size, then the slot whose key is the largest at or below it (sglang
+    0.5.23 srt/speculative/adaptive_spec_params.py:342–358); above max_bs no padding."""
+    keys = [k for k, _ in slots]
+    ks = dict(slots)
+    graph = sglang_spec_graph_bs(max_bs)
+
+    def slot_k(b: int) -> int:
+        i = bisect.bisect_right(keys, b) - 1
+        return ks[keys[max(0, i)]]
+    out = []
+    for b in range(1, last + 1):
+        j = bisect.bisect_left(graph, b)
+        padded = graph[j] if j < len(graph) else b
+        want, got = slot_k(b), slot_k(padded)
+        if want != got:
+            out.append((b, want, got))
+    return out
+
+
 def sglang_ignores(cfg: dict) -> str | None:
     """Why SGLang would switch adaptive speculation off (with only a warning) for a server
     configured like ``cfg``, or None: sglang 0.5.23 srt/speculative/adaptive_spec_params.py:56–90

@@ -77,3 +77,26 @@ def test_what_sglang_and_vllm_would_ignore_is_refused(tmp_path, run):
     paths = _runs(tmp_path / "dp", "dp_size=1", "dp_size=2")
     r = run("schedule", "--baseline-log", base, *paths)
     assert "vLLM: none (see the note)" in r.output and "data parallel size 2" in r.output
+
+
+def test_sglang_pads_the_batch_before_it_picks_a_slot():
+    """sglang 0.5.23: the default decode CUDA-graph sizes under speculation
+    (cuda_graph_hook.py:500–532) and ``_route`` (adaptive_spec_params.py:342–358): batch 15
+    pads to 16 and runs the 16 slot; 31 pads to 32; above cuda_graph_max_bs nothing pads."""
+    from eaglelog.engine_schedules import sglang_padding_changes, sglang_spec_graph_bs
+    assert sglang_spec_graph_bs(64)[:12] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16]
+    assert sglang_spec_graph_bs(64)[-4:] == [52, 56, 60, 64] and sglang_spec_graph_bs(20)[-1] == 20
+    slots = [(1, 5), (2, 3), (16, 1), (32, 0)]
+    assert sglang_padding_changes(slots, 256, 40) == [(15, 3, 1), (31, 1, 0)]
+    assert sglang_padding_changes(slots, 16, 40) == [(15, 3, 1)]      # 31: no graph, no pad
+
+
+def test_the_schedule_says_where_padding_moves_k(run):
+    from conftest import ROOT
+    s = ROOT / "sample_logs" / "schedule"
+    r = run("schedule", "--baseline-log", str(ROOT / "sample_logs" / "batch_baseline.log"),
+            "-f", "json", *sorted(str(p) for p in s.glob("steps*.log")))
+    import json
+    obj = json.loads(r.output)
+    assert obj["sglang_padded"] == [{"running_req": 15, "intended_steps": 3, "sglang_runs": 1}]
+    assert any("running_req 15 runs K = 1, not 3" in n for n in obj["notes"])

@@ -91,6 +91,7 @@ class ScheduleResult:
     sglang: dict | None              # the --speculative-adaptive-config object
     sglang_num_steps: int | None     # the --speculative-num-steps it needs
     notes: tuple[str, ...] = ()
+    sglang_padded: tuple = ()        # (batch, intended K, K SGLang runs) where padding moves it
 
     def to_dict(self) -> dict:
         return {"command": "schedule", "confidence": self.confidence, "baseline": self.baseline,
@@ -98,6 +99,8 @@ class ScheduleResult:
                 "slots": [s.to_dict() for s in self.slots],
                 "crossover": self.crossover.to_dict(), "vllm": self.vllm,
                 "sglang": self.sglang, "sglang_num_steps": self.sglang_num_steps,
+                "sglang_padded": [{"running_req": b, "intended_steps": w, "sglang_runs": g}
+                                  for b, w, g in self.sglang_padded],
                 "notes": list(self.notes)}
 
     def to_frame(self) -> pd.DataFrame:
@@ -271,6 +274,7 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
             ranges.append((start, end, s.steps))
     vllm = sglang = None
     num_steps = None
+    padded: tuple = ()
     if chosen and max(k for _, _, k in ranges) > 0:
         from ..engine_schedules import EngineConfigError, sglang_config, vllm_config, vllm_method
         try:
@@ -293,6 +297,19 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                          f"this server ({why}; sglang 0.5.23 adaptive_spec_params.py:56–90), "
                          "with only a warning — the schedule would be ignored")
             sglang = num_steps = None
+        if sglang is not None:
+            from ..engine_schedules import sglang_padding_changes
+            mb = (first_cfg or {}).get("cuda_graph_max_bs")
+            mb = mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 256
+            padded = tuple(sglang_padding_changes([(lo, k) for lo, _, k in ranges], mb,
+                                                  max(chosen[-1].hi, chosen[-1].lo)))
+            if padded:
+                notes.append(
+                    "SGLang pads each batch up to a CUDA-graph size before it picks the slot "
+                    f"(cuda_graph_max_bs {mb}; sglang 0.5.23 adaptive_spec_params.py:342–358): "
+                    + ", ".join(f"running_req {b} runs K = {g}, not {w}"
+                                for b, w, g in padded[:8])
+                    + (", …" if len(padded) > 8 else ""))
         why = vllm_ignores(first_cfg or {}) if vllm is not None else None
         if why:
             notes.append(f"no vLLM config: {why} (vllm 0.34.0 config/vllm.py:1031–1048)")
@@ -314,4 +331,4 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
         notes.append(f"running_req {', '.join(open_)}: the choice is not settled by the data "
                      "(a tied K, or a speedup interval that holds 1)")
     return ScheduleResult(confidence, baseline.label, tuple(runs), tuple(slots),
-                          crossover(slots), vllm, sglang, num_steps, tuple(notes))
+                          crossover(slots), vllm, sglang, num_steps, tuple(notes), padded)
