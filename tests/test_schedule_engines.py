@@ -100,3 +100,13 @@ def test_the_schedule_says_where_padding_moves_k(run):
     obj = json.loads(r.output)
     assert obj["sglang_padded"] == [{"running_req": 15, "intended_steps": 3, "sglang_runs": 1}]
     assert any("running_req 15 runs K = 1, not 3" in n for n in obj["notes"])
+
+
+def test_the_piecewise_override_is_said(run):
+    """vllm 0.24.0 config/vllm.py:758–773 (_maybe_override_dynamic_sd_cudagraph_mode): dynamic
+    speculative decoding turns full CUDA graphs into PIECEWISE; 0.34.0 has no such override."""
+    from conftest import ROOT
+    s = ROOT / "sample_logs" / "schedule"
+    r = run("schedule", "--baseline-log", str(ROOT / "sample_logs" / "batch_baseline.log"),
+            *sorted(str(p) for p in s.glob("steps*.log")))
+    assert "vLLM 0.24.0 switches full CUDA graphs to PIECEWISE" in r.output

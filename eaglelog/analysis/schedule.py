@@ -287,6 +287,12 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
             notes.append("the vLLM config needs vLLM 0.24.0 or later: "
                          "num_speculative_tokens_per_batch_size first ships there, and 0.23.0 "
                          "rejects a field it does not know at start-up")
+            # vllm 0.24.0 config/vllm.py:758–773 _maybe_override_dynamic_sd_cudagraph_mode;
+            # no longer in 0.34.0
+            notes.append("vLLM 0.24.0 switches full CUDA graphs to PIECEWISE whenever this "
+                         "field is set (a warning; 0.34.0 no longer does): the rates measured "
+                         "here with full graphs may not hold on such a release — measure the "
+                         "schedule there, or run a release without the override")
         sglang = sglang_config([(lo, k) for lo, _, k in ranges])
         num_steps = ranges[0][2]
         from ..engine_schedules import sglang_ignores, vllm_ignores
