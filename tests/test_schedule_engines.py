@@ -110,3 +110,12 @@ def test_the_piecewise_override_is_said(run):
     r = run("schedule", "--baseline-log", str(ROOT / "sample_logs" / "batch_baseline.log"),
             *sorted(str(p) for p in s.glob("steps*.log")))
     assert "vLLM 0.24.0 switches full CUDA graphs to PIECEWISE" in r.output
+
+
+def test_a_config_for_the_engine_that_did_not_measure_says_so(run):
+    from conftest import ROOT
+    s = ROOT / "sample_logs" / "schedule"
+    r = run("schedule", "--baseline-log", str(ROOT / "sample_logs" / "batch_baseline.log"),
+            *sorted(str(p) for p in s.glob("steps*.log")))
+    assert "the runs were measured on SGLang, not vLLM" in r.output
+    assert "not SGLang:" not in r.output

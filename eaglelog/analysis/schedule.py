@@ -197,6 +197,7 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                             "size: one --baseline-toks rate cannot be that; give --baseline-log "
                             "or a rate per batch size (--baseline-toks 1:90,8:70,32:40)")
     runs, notes, method, draft, first_cfg = [], [], None, None, None
+    measured_on: set[str] = set()
     by_bucket: dict[tuple[int, int], list[tuple[str, int, object]]] = {}
     labels: dict[tuple[int, int], str] = {}
     for label, sub in log.units():
@@ -209,6 +210,8 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                                 "to --baseline-log)")
         method = method or str(cfg["speculative_algorithm"]).lower()
         first_cfg = first_cfg or cfg
+        vs = sub.tables.get("vllm_spec")
+        measured_on.add("vLLM" if vs is not None and len(vs) else "SGLang")
         draft = draft or cfg.get("speculative_draft_model_path")
         r = breakeven(sub, baseline, confidence=confidence, by_batch=True, warmup=warmup)
         runs.append((label, int(steps)))
@@ -316,6 +319,12 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                     + ", ".join(f"running_req {b} runs K = {g}, not {w}"
                                 for b, w, g in padded[:8])
                     + (", …" if len(padded) > 8 else ""))
+        for eng, cfg_ in (("vLLM", vllm), ("SGLang", sglang)):
+            if cfg_ is not None and eng not in measured_on:
+                notes.append(f"the runs were measured on {' and '.join(sorted(measured_on))}, "
+                             f"not {eng}: its {eng} config carries costs and acceptance that "
+                             f"{eng} did not measure (another engine's kernels, scheduler and "
+                             "graphs) — measure before you trust it there")
         why = vllm_ignores(first_cfg or {}) if vllm is not None else None
         if why:
             notes.append(f"no vLLM config: {why} (vllm 0.34.0 config/vllm.py:1031–1048)")
