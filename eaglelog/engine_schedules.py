@@ -166,7 +166,8 @@ def sglang_ignores(cfg: dict) -> str | None:
     """Why SGLang would switch adaptive speculation off (with only a warning) for a server
     configured like ``cfg``, or None: sglang 0.5.23 srt/speculative/adaptive_spec_params.py:56–90
     ``adaptive_unsupported_reason`` (an algorithm other than EAGLE/EAGLE3, topk other than 1,
-    attention DP, multi-layer EAGLE), applied by speculative_hook.py:261–262 and 1374–1390."""
+    attention DP, multi-layer EAGLE, two-batch overlap, PD multiplexing), applied by
+    speculative_hook.py:261–262 and 1374–1390 (0.5.18 the same rules)."""
     algo = str(cfg.get("speculative_algorithm") or "").strip("'\"").upper()
     if algo not in ("EAGLE", "EAGLE3"):
         return f"speculative_algorithm={algo or None} (only EAGLE/EAGLE3 are supported)"
@@ -176,8 +177,9 @@ def sglang_ignores(cfg: dict) -> str | None:
     w = cfg.get("attn_dp_size")
     if cfg.get("enable_dp_attention") is True or (isinstance(w, int) and w > 1):
         return "attention DP is not supported"
-    if cfg.get("enable_multi_layer_eagle") is True:
-        return "enable_multi_layer_eagle"
+    for flag in ("enable_multi_layer_eagle", "enable_two_batch_overlap", "enable_pdmux"):
+        if cfg.get(flag) is True:
+            return f"{flag}=True is not supported"
     return None
 
 
