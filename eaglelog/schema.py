@@ -488,6 +488,7 @@ _BENCH_WHO = (
       "'vllm.bench_serve', 'vllm.spec_decode_example', 'spec-bench', 'eagle' (others.md), "
       "'vllm.response' (a saved API response with per-request spec metrics), "
       "'sglang.response' (a saved SGLang OpenAI response with sglext.spec_tokens_details), "
+      "'llama.cpp.response' (a saved llama-server response with timings.draft_n), "
       "'specforge.bench_eagle3' (a SpecForge results file) — docs/requests.md"),
     C("engine", "category", "", "serving engine measured: 'llama.cpp', 'tensorrt-llm', "
       "'sglang', 'vllm'; NA for research harnesses (their own HF-transformers loop) and for a "

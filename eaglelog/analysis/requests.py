@@ -59,8 +59,8 @@ MATCHES = ("auto", "question", "prompt", "rid")
 
 REQUEST_COLUMN_NAMES = tuple(c.name for c in REQUEST_COLUMNS)
 _ORIGIN = {"spec-bench": "spec-bench", "eagle": "eagle", "vllm.response": "vllm",
-           "sglang.response": "sglang-response"}
-SERVER_ORIGINS = ("sglang", "vllm", "sglang-response")   # ids a server gave (rid matching)
+           "sglang.response": "sglang-response", "llama.cpp.response": "llamacpp-response"}
+SERVER_ORIGINS = ("sglang", "vllm", "sglang-response", "llamacpp-response")   # ids a server gave (rid matching)
 
 
 # ----------------------------------------------------------------------------- statistics

@@ -22,7 +22,7 @@ from . import requests_bench
 KINDS = ("serving", "vllm_section", "obbs_table", "obbs_line", "bspec", "bspec_json", "mtbench",
          "mtbench_json", "send_one", "send_one_table", "adaptive", "adaptive_table", "run_eval",
          "vllm_offline", "specbench", "sb_answer", "eagle_answer", "vllm_response", "specforge",
-         "sglang_response")
+         "sglang_response", "llama_response")
 OFFLINE_KEYS = ("total_num_output_tokens", "num_drafts", "num_draft_tokens",
                 "num_accepted_tokens", "mean acceptance length")
 MARKER_TEXT = {
@@ -48,6 +48,7 @@ MARKER_TEXT = {
     "vllm_response": requests_bench.VLLM_RESPONSE_MARKER,
     "specforge": requests_bench.SPECFORGE_MARKER,
     "sglang_response": requests_bench.SGLANG_RESPONSE_MARKER,
+    "llama_response": requests_bench.LLAMA_RESPONSE_MARKER,
 }
 # Literals one of which every match of a kind's marker contains (sniffing skips the regex of a
 # kind whose literals are all absent from the head)
@@ -67,6 +68,7 @@ SNIFF_LITERALS = {
     "vllm_response": (b'"num_spec_steps"',),
     "specforge": (b'    "model": ',),
     "sglang_response": (b'"spec_tokens_details"',),
+    "llama_response": (b'"draft_n_accepted"',),
 }
 
 
@@ -415,6 +417,7 @@ LINE_PARSERS = {
     "run_eval": parse_run_eval, "sb_answer": parse_sb_answer, "eagle_answer": parse_eagle_answer,
     "vllm_response": requests_bench.parse_vllm_response,
     "sglang_response": requests_bench.parse_sglang_response,
+    "llama_response": requests_bench.parse_llama_response,
 }
 SpecForgeBlock = requests_bench.SpecForgeBlock
 

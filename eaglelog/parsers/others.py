@@ -44,7 +44,7 @@ FAMILY_KINDS = {f: tuple(k for k, v in KIND_FAMILY.items() if v == f)
 LINE_PARSERS = {**llamacpp.LINE_PARSERS, **trtllm.LINE_PARSERS, **bench.LINE_PARSERS}
 ITER_KINDS = trtllm.ITER_KINDS
 JSON_KINDS = {"trt_stats", "bspec_json", "mtbench_json", "sb_answer", "eagle_answer",
-              "vllm_response", "sglang_response"}
+              "vllm_response", "sglang_response", "llama_response"}
 TABLES_HERE = ("bench", "bench_iters")
 
 

@@ -25,6 +25,13 @@ Sources (checked in the tools' code):
   drafts and one bonus token (UNO: two, uno_worker_v2.py:407, not separated here), so the
   per-step accept length is 1 + correct / verify_ct; SGLang's own ``spec_accept_length`` is
   completion / verify_ct (the prefill's first token included) and is kept in ``stats``.
+* llama-server's responses (native ``/completion`` and the OpenAI-compatible ones): ``timings``
+  = ``{cache_n, prompt_n, prompt_ms, …, predicted_n, predicted_ms, …}`` and, when the request
+  drafted, ``draft_n`` and ``draft_n_accepted`` (llama.cpp tools/server/server-task.cpp,
+  ``result_timings::to_json``).  The first generated token comes from the prompt's pass and
+  every later step commits its accepted drafts and one more, so the request's verify steps are
+  predicted_n − 1 − draft_n_accepted and τ_r = (predicted_n − 1) / steps; the steps count the
+  ones that drafted nothing too, as llama.cpp's own mean length does not.
 * SpecForge ``benchmarks/bench_eagle3.py`` (sgl-project/SpecForge a6b6b023, 2026-08):
   ``json.dump(results, f, indent=4)`` of ``{"model": draft path, "<benchmark>": [{"batch_size",
   "steps", "topk", "num_draft_tokens", "metrics": [BenchmarkMetrics as a dict, one per run],
@@ -154,6 +161,52 @@ def parse_sglang_response(line: str) -> Parsed:
         if acc is not None and implied != acc:
             problems.append(f"spec_correct_drafts_histogram implies {implied} correct drafts, "
                             f"not {acc}")
+    return Parsed(rec, problems, r.bad)
+
+
+# ------------------------------------------------------------------ llama-server responses
+LLAMA_RESPONSE_MARKER = rb"\"draft_n_accepted\":"
+
+
+def parse_llama_response(line: str) -> Parsed:
+    """A saved llama-server response (or 'data: {…}' chunk) whose ``timings`` hold
+    ``draft_n`` and ``draft_n_accepted``."""
+    obj = json_obj(line)
+    if obj is None:
+        return Parsed(None, ["llama-server response line is not a JSON object (cut short?)"])
+    if isinstance(obj.get("data"), dict) and "timings" not in obj:
+        obj = obj["data"]
+    t = obj.get("timings")
+    if not isinstance(t, dict) or "draft_n_accepted" not in t:
+        return Parsed(None)
+    r = Reader()
+    n = r(t.get("predicted_n"), to_int, "predicted_n")
+    drafted = r(t.get("draft_n"), to_int, "draft_n")
+    acc = r(t.get("draft_n_accepted"), to_int, "draft_n_accepted")
+    problems = []
+    steps = n - 1 - acc if n is not None and acc is not None else None
+    if steps is not None and steps <= 0:
+        problems.append(f"predicted_n {n} leaves no verify step beside {acc} accepted drafts")
+        steps = None
+    if drafted is not None and acc is not None and acc > drafted:
+        problems.append(f"draft_n_accepted {acc} > draft_n {drafted}")
+    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
+    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else \
+        obj.get("stop_type")
+    label = obj.get("id", obj.get("id_slot"))
+    rec = base("llama.cpp.response", "llama.cpp", "request", "jsonl",
+               label=str(label)[:200] if label is not None else None,
+               accept_len=(n - 1) / steps if steps else None,
+               acceptance_rate=acc / drafted if drafted and acc is not None else None,
+               drafts=steps, accepted_tokens=acc, draft_tokens=drafted,
+               output_tokens=n, prompt_tokens=r(t.get("prompt_n"), to_int, "prompt_n"),
+               finish_reason=str(fr)[:40] if fr is not None else None,
+               steps=steps, step_tokens=n - 1 if steps else None,
+               duration_s=r(t.get("predicted_ms"), to_float, "predicted_ms") / 1000.0
+               if isinstance(t.get("predicted_ms"), (int, float)) else None)
+    if rec.get("accept_len") is not None:
+        rec["accept_len_def"] = "request-steps"
+    derive(rec)
     return Parsed(rec, problems, r.bad)
 
 

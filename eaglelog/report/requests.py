@@ -20,6 +20,8 @@ DEFINITIONS = {
             "mean_acceptance_length; the first token needs no step)",
     "sglang-response": "SGLang responses: τ_r = 1 + spec_num_correct_drafts / spec_verify_ct "
                        "(sglext.spec_tokens_details; the first token needs no verify)",
+    "llamacpp-response": "llama-server responses: τ_r = (predicted_n − 1) / (predicted_n − 1 − "
+                         "draft_n_accepted) (timings; steps that drafted nothing included)",
 }
 
 
@@ -58,7 +60,8 @@ def _below(below) -> str:
 def _origins(o: dict) -> str:
     names = {"sglang": "SGLang Finish lines", "spec-bench": "Spec-Bench answers",
              "eagle": "EAGLE answers", "vllm": "vLLM responses",
-             "sglang-response": "SGLang responses (sglext)"}
+             "sglang-response": "SGLang responses (sglext)",
+             "llamacpp-response": "llama-server responses (timings)"}
     return ", ".join(f"{names.get(k, k)}" + (f" {v:,}" if len(o) > 1 else "")
                      for k, v in o.items())
 
