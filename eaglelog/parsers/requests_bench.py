@@ -49,30 +49,47 @@ import re
 from ._common import Block, Parsed, base, derive, dump_json, json_obj
 from .numbers import Reader, to_float, to_int, to_int32
 
+def _response(line: str, who: str, key: str) -> tuple[dict | None, Parsed | None]:
+    """(the response object — a stream line's 'data: {…}' unwrapped where ``key`` is not at the
+    top — or None and the Parsed to return: a line cut short)."""
+    obj = json_obj(line)
+    if obj is None:
+        return None, Parsed(None, [f"{who} response line is not a JSON object (cut short?)"])
+    if isinstance(obj.get("data"), dict) and key not in obj:
+        obj = obj["data"]
+    return obj, None
+
+
+def _response_fields(obj: dict, r: Reader) -> dict:
+    """What every saved API response says of its request: its id, token counts (``usage``)
+    and the first choice's finish reason."""
+    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
+    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
+    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
+    return {"label": str(obj["id"])[:200] if obj.get("id") is not None else None,
+            "output_tokens": r(usage.get("completion_tokens"), to_int, "completion_tokens"),
+            "prompt_tokens": r(usage.get("prompt_tokens"), to_int, "prompt_tokens"),
+            "finish_reason": str(fr)[:40] if fr is not None else None}
+
+
 # ------------------------------------------------------------------ vLLM API responses
 VLLM_RESPONSE_MARKER = rb"\"num_spec_steps\":"
 
 
 def parse_vllm_response(line: str) -> Parsed:
     """A saved vLLM response (or 'data: {…}' stream chunk) with metrics.speculative_decoding."""
-    obj = json_obj(line)
-    if obj is None:
-        return Parsed(None, ["vLLM response line is not a JSON object (cut short?)"])
-    if isinstance(obj.get("data"), dict) and "metrics" not in obj:
-        obj = obj["data"]
+    obj, bad = _response(line, "vLLM", "metrics")
+    if bad is not None:
+        return bad
     metrics = obj.get("metrics")
     sd = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
     if not isinstance(sd, dict):
         return Parsed(None)          # "num_spec_steps" in some other JSON: not this record
     r = Reader()
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
-    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
     steps = r(sd.get("num_spec_steps"), to_int, "num_spec_steps")
     acc = r(sd.get("num_accepted_draft_tokens"), to_int, "num_accepted_draft_tokens")
     hist = sd.get("acceptance_histogram")
-    rec = base("vllm.response", "vllm", "request", "jsonl",
-               label=str(obj["id"])[:200] if obj.get("id") is not None else None,
+    rec = base("vllm.response", "vllm", "request", "jsonl", **_response_fields(obj, r),
                accept_len=r(sd.get("mean_acceptance_length"), to_float,
                             "mean_acceptance_length"),
                acceptance_rate=r(sd.get("draft_acceptance_rate"), to_float,
@@ -80,9 +97,6 @@ def parse_vllm_response(line: str) -> Parsed:
                drafts=steps, accepted_tokens=acc,
                draft_tokens=r(sd.get("num_draft_tokens"), to_int, "num_draft_tokens"),
                max_draft_len=r(sd.get("num_spec_tokens"), to_int32, "num_spec_tokens"),
-               output_tokens=r(usage.get("completion_tokens"), to_int, "completion_tokens"),
-               prompt_tokens=r(usage.get("prompt_tokens"), to_int, "prompt_tokens"),
-               finish_reason=str(fr)[:40] if fr is not None else None,
                steps=steps,
                step_tokens=steps + acc if steps is not None and acc is not None else None,
                stats=dump_json({"acceptance_histogram": hist}) if isinstance(hist, list)
@@ -112,11 +126,9 @@ SGLANG_RESPONSE_MARKER = rb"\"spec_tokens_details\":"
 def parse_sglang_response(line: str) -> Parsed:
     """A saved SGLang OpenAI-compatible response (or 'data: {…}' chunk) whose ``sglext`` holds
     ``spec_tokens_details``: one row per choice."""
-    obj = json_obj(line)
-    if obj is None:
-        return Parsed(None, ["SGLang response line is not a JSON object (cut short?)"])
-    if isinstance(obj.get("data"), dict) and "sglext" not in obj:
-        obj = obj["data"]
+    obj, bad = _response(line, "SGLang", "sglext")
+    if bad is not None:
+        return bad
     ext = obj.get("sglext")
     sd = ext.get("spec_tokens_details") if isinstance(ext, dict) else None
     if isinstance(sd, list):
@@ -127,22 +139,15 @@ def parse_sglang_response(line: str) -> Parsed:
     if not isinstance(sd, dict):
         return Parsed(None)       # "spec_tokens_details" in some other JSON: not this record
     r = Reader()
-    usage = obj.get("usage") if isinstance(obj.get("usage"), dict) else {}
-    choices = obj.get("choices") if isinstance(obj.get("choices"), list) else []
-    fr = choices[0].get("finish_reason") if choices and isinstance(choices[0], dict) else None
     steps = r(sd.get("spec_verify_ct"), to_int, "spec_verify_ct")
     acc = r(sd.get("spec_num_correct_drafts"), to_int, "spec_num_correct_drafts")
     hist = sd.get("spec_correct_drafts_histogram")
-    rec = base("sglang.response", "sglang", "request", "jsonl",
-               label=str(obj["id"])[:200] if obj.get("id") is not None else None,
+    rec = base("sglang.response", "sglang", "request", "jsonl", **_response_fields(obj, r),
                accept_len=1 + acc / steps if steps and acc is not None else None,
                acceptance_rate=r(sd.get("spec_accept_rate"), to_float, "spec_accept_rate"),
                drafts=steps, accepted_tokens=acc,
                draft_tokens=r(sd.get("spec_num_proposed_drafts"), to_int,
                               "spec_num_proposed_drafts"),
-               output_tokens=r(usage.get("completion_tokens"), to_int, "completion_tokens"),
-               prompt_tokens=r(usage.get("prompt_tokens"), to_int, "prompt_tokens"),
-               finish_reason=str(fr)[:40] if fr is not None else None,
                steps=steps,
                step_tokens=steps + acc if steps is not None and acc is not None else None,
                stats=dump_json({"acceptance_histogram": hist,
@@ -171,11 +176,9 @@ LLAMA_RESPONSE_MARKER = rb"\"draft_n_accepted\":"
 def parse_llama_response(line: str) -> Parsed:
     """A saved llama-server response (or 'data: {…}' chunk) whose ``timings`` hold
     ``draft_n`` and ``draft_n_accepted``."""
-    obj = json_obj(line)
-    if obj is None:
-        return Parsed(None, ["llama-server response line is not a JSON object (cut short?)"])
-    if isinstance(obj.get("data"), dict) and "timings" not in obj:
-        obj = obj["data"]
+    obj, bad = _response(line, "llama-server", "timings")
+    if bad is not None:
+        return bad
     t = obj.get("timings")
     if not isinstance(t, dict) or "draft_n_accepted" not in t:
         return Parsed(None)
