@@ -25,6 +25,7 @@ import itertools
 import math
 import operator
 import os
+import sys
 import random
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -501,6 +502,42 @@ def prof_readout(source: str = "eagle3_5step.log", name: str = "eagle3_prof8.log
         f.write("".join(out))
 
 
+# the SGLang samples as SGLang 0.5.19 → prints its start-up: ``server_args={…}``, the dict of
+# ``ServerArgs.resolved_dict()`` (sglang 0.5.19 srt/entrypoints/engine.py:265; 0.5.23
+# engine.py:173–174 and 311), with ``attn_dp_size`` beside the deprecated ``enable_dp_attention``
+SGLANG_SAMPLES = ("eagle3_5step.log", "eagle3_2step.log", "baseline.log", "batch_eagle3.log",
+                  "batch_baseline.log", "schedule/steps1.log", "schedule/steps3.log",
+                  "schedule/steps5.log", "sweep/steps1.log", "sweep/steps2.log",
+                  "sweep/steps3.log", "sweep/steps5.log", "sweep/steps7.log")
+NEW_SHAPE = "sglang-0.5.23"
+
+
+def new_shape() -> None:
+    """sample_logs/sglang-0.5.23/: every SGLang sample with its ServerArgs(…) line as a dict;
+    every other line as it is (tests/test_server_args_dict.py: the same answers from both)."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    from eaglelog.parsers.sglang import parse_server_args
+    for name in SGLANG_SAMPLES:
+        out = []
+        with open(os.path.join(HERE, name), encoding="utf-8") as f:
+            for line in f:
+                i = line.find("server_args=ServerArgs(")
+                if i >= 0:
+                    args, whole = parse_server_args(line[i:])
+                    assert whole, name
+                    args["attn_dp_size"] = 2 if args.get("enable_dp_attention") else 1
+                    line = line[:i] + "server_args=" + repr(args) + "\n"
+                elif line.startswith("# SYNTHETIC LOG"):
+                    line = line.rstrip("\n") + (" Rewritten in SGLang 0.5.23's start-up shape "
+                                                 "(the config as a dict) by new_shape().\n")
+                out.append(line)
+        dest = os.path.join(HERE, NEW_SHAPE, name)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "w", encoding="utf-8") as f:
+            f.write("".join(out))
+
+
 if __name__ == "__main__":
     main()
     prof_readout()
+    new_shape()

@@ -119,3 +119,42 @@ def test_a_decode_line_in_an_unknown_shape_is_said(tmp_path):
     said = [d for d in log.diagnostics if "shape eaglelog does not know" in d.message]
     assert [(d.line_no, d.source) for d in said] == [(2, str(p))]
     assert "'Decode batch. …', 'Decode batch, …' and 'Decode batch [N]. …'" in said[0].message
+
+
+NEW = SAMPLES / "sglang-0.5.23"
+
+
+def test_the_bundled_samples_in_the_new_shape_are_synthetic_and_read():
+    for p in NEW.rglob("*.log"):
+        text = p.read_text()
+        assert text.startswith("# SYNTHETIC LOG") and "server_args={'model_path'" in text
+        assert "server_args=ServerArgs(" not in text
+        old = (SAMPLES / p.relative_to(NEW)).read_text().splitlines()
+        new = text.splitlines()
+        assert len(old) == len(new)
+        assert sum(a != b for a, b in zip(old, new)) == 2        # the header and the config
+
+
+@pytest.mark.parametrize("args, files", [
+    (["summary", "-f", "json"], ["eagle3_5step.log"]),
+    (["breakeven", "--baseline-log", "{base}", "--by", "batch", "-f", "json"],
+     ["batch_eagle3.log"]),
+    (["reconcile", "-f", "json"], ["eagle3_2step.log"]),
+    (["compare", "-f", "json"], ["eagle3_2step.log", "eagle3_5step.log"]),
+    (["sweep", "-f", "json"], ["sweep/steps1.log", "sweep/steps3.log", "sweep/steps7.log"]),
+    (["acceptance", "-f", "json"], ["sweep/steps5.log"]),
+    (["requests", "-f", "json"], ["eagle3_5step.log"]),
+    (["whatif", "--steps", "4", "-f", "json"], ["sweep/steps3.log", "sweep/steps5.log"]),
+    (["schedule", "--baseline-log", "{base}", "-f", "json"],
+     ["schedule/steps1.log", "schedule/steps3.log", "schedule/steps5.log"]),
+])
+def test_every_command_answers_the_same_on_the_new_shape(run, args, files):
+    args_old = [a.replace("{base}", str(SAMPLES / "batch_baseline.log")) for a in args]
+    args_new = [a.replace("{base}", str(NEW / "batch_baseline.log")) for a in args]
+    a = run(*args_old, *[str(SAMPLES / f) for f in files])
+    b = run(*args_new, *[str(NEW / f) for f in files])
+    assert a.exit_code == b.exit_code == 0, (args, b.output[-500:])
+    ja = json.loads(a.stdout.replace(f"{SAMPLES}/", ""))
+    jb = json.loads(b.stdout.replace(f"{NEW}/", ""))
+    assert ja == jb, args
+    assert a.stderr.replace(f"{SAMPLES}/", "") == b.stderr.replace(f"{NEW}/", "")
