@@ -50,6 +50,9 @@ MIN_PAIRS = 10          # fewer matched prompts give no paired test
 TAU_WARN = 2.0          # a paired comparison warns from this autocorrelation time on
 QUANTILES = (0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95)
 HIST_WIDTH = 0.25       # τ_r histogram bins: [1.00, 1.25), [1.25, 1.50), …
+HIST_MAX_BINS = 64      # … at most this many: a wider range takes wider bins (an absurd τ_r,
+                        # completion_tokens 10⁹, had sized an array of 4 × 10⁸ bins: issue 36)
+CHAIN_MAX_K = 64        # chain_logit's drafts: a k beyond any engine's is no chain to fit
 LOOP_MIN_TOKENS = 512   # a repetition-loop suspect's output is this long (and 2 × the median)
 LOOP_SHARE = 0.98       # … and it accepted this share of its drafts, or far more than its
                         # peers (robust_z): a chain's drafts each accepted with p ≈ 0.995, which
@@ -492,9 +495,17 @@ def group_stats(df: pd.DataFrame, name: str, confidence: float,
 def _histogram(tau: np.ndarray) -> tuple:
     if not len(tau):
         return ()
-    lo = math.floor(float(tau.min()) / HIST_WIDTH) * HIST_WIDTH
-    hi = math.floor(float(tau.max()) / HIST_WIDTH) * HIST_WIDTH + HIST_WIDTH
-    edges = np.round(np.arange(lo, hi + HIST_WIDTH / 2, HIST_WIDTH), 6)
+    tau = tau[np.isfinite(tau)]
+    if not len(tau):
+        return ()
+    width = HIST_WIDTH
+    span = float(tau.max()) - float(tau.min())
+    if span / width > HIST_MAX_BINS:
+        # never sized from an input value: as many quarter-steps a bin as keep the bins few
+        width = HIST_WIDTH * math.ceil(span / (HIST_WIDTH * HIST_MAX_BINS))
+    lo = math.floor(float(tau.min()) / width) * width
+    hi = math.floor(float(tau.max()) / width) * width + width
+    edges = np.round(lo + width * np.arange(int(round((hi - lo) / width)) + 1), 6)
     counts, _ = np.histogram(tau, bins=edges)
     return tuple((float(a), float(b), int(c)) for a, b, c in zip(edges[:-1], edges[1:], counts))
 
@@ -519,7 +530,8 @@ def robust_z(tau: np.ndarray, steps: np.ndarray, drafts: float | None = None) ->
     if len(ok) < PEER_LEAST:
         return z
     v = steps[ok]
-    x = chain_logit(tau[ok], v, int(drafts)) if drafts is not None and drafts > 0 else tau[ok]
+    x = chain_logit(tau[ok], v, int(drafts)) \
+        if drafts is not None and 0 < drafts <= CHAIN_MAX_K else tau[ok]
     order = np.argsort(v, kind="stable")
     chunks = np.array_split(order, max(1, min(PEER_GROUPS, len(ok) // PEER_LEAST)))
     centre = np.empty(len(ok))
