@@ -434,33 +434,20 @@ class ConfigSegment:
     mixed: tuple | None = None
 
     def holds(self, lines: np.ndarray) -> np.ndarray:
-        if self.parts:
-            return self.part(lines) >= 0
-        m = np.ones(len(lines), dtype=bool)
-        if self.lo is not None:
-            m &= lines >= self.lo
-        if self.hi is not None:
-            m &= lines < self.hi
-        return m
+        return self.part(lines) >= 0 if self.parts else between(lines, self.lo, self.hi)
 
     def part(self, lines: np.ndarray) -> np.ndarray:
         """Each line's range in ``parts`` (0, 1, …), −1 outside them."""
         out = np.full(len(lines), -1, dtype=np.int64)
         for i, (lo, hi) in enumerate(self.parts or ((self.lo, self.hi),)):
-            m = np.ones(len(lines), dtype=bool)
-            if lo is not None:
-                m &= lines >= lo
-            if hi is not None:
-                m &= lines < hi
-            out[m] = i
+            out[between(lines, lo, hi)] = i
         return out
 
     @property
     def label(self) -> str:
-        if self.parts:
-            what = f"steps {self.steps}" if self.steps is not None else "config unknown"
-            return f"{what}: {len(self.parts)} segments pooled"
         what = f"steps {self.steps}" if self.steps is not None else "config unknown"
+        if self.parts:
+            return f"{what}: {len(self.parts)} segments pooled"
         span = (f"from line {self.lo}" if self.lo is not None else "") + \
             (" " if self.lo is not None and self.hi is not None else "") + \
             (f"until line {self.hi}" if self.hi is not None else "")
@@ -478,6 +465,16 @@ class ConfigSegment:
             sa["speculative_num_draft_tokens"] = sa["speculative_num_draft_tokens"].astype(object)
             sa.loc[chain, "speculative_num_draft_tokens"] = self.steps + 1
         return sa
+
+
+def between(lines: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
+    """lo ≤ line < hi (None: open) for every line number."""
+    m = np.ones(len(lines), dtype=bool)
+    if lo is not None:
+        m &= lines >= lo
+    if hi is not None:
+        m &= lines < hi
+    return m
 
 
 def whole_run(segs: list[ConfigSegment]) -> "WholeRun":
@@ -503,12 +500,7 @@ class WholeRun(ConfigSegment):
         codes = {k: i for i, k in enumerate(dict.fromkeys(p[2] for p in self.path))}
         out = np.zeros(len(lines), dtype=np.int64)
         for lo, hi, k in self.path:
-            m = np.ones(len(lines), dtype=bool)
-            if lo is not None:
-                m &= lines >= lo
-            if hi is not None:
-                m &= lines < hi
-            out[m] = codes[k]
+            out[between(lines, lo, hi)] = codes[k]
         return out
 
     @property

@@ -279,56 +279,9 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
     num_steps = None
     padded: tuple = ()
     if chosen and max(k for _, _, k in ranges) > 0:
-        from ..engine_schedules import EngineConfigError, sglang_config, vllm_config, vllm_method
-        try:
-            vllm = vllm_config(ranges, vllm_method(method), draft)
-        except EngineConfigError as e:
-            notes.append(f"no vLLM config: {e}")
-        else:
-            # vllm 0.24.0 config/speculative.py:162 adds the field; 0.23.0's @config forbids
-            # fields it does not know (config/utils.py: ConfigDict(extra="forbid"))
-            notes.append("the vLLM config needs vLLM 0.24.0 or later: "
-                         "num_speculative_tokens_per_batch_size first ships there, and 0.23.0 "
-                         "rejects a field it does not know at start-up")
-            # vllm 0.24.0 config/vllm.py:758–773 _maybe_override_dynamic_sd_cudagraph_mode;
-            # no longer in 0.34.0
-            notes.append("vLLM 0.24.0 switches full CUDA graphs to PIECEWISE whenever this "
-                         "field is set (a warning; 0.34.0 no longer does): the rates measured "
-                         "here with full graphs may not hold on such a release — measure the "
-                         "schedule there, or run a release without the override")
-        sglang = sglang_config([(lo, k) for lo, _, k in ranges])
-        num_steps = ranges[0][2]
-        from ..engine_schedules import sglang_ignores, vllm_ignores
-        why = sglang_ignores(first_cfg or {})
-        if why:
-            # SGLang would start, warn once and run fixed steps: refused, not emitted
-            notes.append(f"no SGLang config: SGLang switches adaptive speculation off for "
-                         f"this server ({why}; sglang 0.5.23 adaptive_spec_params.py:56–90), "
-                         "with only a warning — the schedule would be ignored")
-            sglang = num_steps = None
-        if sglang is not None:
-            from ..engine_schedules import sglang_padding_changes
-            mb = (first_cfg or {}).get("cuda_graph_max_bs")
-            mb = mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 256
-            padded = tuple(sglang_padding_changes([(lo, k) for lo, _, k in ranges], mb,
-                                                  max(chosen[-1].hi, chosen[-1].lo)))
-            if padded:
-                notes.append(
-                    "SGLang pads each batch up to a CUDA-graph size before it picks the slot "
-                    f"(cuda_graph_max_bs {mb}; sglang 0.5.23 adaptive_spec_params.py:342–358): "
-                    + ", ".join(f"running_req {b} runs K = {g}, not {w}"
-                                for b, w, g in padded[:8])
-                    + (", …" if len(padded) > 8 else ""))
-        for eng, cfg_ in (("vLLM", vllm), ("SGLang", sglang)):
-            if cfg_ is not None and eng not in measured_on:
-                notes.append(f"the runs were measured on {' and '.join(sorted(measured_on))}, "
-                             f"not {eng}: its {eng} config carries costs and acceptance that "
-                             f"{eng} did not measure (another engine's kernels, scheduler and "
-                             "graphs) — measure before you trust it there")
-        why = vllm_ignores(first_cfg or {}) if vllm is not None else None
-        if why:
-            notes.append(f"no vLLM config: {why} (vllm 0.34.0 config/vllm.py:1031–1048)")
-            vllm = None
+        vllm, sglang, num_steps, padded = engine_configs(
+            ranges, max(chosen[-1].hi, chosen[-1].lo), method, draft, first_cfg or {},
+            measured_on, notes)
         if any(k == 0 for _, _, k in ranges):
             notes.append("K = 0 (no drafting) in a SGLang slot needs v0.5.14 or later "
                          "(candidate_steps ≥ 0; v0.5.13 takes only positive steps)")
@@ -347,3 +300,61 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                      "(a tied K, or a speedup interval that holds 1)")
     return ScheduleResult(confidence, baseline.label, tuple(runs), tuple(slots),
                           crossover(slots), vllm, sglang, num_steps, tuple(notes), padded)
+
+
+def engine_configs(ranges: list[tuple[int, int, int]], last: int, method: str,
+                   draft: str | None, cfg: dict, measured_on: set[str], notes: list[str]):
+    """(vLLM config, SGLang config, its --speculative-num-steps, SGLang's padding moves) of a
+    schedule's ``ranges``, each None where the engine has no method for the runs' algorithm or
+    would ignore the schedule (notes say why and what each config needs; docs/schedule.md)."""
+    from ..engine_schedules import (EngineConfigError, sglang_config, sglang_ignores,
+                                    sglang_padding_changes, vllm_config, vllm_ignores,
+                                    vllm_method)
+    vllm = sglang = num_steps = None
+    padded: tuple = ()
+    try:
+        why = vllm_ignores(cfg)
+        if why:
+            # vLLM would start, warn once and run its static K: refused, not emitted
+            raise EngineConfigError(f"{why} (vllm 0.34.0 config/vllm.py:1031–1048)")
+        vllm = vllm_config(ranges, vllm_method(method), draft)
+    except EngineConfigError as e:
+        notes.append(f"no vLLM config: {e}")
+    else:
+        # vllm 0.24.0 config/speculative.py:162 adds the field; 0.23.0's @config forbids
+        # fields it does not know (config/utils.py: ConfigDict(extra="forbid"))
+        notes.append("the vLLM config needs vLLM 0.24.0 or later: "
+                     "num_speculative_tokens_per_batch_size first ships there, and 0.23.0 "
+                     "rejects a field it does not know at start-up")
+        # vllm 0.24.0 config/vllm.py:758–773 _maybe_override_dynamic_sd_cudagraph_mode; no
+        # longer in 0.34.0
+        notes.append("vLLM 0.24.0 switches full CUDA graphs to PIECEWISE whenever this field "
+                     "is set (a warning; 0.34.0 no longer does): the rates measured here with "
+                     "full graphs may not hold on such a release — measure the schedule there, "
+                     "or run a release without the override")
+    slots = [(lo, k) for lo, _, k in ranges]
+    why = sglang_ignores(cfg)
+    if why:
+        # SGLang would start, warn once and run fixed steps: refused, not emitted
+        notes.append(f"no SGLang config: SGLang switches adaptive speculation off for this "
+                     f"server ({why}; sglang 0.5.23 adaptive_spec_params.py:56–100), with only "
+                     "a warning — the schedule would be ignored")
+    else:
+        sglang, num_steps = sglang_config(slots), ranges[0][2]
+        mb = cfg.get("cuda_graph_max_bs")
+        mb = mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 256
+        padded = tuple(sglang_padding_changes(slots, mb, last))
+        if padded:
+            notes.append("SGLang pads each batch up to a CUDA-graph size before it picks the "
+                         f"slot (cuda_graph_max_bs {mb}; sglang 0.5.23 "
+                         "adaptive_spec_params.py:342–358): "
+                         + ", ".join(f"running_req {b} runs K = {g}, not {w}"
+                                     for b, w, g in padded[:8])
+                         + (", …" if len(padded) > 8 else ""))
+    for eng, emitted in (("vLLM", vllm), ("SGLang", sglang)):
+        if emitted is not None and eng not in measured_on:
+            notes.append(f"the runs were measured on {' and '.join(sorted(measured_on))}, not "
+                         f"{eng}: its {eng} config carries costs and acceptance that {eng} did "
+                         "not measure (another engine's kernels, scheduler and graphs) — "
+                         "measure before you trust it there")
+    return vllm, sglang, num_steps, padded

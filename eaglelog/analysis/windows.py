@@ -82,11 +82,9 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
         # a configuration's segments pooled (api.ConfigSegment.parts): each part a series
         part = np.concatenate([df["part"].to_numpy(dtype=np.int64) if "part" in df.columns
                                else np.zeros(len(df), dtype=np.int64) for df in frames])
-        pair, firsts = pd.factorize(np.asarray(codes, dtype=np.int64) * (int(part.max()) + 1)
-                                    + part)
-        labels = [f"{labels[int(f) // (int(part.max()) + 1)]} part "
-                  f"{int(f) % (int(part.max()) + 1) + 1}" for f in firsts]
-        codes = pair
+        n = int(part.max()) + 1
+        codes, firsts = pd.factorize(np.asarray(codes, dtype=np.int64) * n + part)
+        labels = [f"{labels[int(f) // n]} part {int(f) % n + 1}" for f in firsts]
     out, at = [], 0
     for key in keys:
         out.append(np.asarray(codes[at:at + len(key)]))
