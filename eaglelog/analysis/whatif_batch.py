@@ -156,15 +156,8 @@ def fit_batch_cost(cells: list[Cell]) -> BatchCost | None:
     # than the quadratic
     step = None
     if len(cells) >= 2 * MIN_SIDE + 2:
-        found = find_step(n1, X, v, w, lambda Xs: _rss(Xs, v, w), _rss(X, v, w), len(v) - 2,
-                          [c.run for c in cells])
-        # (a convex verify can pass the F test against the line with a step in a gap of
-        # the measured n: kept only where it also fits better than the quadratic — simulated,
-        # convex hardware at 4 clients, one run held out: 2 of 5 steps found in a gap without
-        # this, and the held-out 5-step run predicted −6 % and −7 %)
-        if found is not None and _rss(np.column_stack([X, found[0].column(n1)]), v, w) < \
-                _rss(np.column_stack([X, n2]), v, w):
-            step = found[0]
+        step = find_step(n1, X, lambda Xs: _rss(Xs, v, w), n2, [c.run for c in cells])
+        if step is not None:
             coef, cov, var, dof = _wls(np.column_stack([X, step.column(n1)]), v, w)
             coef = np.array([coef[0], coef[1], 0.0, coef[2]])
             c4 = np.zeros((4, 4))

@@ -165,11 +165,9 @@ def fit_derived(evs) -> DerivedCost | None:
     base = [c_ for c_ in cols if c_ != 4]
     if len(y) >= len(base) + 2 * MIN_SIDE:
         X = full[:, base]
-        found = find_step(n, X, y, rv, lambda Xs: _chi2(Xs, y, rv), _chi2(X, y, rv),
-                          len(y) - len(base), [c_[0] for c_ in cells])
-        if found is not None and _chi2(np.column_stack([X, found[0].column(n)]), y, rv) < \
-                _chi2(np.column_stack([X, full[:, 4]]), y, rv):
-            step = found[0]
+        step = find_step(n, X, lambda Xs: _chi2(Xs, y, rv), full[:, 4],
+                         [c_[0] for c_ in cells])
+        if step is not None:
             full[:, 5] = step.column(n)
             cols = base + [5]
             coef, cov, chi2, dof = _fit(full[:, cols], y, rv)
