@@ -423,15 +423,13 @@ class ConfigSegment:
 
     ``parts``: several such line ranges with the same configuration, pooled (``part`` numbers
     each decode and prefill row by its range: a series of its own, whose first window is left
-    out, never a window that spans the other configurations' lines).  ``mixed``: the whole
-    run across configurations of these steps (``steps`` is then the largest, for the checks
-    that bound an accept length by it)."""
+    out, never a window that spans the other configurations' lines).  A whole run across its
+    configurations is a ``WholeRun``."""
 
     lo: int | None
     hi: int | None
     steps: int | None
     parts: tuple | None = None
-    mixed: tuple | None = None
 
     def holds(self, lines: np.ndarray) -> np.ndarray:
         return self.part(lines) >= 0 if self.parts else between(lines, self.lo, self.hi)
@@ -479,18 +477,24 @@ def between(lines: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray:
 
 def whole_run(segs: list[ConfigSegment]) -> "WholeRun":
     """The whole run of configuration segments ``segs``."""
-    ks = sorted({s.steps for s in segs if s.steps is not None})
-    return WholeRun(None, None, max(ks) if ks else None, None, tuple(ks) or ("unknown",),
+    ks = [s.steps for s in segs if s.steps is not None]
+    return WholeRun(None, None, max(ks) if ks else None, None,
                     tuple((s.lo, s.hi, s.steps) for s in segs))
 
 
 @dataclass(frozen=True)
 class WholeRun(ConfigSegment):
-    """Every line of a run whose configuration changed at run time (ConfigSegment.mixed);
-    ``path``: its segments, (first line, end line, steps) — each window's configuration, for
-    the fit's per-configuration levels (analysis/breakeven.run_windows)."""
+    """Every line of a run whose configuration changed at run time; ``path``: its segments,
+    (first line, end line, steps) — each window's configuration, for the fit's
+    per-configuration levels (analysis/breakeven.run_windows).  ``steps`` is the largest of
+    them, for the checks that bound an accept length by it."""
 
     path: tuple = ()
+
+    @property
+    def mixed(self) -> tuple:
+        """The distinct steps of the run, ascending ('unknown' where the log does not say)."""
+        return tuple(sorted({p[2] for p in self.path if p[2] is not None})) or ("unknown",)
 
     def holds(self, lines: np.ndarray) -> np.ndarray:
         return np.ones(len(lines), dtype=bool)

@@ -186,9 +186,10 @@ MIXED_NOTE = ("the whole run across its configurations (steps {steps}, changed a
 
 def labelled(res, label: str, plan: tuple):
     """A unit's result named by its label; a whole run across configurations says so."""
+    from .api import WholeRun
     res = dataclasses.replace(res, source=label)
     seg = plan[2]
-    if seg is not None and getattr(seg, "mixed", None) and hasattr(res, "notes"):
+    if isinstance(seg, WholeRun) and hasattr(res, "notes"):
         res = dataclasses.replace(res, notes=(MIXED_NOTE.format(
             steps=", ".join(str(k) for k in seg.mixed), n=len(seg.path) - 1),)
             + tuple(res.notes))
