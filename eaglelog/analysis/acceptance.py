@@ -37,6 +37,7 @@ printed values' rounding and outside the interval of τ is reported in a note.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from .engines import non_draft_tokens
 ORIGINS = {
     "sglang-histogram": "SGLang Finish lines: spec_accept_histogram",
     "llamacpp-request": "llama.cpp per-request lines: acceptance rate per position",
+    "vllm-response": "saved vLLM responses: metrics.speculative_decoding acceptance_histogram",
     "vllm-window": "vLLM SpecDecoding metrics lines: Per-position acceptance rate",
     "vllm-counters": "vLLM /metrics: spec_decode_num_accepted_tokens_per_pos counters",
     "llamacpp-statistics": "llama.cpp statistics line: #acc rate/pos",
@@ -60,7 +62,8 @@ ORIGINS = {
     "vllm-offline": "vLLM offline example: acceptance at token i",
     "bench": "benchmark output: per-position acceptance",
 }
-UNITS = {"sglang-histogram": "request", "llamacpp-request": "request", "vllm-window": "window",
+UNITS = {"sglang-histogram": "request", "llamacpp-request": "request",
+         "vllm-response": "request", "vllm-window": "window",
          "vllm-counters": "window"}
 MODELS = {
     "request": "one sample is a request (its verifies pooled inside it; weight = its verifies); "
@@ -75,7 +78,7 @@ MODELS = {
 # half a unit of the last printed digit of a per-position value, as a fraction (formats docs)
 PP_HALF_ULP = {"llamacpp-request": 0.0005, "vllm-window": 0.0005, "vllm-counters": 5e-7,
                "llamacpp-statistics": 0.0005, "vllm-bench-serve": 0.00005,
-               "vllm-offline": 0.005, "sglang-histogram": 0.0}
+               "vllm-offline": 0.005, "sglang-histogram": 0.0, "vllm-response": 0.0}
 MAL_HALF_ULP = 0.005      # a mean acceptance length printed with two decimals
 TOOL_ORIGIN = {"llama.cpp": "llamacpp-statistics", "vllm.bench_serve": "vllm-bench-serve",
                "vllm.spec_decode_example": "vllm-offline"}
@@ -217,15 +220,22 @@ def _identity_note(idt: Identity, confidence: float) -> str | None:
             "positions missing from the list, retracted requests, or a changing k break it")
 
 
-def _by_requests(x: np.ndarray, y: np.ndarray, confidence: float, half_ulp: float = 0.0):
+def _by_requests(x: np.ndarray, y: np.ndarray, confidence: float, half_ulp: float = 0.0,
+                 bases: np.ndarray | None = None):
     """x: verifies per request (n); y: n × k verifies per request reaching position i;
-    ``half_ulp``: the rounding of printed per-position values (a floor of the error)."""
+    ``half_ulp``: the rounding of printed per-position values (a floor of the error);
+    ``bases``: n × k verifies that could reach position i — drafted it and accepted i − 1 —
+    when a verify's k varies (vLLM per-step counts); else those that accepted i − 1."""
     n, k = y.shape
     positions = []
     prev = x
     for i in range(k):
+        if bases is not None:
+            prev = bases[:, i]
         reach = ratio_estimate(y[:, i], x, confidence)
         cond = reach if i == 0 else ratio_estimate(y[:, i], prev, confidence)
+        if bases is not None and i == 0:
+            cond = ratio_estimate(y[:, i], prev, confidence)
         reach, cond = _zero(reach, y[:, i], x), _zero(cond, y[:, i], prev)
         p_prev = positions[-1].reach.estimate if positions else 1.0
         positions.append(Position(i + 1, _floor(reach, half_ulp),
@@ -436,6 +446,84 @@ def _llama_request_curve(run: str, b: pd.DataFrame, confidence: float) -> Curve 
                          notes=tuple(notes)), confidence)
 
 
+def _vllm_response_curve(run: str, b: pd.DataFrame, confidence: float,
+                         cfg: dict | None) -> Curve | None:
+    """Saved vLLM responses (``--per-request-spec-decode-metrics``, parsers/requests_bench.py):
+    one request a sample, its ``acceptance_histogram`` (index j = steps that accepted j drafts)
+    as SGLang's.  With the ``detailed`` per-step lists the conditional rate at i counts only the
+    steps that drafted position i (dynamic speculative decoding: vllm 0.34.0
+    v1/metrics/stats.py:389–395 records each step's proposed count); without them, a
+    per-batch-size schedule or steps that drafted fewer than num_spec_tokens make the deep
+    conditional rates lower bounds, and a note says so."""
+    hist, x, bases, lines, mal = [], [], [], [], []
+    short = sched = False
+    with_steps = 0
+    for r in b.itertuples(index=False):
+        st = _stats(getattr(r, "stats", None))
+        h = st.get("acceptance_histogram")
+        if not (isinstance(h, list) and h and all(isinstance(v, (int, float)) and v >= 0
+                                                    for v in h)) or sum(h) <= 0:
+            continue
+        hist.append([float(v) for v in h])
+        x.append(float(sum(h)))
+        lines.append(int(r.line_no))
+        mal.append(_num(getattr(r, "accept_len", None)))
+        ge, cb = st.get("drafted_ge"), st.get("cond_base")
+        bases.append(cb if isinstance(cb, list) and isinstance(ge, list) else None)
+        with_steps += bases[-1] is not None
+        k = _num(getattr(r, "max_draft_len", None))
+        dt = _num(getattr(r, "draft_tokens", None))
+        if k and dt is not None and dt < k * x[-1] - 0.5:
+            short = True
+    if not hist:
+        return None
+    sched = bool((cfg or {}).get("speculative_num_speculative_tokens_per_batch_size"))
+    H = _pad(hist)
+    y = np.cumsum(H[:, ::-1], axis=1)[:, ::-1][:, 1:]
+    if y.shape[1] == 0:
+        return None
+    xs = np.asarray(x)
+    notes = []
+    B = None
+    if with_steps == len(hist):
+        B = np.zeros_like(y)
+        for i, cb in enumerate(bases):
+            n = min(len(cb), B.shape[1])
+            B[i, :n] = cb[:n]
+        if short or sched:
+            notes.append("per-step draft counts (per_step_drafted) read: the conditional rate "
+                         "at i counts only the steps that drafted position i")
+    elif short or sched:
+        why = ("the config sets num_speculative_tokens_per_batch_size" if sched else
+               "steps drafted fewer tokens than num_spec_tokens")
+        notes.append(f"{why} (dynamic speculative decoding) and the responses carry no "
+                     "per-step lists (--per-request-spec-decode-metrics detailed): a step that "
+                     "never drafted position i counts as rejected there, so P(≥ i | ≥ i − 1) "
+                     "at the deep positions is a lower bound")
+    if 0 < with_steps < len(hist):
+        notes.append(f"{with_steps:,} of {len(hist):,} responses carry per-step lists: the "
+                     "conditional rates use none of them (mixed levels)")
+    positions, tau = _by_requests(xs, y, confidence, bases=B)
+    logged = [m for m in mal if m is not None]
+    log_tau = (float(np.dot([m for m in mal], xs)) / float(xs.sum())
+               if len(logged) == len(mal) else None)
+    idt = _identity(tau, log_tau, "the responses' mean_acceptance_length, weighted by their "
+                    "num_spec_steps", 1e-9)
+    return _finish(Curve(run, "vllm-response", "request", len(hist), float(xs.sum()),
+                         y.shape[1], positions, idt, (min(lines), max(lines)),
+                         notes=tuple(notes)), confidence)
+
+
+def _stats(text) -> dict:
+    if not isinstance(text, str):
+        return {}
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
 def vllm_rows(s: pd.DataFrame):
     """The windows of vLLM SpecDecoding rows that carry a per-position list, in time order:
     (per-position lists, drafts, accepted, line numbers, lossy drafts, elided, without a list)."""
@@ -492,8 +580,59 @@ def dynamic_k_note(s: pd.DataFrame, k: int, cfg: dict | None) -> str | None:
             "model's conditional acceptance")
 
 
+def drafted_shares(it: pd.DataFrame | None, k: int) -> np.ndarray | None:
+    """S_i, i = 1 … k: the share of request-steps that drafted ≥ i tokens, from vLLM's
+    ``Iteration(N)`` lines (``--enable-logging-iteration-details``).  A generation request is
+    scheduled 1 + its drafts (vllm 0.34.0 v1/core/sched/scheduler.py:855–858
+    ``num_tokens_with_spec − num_computed_tokens``; v1/utils.py:835–862 sums them per
+    iteration), so an iteration's K is generation tokens / generation requests − 1 (one K an
+    iteration: a per-batch-size schedule gives the batch one K).  None without such lines, or
+    when every step drafted k (nothing to correct)."""
+    if it is None or not len(it) or not {"gen_req", "gen_tokens"} <= set(it.columns):
+        return None
+    if "dummy" in it.columns:
+        it = it[~it["dummy"].astype("boolean").fillna(False).to_numpy(dtype=bool)]
+    r = it["gen_req"].to_numpy(dtype=float, na_value=np.nan)
+    t = it["gen_tokens"].to_numpy(dtype=float, na_value=np.nan)
+    ok = np.isfinite(r) & np.isfinite(t) & (r > 0)
+    if not ok.any():
+        return None
+    kk = np.clip(np.rint(t[ok] / r[ok] - 1.0), 0, k)
+    w = r[ok]
+    shares = np.array([float(w[kk >= i].sum()) for i in range(1, k + 1)]) / float(w.sum())
+    return shares if shares[-1] < 1.0 - 1e-9 else None
+
+
+def _per_drafted(positions: tuple, shares: np.ndarray) -> tuple:
+    """The conditional rates under a K per step, from the per-draft reaches P_i and the
+    shares S_i that drafted ≥ i: a step that drafts d tokens accepts min(L, d), L the draft's
+    own run of acceptances, independent of d (the schedule picks K by batch size, not by
+    content), so P(L ≥ i) = P_i / S_i and the conditional is its ratio to P(L ≥ i − 1).  The
+    shares are counts, not estimates: the intervals scale with the estimate."""
+    out = []
+    prev = 1.0
+    for pos, s in zip(positions, shares):
+        if s <= 0 or not math.isfinite(pos.reach.estimate):
+            out.append(pos)
+            prev = math.nan
+            continue
+        tail = pos.reach.estimate / s
+        f = (tail / prev) / pos.conditional.estimate if (
+            pos.conditional.estimate > 0 and prev > 0 and math.isfinite(prev)) else math.nan
+        cond = _scaled(pos.conditional, f) if math.isfinite(f) else pos.conditional
+        out.append(Position(pos.position, pos.reach, cond, pos.reached, pos.base))
+        prev = tail
+    return tuple(out)
+
+
+def _scaled(e: Estimate, f: float) -> Estimate:
+    return dataclasses.replace(e, estimate=e.estimate * f,
+                               ci_low=e.ci_low * f if e.ci_low is not None else None,
+                               ci_high=e.ci_high * f if e.ci_high is not None else None)
+
+
 def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float,
-                 cfg: dict | None = None) -> list[Curve]:
+                 cfg: dict | None = None, iterations: pd.DataFrame | None = None) -> list[Curve]:
     if not len(spec) or "per_position" not in spec.columns:
         return []
     out = []
@@ -513,7 +652,15 @@ def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float,
         idt = _identity(tau, logged, "1 + Σ accepted / Σ drafts of the same windows", tol)
         notes = _k_note({len(r) for r in rows}, "window")
         dyn = dynamic_k_note(s, P.shape[1], cfg)
-        if dyn:
+        shares = drafted_shares(iterations, P.shape[1]) if origin == "vllm-window" else None
+        if shares is not None:
+            positions = _per_drafted(positions, shares)
+            notes.append("Iteration lines: " + ", ".join(
+                f"{100 * x:.0f} %" for x in shares) + " of the request-steps drafted ≥ 1 … "
+                f"{P.shape[1]} tokens; the conditional rates are the draft's own, "
+                "P(L ≥ i) / P(L ≥ i − 1) with P(L ≥ i) = P(accept ≥ i) / share(≥ i) (K chosen "
+                "per batch, independent of content); P(accept ≥ i) stays per draft")
+        elif dyn:
             notes.append(dyn)
         if elided:
             notes.append(f"{elided:,} window(s) left out: their per-position list was shortened "
@@ -607,8 +754,17 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
         spec = t.get("vllm_spec")
         if spec is not None and len(spec):
             curves.extend(_vllm_curves(run, spec, confidence,
-                                       sub.config(sub.sources[0].name)))
+                                       sub.config(sub.sources[0].name),
+                                       t.get("vllm_iterations")))
         b = t.get("bench")
+        if b is not None and len(b):
+            resp = b[((b["scope"].astype(str) == "request") &
+                      (b["tool"].astype(str) == "vllm.response")).to_numpy()]
+            if len(resp):
+                c = _vllm_response_curve(run, resp, confidence,
+                                         sub.config(sub.sources[0].name))
+                if c is not None:
+                    curves.append(c)
         if b is not None and len(b) and "per_position" in b.columns:
             scope = b["scope"].astype(str)
             per_req = b[(scope == "request").to_numpy() &

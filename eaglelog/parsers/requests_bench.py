@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 from ._common import Block, Parsed, base, derive, dump_json, json_obj
 from .numbers import Reader, to_float, to_int, to_int32
@@ -99,12 +100,14 @@ def parse_vllm_response(line: str) -> Parsed:
                max_draft_len=r(sd.get("num_spec_tokens"), to_int32, "num_spec_tokens"),
                steps=steps,
                step_tokens=steps + acc if steps is not None and acc is not None else None,
-               stats=dump_json({"acceptance_histogram": hist}) if isinstance(hist, list)
-               else None)
+               stats=None)
     if rec.get("accept_len") is not None:
         rec["accept_len_def"] = "request-steps"
     derive(rec)
     problems = []
+    st = {"acceptance_histogram": hist} if isinstance(hist, list) else {}
+    st.update(_per_step(sd, steps, problems))
+    rec["stats"] = dump_json(st) if st else None
     if isinstance(hist, list) and all(isinstance(x, int) and not isinstance(x, bool)
                                       for x in hist):
         if steps is not None and sum(hist) != steps:
@@ -117,6 +120,49 @@ def parse_vllm_response(line: str) -> Parsed:
     if al is not None and steps and acc is not None and abs(al - (1 + acc / steps)) > 1e-6:
         problems.append(f"mean_acceptance_length {al} ≠ 1 + {acc} / {steps}")
     return Parsed(rec, problems, r.bad)
+
+
+MAX_POSITIONS = 64       # a per-step count beyond any engine's k is no draft to count by position
+
+
+def _per_step(sd: dict, steps: int | None, problems: list[str]) -> dict:
+    """``--per-request-spec-decode-metrics detailed`` (vllm 0.34.0 v1/metrics/stats.py:350–422):
+    ``per_step_accepted`` / ``per_step_drafted`` hold each verify step's accepted and proposed
+    draft counts, so under dynamic speculative decoding (a K per step) a position can be
+    counted among the steps that drafted it.  Kept as per-position counts, never the lists
+    (their length is the request's, not bounded): ``drafted_ge[i − 1]`` = steps that drafted
+    ≥ i tokens, ``cond_base[i − 1]`` = steps that drafted ≥ i and accepted ≥ i − 1 (the
+    conditional rate's denominator)."""
+    acc, dr = sd.get("per_step_accepted"), sd.get("per_step_drafted")
+    if acc is None and dr is None:
+        return {}
+    ints = (lambda v: isinstance(v, list) and all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_POSITIONS for x in v))
+    if not (ints(acc) and ints(dr)):
+        problems.append(f"per_step_accepted / per_step_drafted are not lists of counts "
+                        f"0–{MAX_POSITIONS}: left out")
+        return {}
+    if len(acc) != len(dr) or (steps is not None and len(acc) != steps):
+        problems.append(f"per_step_accepted ({len(acc)}) and per_step_drafted ({len(dr)}) do not "
+                        f"both hold num_spec_steps ({steps}) steps: left out")
+        return {}
+    if any(a > d for a, d in zip(acc, dr)):
+        problems.append("a step accepted more drafts than it proposed (per_step_accepted > "
+                        "per_step_drafted): left out")
+        return {}
+    # position i (1-based) was drafted when d ≥ i, and reached when a ≥ i − 1 as well
+    k = max(dr, default=0)
+    return {"drafted_ge": _at_least(Counter(dr), k),
+            "cond_base": _at_least(Counter(min(d, a + 1) for a, d in zip(acc, dr)), k)}
+
+
+def _at_least(counts: Counter, k: int) -> list[int]:
+    """[#values ≥ 1, #values ≥ 2, …, #values ≥ k] of a Counter of small counts."""
+    out, run = [0] * k, 0
+    for i in range(k, 0, -1):
+        run += counts.get(i, 0)
+        out[i - 1] = run
+    return out
 
 
 # ------------------------------------------------------------------ SGLang API responses
