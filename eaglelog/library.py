@@ -100,6 +100,9 @@ class Runs(Sequence):
     errors: tuple[str, ...] = ()
     rows_of: Callable[[Any], list[dict]] | None = field(default=None, repr=False,
                                                         compare=False)
+    # each run's server start-up (1, 2, …; 0 before the first) where an input holds several,
+    # else None: the ``startup`` column of to_frame()
+    startups: tuple = field(default=(), repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -110,7 +113,7 @@ class Runs(Sequence):
     def __getattr__(self, name: str):
         # the one run's fields (r.speedup, r.verdict) when there is exactly one
         if name.startswith("__") or name in ("runs", "command", "confidence", "errors",
-                                             "rows_of"):
+                                             "rows_of", "startups"):
             raise AttributeError(name)
         runs = object.__getattribute__(self, "runs")
         if len(runs) == 1:
@@ -125,11 +128,37 @@ class Runs(Sequence):
 
     def to_frame(self):
         """One row per run (and per batch-size bucket where the analysis has them): the
-        columns of ``-f csv``."""
+        columns of ``-f csv``.  Where an input holds several server start-ups, a ``startup``
+        column (1, 2, …; 0: the lines before the first) follows ``source``."""
         import pandas as pd
-        rows = [row for r in self.runs for row in (self.rows_of(r) if self.rows_of else
-                                                   [r.to_dict()])]
-        return pd.DataFrame(rows)
+        several = any(k is not None for k in self.startups)
+        rows = []
+        for i, r in enumerate(self.runs):
+            for row in (self.rows_of(r) if self.rows_of else [r.to_dict()]):
+                if several and "source" in row:
+                    k = self.startups[i] if i < len(self.startups) else None
+                    row = {"source": row["source"], "startup": k,
+                           **{c: v for c, v in row.items() if c != "source"}}
+                rows.append(row)
+        frame = pd.DataFrame(rows)
+        for col in ("startup", "running_req", "running_req_max"):
+            if col in frame.columns:
+                frame[col] = frame[col].astype("Int64")
+        return frame
+
+    def windows(self):
+        """The decode windows behind every run's figures (``windows()`` of each run), one
+        frame with the run's label in a ``source`` column first (docs/api.md)."""
+        import pandas as pd
+        frames = []
+        for r in self.runs:
+            fn = getattr(r, "windows", None)
+            if not callable(fn):
+                raise AttributeError(f"windows: {self.command} results keep no decode windows")
+            f = fn()
+            f.insert(0, "source", r.source)
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 PARALLEL_RUNS = 64        # from this many runs on, the runs are analysed by processes
@@ -208,9 +237,9 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
     if len(plans) == 1:
         label, plan = plans[0]
         return Runs(command, (labelled(analyse(log.unit(plan)), label, plan),),
-                    confidence, rows_of=ROWS.get(command))
-    out, errors, first = [], [], None
-    for (label, _), res in zip(plans, _map_runs(analyse, log, plans, workers)):
+                    confidence, rows_of=ROWS.get(command), startups=(plan[1],))
+    out, errors, first, ups = [], [], None, []
+    for (label, plan), res in zip(plans, _map_runs(analyse, log, plans, workers)):
         if isinstance(res, EaglelogError):
             first = first or res
             msg = str(res)
@@ -220,27 +249,49 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
                 on_error(msg)
         else:
             out.append(res)
+            ups.append(plan[1])
     if not out:
         raise first
-    return Runs(command, tuple(out), confidence, tuple(errors), ROWS.get(command))
+    return Runs(command, tuple(out), confidence, tuple(errors), ROWS.get(command), tuple(ups))
 
 
 # ----------------------------------------------------------------------------- flat rows
 
 def breakeven_rows(r) -> list[dict]:
-    """Flat rows (csv/markdown): the overall result, then one per batch bucket."""
+    """Flat rows (csv/markdown): the overall result (``scope`` 'all', no ``running_req``), then
+    one per batch bucket (``scope`` 'bucket', ``running_req`` its batch size; a bucket of
+    several sizes, '4–7' beyond 16 sizes, adds ``running_req_max``)."""
     from .analysis.breakeven import ESTIMATES as keys
 
+    ranges = any(not b.batch.isdigit() for b in (r.by_batch or ()))
+
     def flat(batch, obj, verdict):
-        row = {"source": r.source, "running_req": batch}
+        lo, hi = _bucket_range(batch)
+        row = {"source": r.source, "scope": "all" if batch is None else "bucket",
+               "running_req": lo}
+        if ranges:
+            row["running_req_max"] = hi
         for k in keys:
             e = getattr(obj, k)
             row.update({k: e.estimate, f"{k}_ci_low": e.ci_low, f"{k}_ci_high": e.ci_high})
         row.update({"confidence": r.confidence, "verdict": verdict})
         return row
-    rows = [flat("all", r, r.verdict)]
+    rows = [flat(None, r, r.verdict)]
     rows += [flat(b.batch, b, b.verdict) for b in (r.by_batch or ())]
     return rows
+
+
+def _bucket_range(label: str | None) -> tuple[int | None, int | None]:
+    """(lowest, highest) #running-req of a bucket label ('8', '4–7'); (None, None) for the
+    whole run."""
+    if label is None:
+        return None, None
+    parts = label.replace("-", "–").split("–")
+    try:
+        lo, hi = int(parts[0]), int(parts[-1])
+    except ValueError:
+        return None, None
+    return lo, hi
 
 
 def summary_rows(s) -> list[dict]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -87,6 +88,58 @@ class Estimate:
         if self.source is not None:
             d["source"] = self.source
         return d
+
+    # --- as a number: the point estimate, where that is unambiguous (docs/api.md, "An
+    # Estimate as a number").  ``==`` keeps the dataclass's meaning (every field equal, so
+    # hashing is unchanged) and an Estimate never equals a number: ``float(e) == x`` says
+    # that.  Ordering is against real numbers only: two Estimates are compared by their
+    # intervals (eaglelog.compare), not by their points, so ``e1 < e2`` is a TypeError.
+
+    def __float__(self) -> float:
+        """The point estimate (nan when there is none)."""
+        return math.nan if self.estimate is None else float(self.estimate)
+
+    def __format__(self, spec: str) -> str:
+        """``f"{e:.3f}"`` formats the point estimate; an empty spec is ``str(e)``."""
+        if not spec:
+            return str(self)
+        return format(float(self), spec)
+
+    def _point(self, other, op: str) -> float:
+        if isinstance(other, Estimate):
+            raise TypeError(f"'{op}' between two Estimates is ambiguous (their intervals may "
+                            "overlap): compare their .estimate, or use eaglelog.compare")
+        if isinstance(other, bool) or not isinstance(other, numbers.Real):
+            raise _NotReal
+        return float(self)
+
+    def __lt__(self, other):
+        try:
+            return self._point(other, "<") < other
+        except _NotReal:
+            return NotImplemented
+
+    def __le__(self, other):
+        try:
+            return self._point(other, "<=") <= other
+        except _NotReal:
+            return NotImplemented
+
+    def __gt__(self, other):
+        try:
+            return self._point(other, ">") > other
+        except _NotReal:
+            return NotImplemented
+
+    def __ge__(self, other):
+        try:
+            return self._point(other, ">=") >= other
+        except _NotReal:
+            return NotImplemented
+
+
+class _NotReal(Exception):
+    """(an ordering of an Estimate with something that is not a real number: NotImplemented)"""
 
 
 

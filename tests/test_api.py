@@ -70,7 +70,11 @@ def test_breakeven_by_batch_against_a_baseline_log(run):
     assert b.speedup.confidence == 0.9
     assert same_json(b) == cli(run, "breakeven", "--baseline-log", BATCH_BASE, "--by", "batch",
                                "--confidence", "0.9", BATCH)
-    assert list(b.to_frame()["running_req"]) == ["all", "1", "2", "4", "8", "16", "32"]
+    frame = b.to_frame()
+    assert list(frame["scope"]) == ["all"] + ["bucket"] * 6
+    assert pd.api.types.is_numeric_dtype(frame["running_req"])
+    assert frame["running_req"].isna().tolist() == [True] + [False] * 6
+    assert list(frame["running_req"][1:]) == [1, 2, 4, 8, 16, 32]
 
 
 def test_summarize_several_runs(run):

@@ -296,7 +296,9 @@ def test_cli_csv_has_one_row_per_log_and_bucket(run):
     out = run("-q", "breakeven", "--baseline-log", SAMPLES / "baseline.log", "--by", "batch",
               "-f", "csv", FIVE, SAMPLES / "eagle3_2step.log").stdout
     df = pd.read_csv(pd.io.common.StringIO(out))
-    assert df.running_req.astype(str).tolist() == ["all", "1", "all", "1"]
+    assert df.scope.tolist() == ["all", "bucket", "all", "bucket"]
+    assert df.running_req.isna().tolist() == [True, False, True, False]     # numeric: no 'all'
+    assert df.running_req[1] == df.running_req[3] == 1
     assert df.verdict.tolist() == ["below"] * 4
 
 

@@ -28,7 +28,7 @@ def test_summary_values():
     assert s.phases[3].ms_per_cycle.estimate == 0 and s.phases[3].ms_per_cycle.sufficient
     assert s.accept_sglang.estimate == pytest.approx(2.2857, abs=1e-4)
     assert s.accept_profiler.estimate == pytest.approx(1.1371, abs=1e-4)
-    assert (s.windows, s.windows_used) == (106, 105)
+    assert (s.n_windows, s.windows_used) == (106, 105)
     # the per-stream rate is the steady state: accept len / cycle (prefill time removed)
     assert s.eff_tok_s.estimate == pytest.approx(83.8, abs=0.1)
     assert s.eff_tok_s.estimate == pytest.approx(

@@ -32,6 +32,7 @@ from ..stats import Estimate
 from . import draft_len, engines, rate
 from .windows import decode_interval, rows_where, windows
 from .configs import within_configs
+from .evidence import Evidence
 from .kv_life import kv_lifetime
 
 NEEDS_ACCEPT = "needs accept length"
@@ -111,6 +112,16 @@ class BreakevenResult:
     facts: dict = field(default_factory=dict)   # windows used / left out, τ, batches, …
     # the rate model over every window, the baseline's coverage aside (summary reuses it)
     whole_fit: object = field(default=None, repr=False, compare=False)
+    # the decode windows behind the verdict (references to the rate model's arrays; the
+    # frame is built by windows())
+    evidence: object = field(default=None, repr=False, compare=False)
+
+    def windows(self) -> pd.DataFrame:
+        """The decode windows behind the verdict, one row each: time, batch, accept length,
+        derived cycle, weight, whether each counts for the cycle and the accept length, and why
+        it is left out (analysis/evidence.py; docs/api.md)."""
+        from .evidence import windows_of
+        return windows_of(self.evidence, self.source)
 
     @property
     def eff_tok_s(self) -> Estimate | None:
@@ -618,7 +629,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     facts["tau_accept_windows"] = _num(rho)
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,
                            tuple(dict.fromkeys(notes)), buckets, r, kind, coverage, reason,
-                           facts, whole)
+                           facts, whole, Evidence(win, fit, use_prof))
 
 
 def mixed_reason(buckets) -> str | None:

@@ -977,6 +977,8 @@ class RateFit:
     batch_logs: dict = field(default_factory=dict, repr=False)  # output -> per-batch log est.
     cov: np.ndarray | None = field(default=None, repr=False)    # within_cov per window
     short_phi: float | None = None   # the short-series rule's lag-1 allowance (None: batch means)
+    why: np.ndarray | None = field(default=None, repr=False)    # int8 per window: USED or why
+                                     # not (a warm-up SKIPPED, a STALL found by the fit)
 
     def __getitem__(self, name: str) -> Estimate:
         return self.estimates[name]
@@ -1200,7 +1202,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
                    cut, tuple(notes), use, acc, sys_rel,
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor,
                    max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
-                   else None)
+                   else None, why)
 
 
 def own_units(ests: list[Estimate], n_acc: int, n_use: int,

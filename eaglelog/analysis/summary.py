@@ -3,7 +3,7 @@ break-even verdict when a baseline is given."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -13,6 +13,7 @@ from ..api import ParsedLog
 from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, ranks, rate
+from .evidence import Evidence
 from .breakeven import (Baseline, BreakevenResult, breakeven, choose_cycle, free_fit, prof_cycle,
                         run_windows, short_note)
 
@@ -45,7 +46,7 @@ class SummaryResult:
     accept_profiler: Estimate | None
     throughput_all: float | None      # aggregate tok/s over the decode windows' wall time
     eff_tok_s: Estimate | None        # the rate one request stream gets: 1000 × accept / cycle
-    windows: int
+    n_windows: int                    # decode windows of the run (JSON: "windows")
     windows_used: int                 # decode windows behind the derived cycle
     breakeven: BreakevenResult | None
     notes: tuple[str, ...] = ()
@@ -61,6 +62,15 @@ class SummaryResult:
     cycle_used: Estimate | None = None        # the cycle behind the per-stream rate
     ranks: int = 1                            # DP ranks / vLLM engines the aggregate adds up
     by_rank: tuple = ()                       # ranks.RankRow each, where the ranks differ
+    # the decode windows behind the derived cycle and accept length (references; windows())
+    evidence: object = field(default=None, repr=False, compare=False)
+
+    def windows(self) -> pd.DataFrame:
+        """The decode windows behind the derived cycle and the accept length, one row each
+        (analysis/evidence.py; docs/api.md).  With a baseline, ``s.breakeven.windows()`` are
+        those of the verdict."""
+        from .evidence import windows_of
+        return windows_of(self.evidence, self.source)
 
     def to_dict(self) -> dict:
         def d(e):
@@ -75,7 +85,7 @@ class SummaryResult:
                 "cycle_derived_ms": d(self.cycle_derived), "cycle_kind": self.cycle_kind,
                 "throughput": {"aggregate_tok_s": self.throughput_all,
                                "per_stream_tok_s": d(self.eff_tok_s),
-                               "windows": self.windows, "windows_used": self.windows_used,
+                               "windows": self.n_windows, "windows_used": self.windows_used,
                                "ranks": self.ranks,
                                "by_rank": [r.to_dict() for r in self.by_rank]},
                 "breakeven": self.breakeven.to_dict() if self.breakeven else None,
@@ -258,7 +268,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
                          fit.kind if fit is not None else None, win.spec,
                          "metrics windows" if cfg.get("metrics_engine") else "lines",
-                         cycle_used, len(rank_labels), by_rank)
+                         cycle_used, len(rank_labels), by_rank,
+                         Evidence(win, fit) if fit is not None else None)
 
 
 def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,

@@ -202,7 +202,7 @@ def summary_block(s) -> str:
         n_ranks = getattr(s, "ranks", 1)
         added = f" of its {n_ranks} ranks added" if n_ranks > 1 else ""
         out.append(f"  {'throughput':<16}{num(s.throughput_all)} tok/s aggregate: all streams"
-                   f"{added}, over the wall time of {s.windows} decode windows (their prefill "
+                   f"{added}, over the wall time of {s.n_windows} decode windows (their prefill "
                    "time included)")
     if s.eff_tok_s is not None:
         how = (f"1000 × accept length / {'derived ' if rate_on_derived else ''}cycle: the rate "

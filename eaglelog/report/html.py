@@ -57,10 +57,11 @@ pre.block { background: var(--bg-alt); border: 1px solid var(--rule); padding: 8
 pre.block > span { display: block; padding-left: var(--hang, 2ch);
                    text-indent: calc(-1 * var(--hang, 2ch)); }
 pre.block > span.gap { height: 1.4em; }
-table { border-collapse: collapse; margin: 6px 0 14px; font-size: 0.86em; max-width: 100%; }
+div.table { max-width: 100%; overflow-x: auto; margin: 6px 0 14px; }
+table { border-collapse: collapse; margin: 0; font-size: 0.86em; }
 th, td { border: 1px solid var(--rule); padding: 3px 6px; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
-th { background: var(--bg-alt); overflow-wrap: break-word; }
+         overflow-wrap: break-word; word-break: normal; }
+th { background: var(--bg-alt); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; overflow-wrap: normal; }
 td.num .ci { display: block; color: var(--muted); font-size: 0.88em; }
@@ -80,8 +81,14 @@ details[open] > summary { margin-bottom: 6px; }
 nav ul { margin: 6px 0; padding-left: 20px; columns: 2; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.85em;
          border-top: 1px solid var(--rule); padding-top: 8px; }
+@media screen and (max-width: 600px) {
+  body { padding: 14px 12px 32px; }
+  nav ul { columns: 1; }
+}
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }
+  div.table { overflow: visible; }
+  th, td { overflow-wrap: anywhere; }
   nav { display: none; }
   h2 { break-after: avoid; }
   figure, tr, pre.block > span { break-inside: avoid; }
@@ -122,13 +129,15 @@ def _table(headers: Sequence, rows: Sequence[Sequence], numeric: Sequence[int] =
     num_cls = ' class="num"'
     heads = "".join(f"<th{num_cls if i in numeric else ''}>{_cell(h)}</th>"
                     for i, h in enumerate(headers))
-    out = ["<table>", f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
+    # (in a box of its own that scrolls sideways when the table is wider than the page: the
+    # page never does, and no column is squeezed below its longest word)
+    out = ['<div class="table"><table>', f"<thead><tr>{heads}</tr></thead>", "<tbody>"]
     for k, r in enumerate(rows):
         cells = "".join(f"<td{num_cls if i in numeric else ''}>{_cell(v)}</td>"
                         for i, v in enumerate(r))
         cls = row_class[k] if row_class and row_class[k] else ""
         out.append(f'<tr class="{cls}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
 
 

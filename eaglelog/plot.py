@@ -1,0 +1,197 @@
+"""Figures from Python: one function per picture ``eaglelog plot --kind`` and the HTML report draw,
+each returning a matplotlib ``Figure`` (docs/api.md, "Figures").
+
+    >>> import eaglelog, eaglelog.plot
+    >>> fig = eaglelog.plot.timeline("server.log")            # a path, a list, or a ParsedLog
+    >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
+    >>> fig = eaglelog.plot.breakeven(r)                      # a result of the library …
+    >>> fig = eaglelog.plot.breakeven("server.log", baseline_toks=90)   # … or the logs
+    >>> eaglelog.plot.save(fig, "breakeven.svg")              # the CLI's deterministic bytes
+
+Each function takes either the analysis result it draws (``eaglelog.breakeven(...)``,
+``eaglelog.summarize(...)``, …, a ``Runs`` or a list of runs) or the logs themselves (a path, a
+list of paths or a ``ParsedLog``) with the keyword arguments of that analysis.  This module is a
+thin facade over ``eaglelog.report.plot``: matplotlib (``pip install 'eaglelog[plot]'``) is
+imported on the first figure, not on import; without it a figure is a one-line
+``eaglelog.errors.MissingDependency`` naming the extra.  Figures are built with the object API
+(no pyplot state, no GUI backend): in a notebook, show one by leaving it as a cell's value.
+"""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["KINDS", "timeline", "phases", "breakeven", "sweep", "compare", "requests",
+           "acceptance", "schedule", "caption", "save"]
+
+# every picture: the CLI's ``plot --kind`` ones (eaglelog.report.plot.KINDS), then those of
+# ``acceptance --plot`` and ``schedule --plot`` (a test keeps them in step)
+KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests", "acceptance",
+         "schedule")
+
+
+def _figures():
+    from .report import plot as figures
+    figures._mpl()            # a missing matplotlib is said before any log is read
+    return figures
+
+
+def _is_logs(x) -> bool:
+    """Whether ``x`` names logs (a path, a list of paths, a ParsedLog) rather than a result."""
+    from .api import ParsedLog
+
+    if isinstance(x, (str, os.PathLike, ParsedLog)):
+        return True
+    return isinstance(x, (list, tuple)) and bool(x) and \
+        all(isinstance(p, (str, os.PathLike)) for p in x)
+
+
+def _runs(x) -> list:
+    """The runs of a ``Runs`` result, of a list of results, or the one result."""
+    from .library import Runs
+
+    if isinstance(x, Runs):
+        return list(x.runs)
+    if isinstance(x, (list, tuple)):
+        out = []
+        for item in x:
+            out += _runs(item)
+        return out
+    return [x]
+
+
+def _no_kwargs(kind: str, kwargs: dict) -> None:
+    if kwargs:
+        raise TypeError(f"eaglelog.plot.{kind}: keyword arguments ({', '.join(kwargs)}) are "
+                        "for the logs: given a result, the figure draws that result as it is")
+
+
+def timeline(log, **kwargs: Any) -> "Figure":
+    """Accept length, decode throughput, running requests and the profiler's cycle time over
+    time, one line per input and rank; idle gaps shaded, restarts marked.  ``log``: a path, a
+    list of paths or a ParsedLog; ``kwargs``: those of ``eaglelog.parse``-like selection
+    (``since``, ``until``, ``startup``, ``engine``, ``base_date``)."""
+    from .library import load
+
+    figures = _figures()
+    return figures.timeline_figure(load(log, **kwargs))
+
+
+def phases(summaries, **kwargs: Any) -> "Figure":
+    """The cycle breakdown per run as stacked bars.  ``summaries``: ``eaglelog.summarize(...)``
+    (or a list of its runs), or logs and summarize's keyword arguments."""
+    from . import library
+
+    figures = _figures()
+    if _is_logs(summaries):
+        summaries = library.summarize(summaries, **kwargs)
+    else:
+        _no_kwargs("phases", kwargs)
+    return figures.phases_figure(_runs(summaries))
+
+
+def breakeven(results, **kwargs: Any) -> "Figure":
+    """Measured accept length against the break-even band, per run (per batch size with a
+    baseline log).  ``results``: ``eaglelog.breakeven(...)`` or a list of its runs, or logs
+    and breakeven's keyword arguments (``baseline_toks=`` or ``baseline_log=``; with a
+    baseline log the figure is per batch size, as ``eaglelog plot --kind breakeven``)."""
+    from . import library
+
+    figures = _figures()
+    if _is_logs(results):
+        if kwargs.get("baseline_log") is not None:
+            kwargs.setdefault("by_batch", True)
+        results = library.breakeven(results, **kwargs)
+    else:
+        _no_kwargs("breakeven", kwargs)
+    return figures.breakeven_figure(_runs(results))
+
+
+def sweep(result, **kwargs: Any) -> "Figure":
+    """The per-stream rate against the config key that varies between runs, with intervals.
+    ``result``: ``eaglelog.sweep(...)``, or logs and sweep's keyword arguments."""
+    from . import library
+
+    figures = _figures()
+    if _is_logs(result):
+        result = library.sweep(result, **kwargs)
+    else:
+        _no_kwargs("sweep", kwargs)
+    return figures.sweep_figure(result)
+
+
+def compare(result, **kwargs: Any) -> "Figure":
+    """Each metric's ratio to the first run, with its interval.  ``result``:
+    ``eaglelog.compare(...)``, or logs (at least two runs) and compare's keyword arguments."""
+    from . import library
+
+    figures = _figures()
+    if _is_logs(result):
+        result = library.compare(result, **kwargs)
+    else:
+        _no_kwargs("compare", kwargs)
+    return figures.compare_figure(result)
+
+
+def requests(result, **kwargs: Any) -> "Figure":
+    """The accept length of every request per group, and against its output length.
+    ``result``: ``eaglelog.requests(...)``, or logs and requests' keyword arguments (``by``
+    defaults to what ``eaglelog plot --kind requests`` groups by)."""
+    from . import library
+
+    figures = _figures()
+    if _is_logs(result):
+        if "by" not in kwargs:
+            from .analysis.requests import auto_by
+            result = library.load(result, engine=kwargs.get("engine", "auto"))
+            kwargs["by"] = auto_by(result)
+        result = library.requests(result, **kwargs)
+    else:
+        _no_kwargs("requests", kwargs)
+    return figures.requests_figure(result)
+
+
+def acceptance(result, **kwargs: Any) -> "Figure":
+    """P(accept ≥ i) against the draft position i, and the conditional rates (``eaglelog
+    acceptance --plot``).  ``result``: ``eaglelog.acceptance(...)``, or logs and its keyword
+    arguments."""
+    from . import library
+    from .report.acceptance import acceptance_figure
+
+    _figures()
+    if _is_logs(result):
+        result = library.acceptance(result, **kwargs)
+    else:
+        _no_kwargs("acceptance", kwargs)
+    return acceptance_figure(result)
+
+
+def schedule(result, **kwargs: Any) -> "Figure":
+    """The per-stream rate against batch size for each num_steps, and the chosen schedule
+    (``eaglelog schedule --plot``).  ``result``: ``eaglelog.schedule(...)``, or logs and its
+    keyword arguments."""
+    from . import library
+    from .report.schedule import schedule_figure
+
+    _figures()
+    if _is_logs(result):
+        result = library.schedule(result, **kwargs)
+    else:
+        _no_kwargs("schedule", kwargs)
+    return schedule_figure(result)
+
+
+def caption(fig: "Figure") -> str:
+    """What a figure draws, in a sentence (the HTML report's caption under it)."""
+    from .report.plot import caption as _caption
+    return _caption(fig)
+
+
+def save(fig: "Figure", path, fmt: str | None = None) -> None:
+    """Write ``fig`` to ``path`` (.png, .svg or .pdf; or a binary file object and ``fmt``):
+    the same figure gives the same bytes, as ``eaglelog plot -o``."""
+    from .report.plot import save_figure
+    save_figure(fig, os.fspath(path) if isinstance(path, os.PathLike) else path, fmt)
