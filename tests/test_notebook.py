@@ -217,6 +217,19 @@ def test_to_frame_running_req_is_numeric():
     assert _bucket_range(None) == (None, None)
 
 
+def test_whatif_by_batch_frame_has_a_numeric_running_req():
+    anchor = str(SAMPLES / "schedule" / "steps1.log")
+    w = eaglelog.whatif(anchor, steps="3,5", by_batch=True)
+    t = w.to_frame()
+    assert t["running_req"].dtype == "Int64"
+    whole, bucket = t[t["scope"] == "all"], t[t["scope"] == "bucket"]
+    assert len(whole) == len(w.predictions) and whole["running_req"].isna().all()
+    assert len(bucket) == sum(len(r.predictions) for r in w.by_batch)
+    assert bucket["running_req"].drop_duplicates().tolist() == \
+        [int(r.batch) for r in w.by_batch]
+    assert (bucket["basis"] == "by batch").all()
+
+
 def test_to_frame_has_a_startup_column_for_several_start_ups(restarted, run):
     r = eaglelog.breakeven(restarted, baseline_toks=90)
     t = r.to_frame()

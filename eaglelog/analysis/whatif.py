@@ -708,9 +708,19 @@ class WhatifResult:
             row["measured_eff_tok_s"] = p.measured_eff_tok_s.estimate \
                 if p.measured_eff_tok_s else None
             rows.append(row)
+        if self.by_batch:
+            # (a numeric running_req: <NA> on the whole run's rows, scope says which; a bucket
+            # of several sizes, '4–7', gives its lowest and running_req_max its highest)
+            from ..library import _bucket_range
+            ranges = any(not r.batch.isdigit() for r in self.by_batch)
+            rows = [{"scope": "all", "running_req": None,
+                     **({"running_req_max": None} if ranges else {}), **row} for row in rows]
         for r in self.by_batch:         # --by batch: one row per bucket and candidate
+            lo, hi = _bucket_range(r.batch)
             for p in r.predictions:
-                row = {"running_req": r.batch, "share": r.share, "mean_batch": r.mean_batch,
+                row = {"scope": "bucket", "running_req": lo,
+                       **({"running_req_max": hi} if ranges else {}),
+                       "share": r.share, "mean_batch": r.mean_batch,
                        "steps": p.steps, "draft_tokens": p.draft_tokens, "basis": "by batch"}
                 for k in ("cycle_ms", "eff_tok_s", "speedup"):
                     e = getattr(p, k)
@@ -720,7 +730,11 @@ class WhatifResult:
                 row["measured_eff_tok_s"] = p.measured_eff_tok_s.estimate \
                     if p.measured_eff_tok_s else None
                 rows.append(row)
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        for col in ("running_req", "running_req_max"):
+            if col in frame.columns:
+                frame[col] = frame[col].astype("Int64")
+        return frame
 
 
 def parse_steps(text: str, what: str = "--steps", lo_ok: int = 1,
