@@ -1500,6 +1500,31 @@ def _seconds(text, what):
         raise click.BadParameter(str(e), param_hint=what) from None
 
 
+def net_options(f):
+    """--timeout, --max-body, --follow-redirects of watch and fleet (eaglelog/metrics.Limits)."""
+    f = click.option("--follow-redirects", is_flag=True,
+                     help="Follow a redirect to the same scheme, host and port (never one "
+                          "elsewhere; by default none is followed).")(f)
+    f = click.option("--max-body", default="64MiB", show_default=True, metavar="SIZE",
+                     help="The most read from one source's answer (a /metrics scrape; the "
+                          "answers of a Prometheus source).")(f)
+    f = click.option("--timeout", "req_timeout", default="10s", show_default=True,
+                     metavar="DURATION",
+                     help="The deadline of each request, however slowly the server sends "
+                          "(a /metrics scrape: at most the --interval or --step, at least 1s).")(f)
+    return f
+
+
+def _limits(req_timeout, max_body, follow_redirects):
+    from .metrics import limits, parse_size
+    try:
+        size = parse_size(max_body)
+    except EaglelogError as e:
+        raise click.BadParameter(str(e), param_hint="--max-body") from None
+    return limits(timeout=_seconds(req_timeout, "--timeout"), max_body=size,
+                  follow_redirects=follow_redirects)
+
+
 @main.command("watch")
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
 @baseline_option
@@ -1525,15 +1550,17 @@ def _seconds(text, what):
               help="Confidence level of the speedup interval.")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table",
               show_default=True, help="The view as a table, or one JSON object per refresh.")
+@net_options
 @click.pass_context
 def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, alert_for,
-              keep_watching, count, match, confidence, fmt):
+              keep_watching, count, match, confidence, fmt, req_timeout, max_body,
+              follow_redirects):
     """A live view per instance of SGLang/vLLM /metrics endpoints or a Prometheus server.
 
     Accept length, per-position acceptance (vLLM), the rate one request stream gets and, with a
     baseline, the speedup with its interval, over the last --window; refreshed every
     --interval. With --alert the views go to stderr and stdout carries only the ALERT lines:
-    for cron and CI (exit 3 when a condition held).
+    for cron and CI (exit 3 when a condition held; exit 1 when no source answered).
 
     \b
     Examples:
@@ -1542,6 +1569,13 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
       eaglelog watch --alert 'speedup<1' --alert 'accept_len<1.5' --for 5m --count 1 \\
           --baseline-toks 90 prom+http://prometheus:9090
     """
+    with _limits(req_timeout, max_body, follow_redirects):
+        _watch(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, alert_for,
+               keep_watching, count, match, confidence, fmt)
+
+
+def _watch(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, alert_for,
+           keep_watching, count, match, confidence, fmt):
     import time as _time
 
     from .watch import Watcher, check_alert_metrics, parse_alerts
@@ -1595,6 +1629,8 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
         pass
     if fired_any:
         ctx.exit(3)
+    if w.no_data():
+        raise EaglelogError(w.no_data())
 
 
 @main.command("fleet")
@@ -1613,9 +1649,11 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @output_options
+@net_options
 @click.pass_context
 def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scrape_for, check,
-              allow_insufficient, confidence, fmt, output):
+              allow_insufficient, confidence, fmt, output, req_timeout, max_body,
+              follow_redirects):
     """One row per instance, ranked by speedup: the ones below break-even marked, outliers
     against the fleet named.
 
@@ -1644,7 +1682,8 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
         raise click.UsageError("--check gates on the verdict against a baseline: give "
                                "--baseline-toks or --baseline-log")
     from .api import parse
-    log = parse(specs)
+    with _limits(req_timeout, max_body, follow_redirects):
+        log = parse(specs)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], False)
     res = fleet(specs, baseline=baseline, confidence=confidence, log=log)
     if fmt == "json":

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from .errors import EaglelogError
+from .metrics import cell
 
 __all__ = ["fleet", "FleetRow", "FleetResult", "outliers"]
 
@@ -75,14 +76,15 @@ class FleetResult:
         rows = []
         for r in self.rows:
             if r.error:
-                rows.append(["", r.instance, r.engine, "", "", "", "", f"error: {r.error}"])
+                rows.append(["", cell(r.instance), cell(r.engine), "", "", "", "",
+                             cell(f"error: {r.error}")])
                 continue
             sp = ""
             if r.speedup is not None:
                 sp = f"{r.speedup:.3f}×"
                 if r.speedup_low is not None and r.speedup_high is not None:
                     sp += f" [{r.speedup_low:.3f} … {r.speedup_high:.3f}]"
-            rows.append([r.rank, r.instance, r.engine, r.windows,
+            rows.append([r.rank, cell(r.instance), cell(r.engine), r.windows,
                          "" if r.accept_len is None else f"{r.accept_len:.3f}",
                          "" if r.rate is None else f"{r.rate:.1f}", sp,
                          " ".join(x for x in (r.mark, r.verdict if not r.mark else "",
@@ -98,7 +100,7 @@ class FleetResult:
                     f"{self.median_speedup:.3f}×; {n_below} below break-even"
                     + (f"; {none} without a verdict" if none else "") + "\n")
         for n in self.notes:
-            out += f"note: {n}\n"
+            out += f"note: {cell(n, 400)}\n"
         return out
 
 
@@ -150,7 +152,9 @@ def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.9
             msg = str(e)
             if msg.startswith(info.name + ": "):
                 msg = msg[len(info.name) + 2:]        # the row names the instance
-            if cfg.get("metrics_engine") and not cfg.get("speculative_algorithm"):
+            if cfg.get("metrics_flagged"):
+                msg = cfg["metrics_flagged"]          # an impossible accept length, flagged
+            elif cfg.get("metrics_engine") and not cfg.get("speculative_algorithm"):
                 msg = ("not speculating: no accept length in its series (vLLM: no "
                        "vllm:spec_decode_* counters; SGLang: sglang:spec_accept_length 0)")
             raw.append(dict(instance=info.name, engine=info.engine or "", error=msg))

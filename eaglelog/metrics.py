@@ -189,12 +189,56 @@ class Run:
     labels: dict
     series: dict = field(default_factory=dict)     # series key (tuple) -> Series
     notes: list = field(default_factory=list)
+    ignored: dict = field(default_factory=dict)    # why -> [samples, first example]
+
+    def ignore(self, why: str, example: str) -> None:
+        got = self.ignored.get(why)
+        if got is None:
+            self.ignored[why] = [1, example]
+        else:
+            got[0] += 1
 
     def series_of(self, key: tuple, labels: dict) -> Series:
         s = self.series.get(key)
         if s is None:
             s = self.series[key] = Series(labels)
         return s
+
+
+# A sample outside these is no reading of its metric (a broken or hostile server, a unit
+# mix-up): it is left out and said in a note, never analysed.  Times: 1970 … 2100.
+T_MAX = 4102444800.0
+MAX_K = 64                     # draft tokens per step: accept length lies in [1, MAX_K + 1]
+MAX_COUNT = 2.0 ** 53          # a counter above this has lost its integer precision
+RANGES: dict[str, tuple[float, float]] = {
+    "running": (0, 1e7), "queue": (0, 1e9), "gen_throughput": (0, 1e9),
+    "token_usage": (0, 1e3), "kv_usage": (0, 1e3), "used_tokens": (0, 1e13),
+    "accept_len": (1, MAX_K + 1), "accept_rate": (0, 1), "num_steps": (0, MAX_K),
+    "v0_efficiency": (0, 1)}
+
+
+def implausible(name: str, key: str, t, value) -> str | None:
+    """Why a sample cannot be a reading of its metric (None: it can)."""
+    if not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t <= T_MAX:
+        return "sample time out of range (a Unix time 1970 … 2100)"
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "value not finite (+Inf, -Inf or NaN)"
+    base, _, sub = key.partition(":")
+    if base in COUNTERS:
+        if not 0 <= value <= MAX_COUNT:
+            return "counter out of range (0 … 2^53)"
+        if base == "pos" and not (sub.isascii() and sub.isdecimal() and int(sub) < MAX_K):
+            return f"position label out of range (0 … {MAX_K - 1})"
+        return None
+    lo, hi = RANGES.get(base, (-math.inf, math.inf))
+    if base == "accept_len" and value == 0:
+        return None                                 # SGLang's 0: no speculation
+    if not lo <= value <= hi:
+        if base == "accept_len":
+            return (f"{name} outside [1, {MAX_K + 1}] (an accept length is at most k + 1, "
+                    f"k ≤ {MAX_K}): flagged, not an accept length")
+        return f"{name} out of range ({lo:g} … {hi:g})"
+    return None
 
 
 def split_sample(name: str, labels: dict):
@@ -237,34 +281,337 @@ def parse_exposition(text: str, where: str = "") -> list[tuple[str, dict, float,
                     if ts is not None and not isinstance(ts, (int, float)):
                         ts = float(getattr(ts, "sec", 0)) + float(getattr(ts, "nsec", 0)) / 1e9
                     out.append((s.name, dict(s.labels), float(s.value), ts))
-    except (ValueError, TypeError, IndexError, KeyError) as e:
-        raise InputError(f"{where}: not the Prometheus text format ({e})") from None
+    except Exception:                              # noqa: BLE001 - the parser's, any
+        # (its message quotes the line: a server's text is never echoed)
+        raise InputError(f"{where}: not the Prometheus text format (prometheus_client's "
+                         "parser refused it)") from None
     return out
 
 
-def _http_get(url: str, timeout: float, accept: str = "text/plain;version=0.0.4") -> bytes:
-    import urllib.request      # here: http.client, ssl and email take 15 ms to import
-    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": accept})
-    with urllib.request.urlopen(req, timeout=timeout) as r:       # noqa: S310 - user's URL
-        return r.read()
+# --------------------------------------------------------------------------- HTTP
+# What one request may cost (docs/formats-metrics.md, "Hostile or broken servers"): a server
+# that answers slowly, hugely or oddly costs at most these, and becomes one error row.
+KiB, MiB = 1024, 1024 * 1024
+MAX_BODY = 64 * MiB          # bytes read from one answer (all pieces of one Prometheus source)
+MAX_LINE = 64 * KiB          # bytes of one line of a /metrics answer
+MAX_SERIES = 100_000         # samples of eaglelog's families in one /metrics answer; series in
+#                              one Prometheus answer
+MAX_REDIRECTS = 5            # with follow_redirects: hops, each to the same scheme, host, port
+CELL = 200                   # characters of server text in one table cell or message
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds of every request: ``timeout`` the overall deadline of one request (connect,
+    status line, headers and body, however slowly they come), ``max_body`` the bytes read from
+    one source's answer, ``max_line`` one line of a /metrics answer, ``max_series`` the series
+    kept from one answer, ``follow_redirects`` whether a redirect to the same scheme, host and
+    port is followed (never one elsewhere)."""
+
+    timeout: float = TIMEOUT
+    max_body: int = MAX_BODY
+    max_line: int = MAX_LINE
+    max_series: int = MAX_SERIES
+    follow_redirects: bool = False
+
+
+_LIMITS = [Limits()]
+
+
+def current_limits() -> Limits:
+    return _LIMITS[-1]
+
+
+class limits:  # noqa: N801 - used as a function: ``with metrics.limits(max_body=…):``
+    """Set the request limits for the reads inside the ``with`` block (every thread's)."""
+
+    def __init__(self, **changes) -> None:
+        self.new = Limits(**{**current_limits().__dict__,
+                             **{k: v for k, v in changes.items() if v is not None}})
+
+    def __enter__(self) -> Limits:
+        _LIMITS.append(self.new)
+        return self.new
+
+    def __exit__(self, *exc) -> None:
+        _LIMITS.remove(self.new)
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*$", re.I)
+_SIZE_UNIT = {None: 1, "b": 1, "k": KiB, "kb": 1000, "kib": KiB, "m": MiB, "mb": 1000**2,
+              "mib": MiB, "g": 1024**3, "gb": 1000**3, "gib": 1024**3}
+
+
+def parse_size(text, what: str = "--max-body") -> int:
+    """'64MiB', '64M', '1GB', '500000' -> bytes."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE.match(str(text))
+    if not m or float(m.group(1)) < 1:
+        raise EaglelogError(f"{what} {text!r} is not a size: give e.g. 64MiB, 500MB, 1GiB")
+    return int(float(m.group(1)) * _SIZE_UNIT[(m.group(2) or "b").lower()])
+
+
+def fmt_size(n: int) -> str:
+    for unit, k in (("GiB", 1024**3), ("MiB", MiB), ("KiB", KiB)):
+        if n >= k:
+            return f"{n / k:g} {unit}" if n % k == 0 else f"{n / k:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def cell(text, width: int = CELL) -> str:
+    """Text from a server as one printable line of at most ``width`` characters (control
+    characters, ESC, NUL and newlines escaped as errors.printable escapes stderr)."""
+    from .errors import printable
+    t = printable(str(text))
+    return t if len(t) <= width else t[:width - 1] + "…"
+
+
+class FetchError(Exception):
+    """A request failed; the message is one line for the source's error row."""
+
+
+class _Deadline:
+    """The overall deadline of one request: a timer shuts the connection's socket down when
+    it passes, so that no read (of the status line, a header or the body) outlives it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.conns: list = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        import socket
+        self.expired = True
+        for c in self.conns:
+            s = getattr(c, "sock", None)
+            if s is not None:
+                try:
+                    socket.socket.shutdown(s, socket.SHUT_RDWR)   # (an SSL socket's too)
+                except OSError:
+                    pass
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self) -> None:
+        if self.expired or self.left() <= 0:
+            raise FetchError(self.message())
+
+    def message(self) -> str:
+        return f"no answer within {self.seconds:g} s (--timeout)"
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _opener(deadline: _Deadline):
+    import http.client
+    import urllib.request
+
+    def conn(base):
+        class Conn(base):
+            def connect(self):
+                deadline.conns.append(self)
+                self.timeout = max(0.05, min(self.timeout or deadline.seconds, deadline.left()))
+                super().connect()
+        return Conn
+
+    class HTTP(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(conn(http.client.HTTPConnection), req)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(conn(http.client.HTTPSConnection), req,
+                                context=self._context)
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        """Refuses every redirect: the 3xx comes back as an HTTPError (fetch decides)."""
+
+        def http_error_302(self, req, fp, code, msg, headers):
+            return None
+        http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+    return urllib.request.build_opener(HTTP, HTTPS, NoRedirects)
+
+
+def _same_origin(a: str, b: str) -> bool:
+    ua, ub = urllib.parse.urlsplit(a), urllib.parse.urlsplit(b)
+    port = {"http": 80, "https": 443}
+    try:
+        return (ua.scheme == ub.scheme and (ua.hostname or "") == (ub.hostname or "")
+                and (ua.port or port.get(ua.scheme)) == (ub.port or port.get(ub.scheme)))
+    except ValueError:                    # a port out of range
+        return False
+
+
+def _status(code: int) -> str:
+    import http
+    try:
+        return f"HTTP {code} {http.HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _fetch(url: str, accept: str, lim: Limits, timeout: float | None = None,
+           budget: int | None = None, lines: bool = False):
+    """GET ``url`` within the overall deadline, reading at most ``budget`` bytes (default
+    ``lim.max_body``): the body (bytes), or with ``lines`` the lines of eaglelog's families
+    (list of bytes) read as a stream.  Raises FetchError (one line, nothing of the body),
+    urllib's HTTPError for an error status (its body unread, closed)."""
+    import urllib.request
+    dl = _Deadline(timeout if timeout is not None else lim.timeout)
+    budget = lim.max_body if budget is None else budget
+    try:
+        hops = 0
+        while True:
+            req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT,
+                                                       "Accept": accept})
+            try:
+                resp = _opener(dl).open(req, timeout=dl.seconds)
+            except urllib.error.HTTPError as e:
+                try:                       # (a few KB for the caller: Prometheus' errorType)
+                    e.head = e.read(4096) if e.fp is not None else b""
+                except Exception:          # noqa: BLE001 - a body cut short: none
+                    e.head = b""
+                finally:
+                    e.close()
+                if dl.expired:
+                    raise FetchError(dl.message()) from None
+                if e.code in (301, 302, 303, 307, 308):
+                    to = e.headers.get("Location", "") if e.headers else ""
+                    new = urllib.parse.urljoin(url, to)
+                    if lim.follow_redirects and _same_origin(url, new) and hops < MAX_REDIRECTS:
+                        hops += 1
+                        url = new
+                        continue
+                    why = ("--follow-redirects follows one to the same scheme, host and port "
+                           "only" if lim.follow_redirects else "give the final URL, or "
+                           "--follow-redirects for one to the same scheme, host and port")
+                    if hops >= MAX_REDIRECTS:
+                        why = f"more than {MAX_REDIRECTS} redirects"
+                    raise FetchError(f"{_status(e.code)}: redirect to {cell(new, 120)} not "
+                                     f"followed ({why})") from None
+                raise
+            with resp:
+                enc = resp.headers.get("Content-Encoding", "identity").strip().lower()
+                if enc not in ("", "identity"):
+                    raise FetchError(f"an answer in Content-Encoding {cell(enc, 40)} (not "
+                                     "asked for): not read")
+                size = resp.headers.get("Content-Length")
+                if size and size.strip().isdigit() and int(size) > budget:
+                    raise FetchError(_too_big(lim, int(size)))
+                return _read_lines(resp, dl, lim, budget) if lines else \
+                    _read_body(resp, dl, lim, budget)
+    except (FetchError, urllib.error.HTTPError):
+        raise
+    except Exception as e:                         # noqa: BLE001 - one line per request
+        if dl.expired:
+            raise FetchError(dl.message()) from None
+        raise FetchError(http_error(url, e)) from None
+    finally:
+        dl.cancel()
+
+
+def _too_big(lim: Limits, size: int | None = None) -> str:
+    return (f"the answer is larger than {fmt_size(lim.max_body)} (--max-body"
+            + (f"; it announced {fmt_size(size)}" if size else "")
+            + "): raise --max-body, or ask for less (a shorter --since, a narrower --match)")
+
+
+def _chunks(resp, dl: _Deadline, lim: Limits, budget: int):
+    got = 0
+    while True:
+        dl.check()
+        b = resp.read1(256 * KiB)
+        if not b:
+            dl.check()                     # (a read cut short by the deadline is no EOF)
+            return
+        got += len(b)
+        if got > budget:
+            raise FetchError(_too_big(lim))
+        yield b
+
+
+def _read_body(resp, dl: _Deadline, lim: Limits, budget: int) -> bytes:
+    return b"".join(_chunks(resp, dl, lim, budget))
+
+
+# the lines of eaglelog's families: their samples, and their HELP and TYPE comments
+_OURS = re.compile(rb"^[ \t]*(#[ \t]*(?:HELP|TYPE)[ \t]+)?((?:sglang|vllm)[:_][^{ \t\n]*)"
+                   rb"[^\n]*", re.M)
+
+
+def _read_lines(resp, dl: _Deadline, lim: Limits, budget: int) -> list[bytes]:
+    """The lines of a text exposition that belong to sglang/vllm families (their samples and
+    HELP/TYPE comments), read as a stream: memory holds those lines and one partial line."""
+    kept: list[bytes] = []
+    part = b""
+    n = series = 0
+
+    def take(block: bytes) -> None:
+        nonlocal series
+        for m in _OURS.finditer(block):
+            kept.append(m.group(0))
+            if not m.group(1) and canonical(m.group(2).decode("utf-8", "replace")) in FAMILIES:
+                series += 1
+                if series > lim.max_series:
+                    raise FetchError(f"more than {lim.max_series:,} series of eaglelog's "
+                                     "families in one answer (the series limit): not read")
+
+    for chunk in _chunks(resp, dl, lim, budget):
+        data = part + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            part = data
+        else:
+            block, part = data[:cut], data[cut + 1:]
+            lens = [len(x) for x in block.split(b"\n")]
+            if max(lens) > lim.max_line:
+                raise FetchError(_too_long(lim, n + next(i for i, x in enumerate(lens)
+                                                         if x > lim.max_line) + 1))
+            n += len(lens)
+            take(block)
+        if len(part) > lim.max_line:
+            raise FetchError(_too_long(lim, n + 1))
+    take(part)
+    return kept
+
+
+def _too_long(lim: Limits, n: int) -> str:
+    return (f"line {n} is longer than {fmt_size(lim.max_line)} (the line limit): not a "
+            "/metrics answer")
+
+
+def _http_get(url: str, timeout: float | None = None, accept: str = "text/plain;version=0.0.4",
+              budget: int | None = None) -> bytes:
+    """The body of a GET within the current limits (see _fetch)."""
+    return _fetch(url, accept, current_limits(), timeout, budget)
 
 
 def http_error(url: str, e: BaseException) -> str:
-    """One line for a failed request."""
+    """One line for a failed request (the status and what failed; never the body)."""
+    if isinstance(e, FetchError):
+        return str(e)
     if isinstance(e, urllib.error.HTTPError):
-        return f"HTTP {e.code} {e.reason}"
+        return _status(e.code)
     if isinstance(e, urllib.error.URLError):
         r = e.reason
         if isinstance(r, ConnectionRefusedError):
             return "connection refused (is the server up, and is this its port?)"
         if isinstance(r, (TimeoutError, OSError)) and "timed out" in str(r):
             return "no answer (timed out)"
-        return f"cannot connect: {getattr(r, 'strerror', None) or r}"
+        return cell(f"cannot connect: {getattr(r, 'strerror', None) or r}")
     if isinstance(e, (TimeoutError,)) or "timed out" in str(e):
         return "no answer (timed out)"
     if isinstance(e, ConnectionError):
-        return f"connection failed: {e}"
-    return f"{type(e).__name__}: {e}"
+        return cell(f"connection failed: {e}")
+    return cell(f"{type(e).__name__}: {e}")
 
 
 @dataclass
@@ -277,11 +624,12 @@ class Scrape:
     error: str | None = None
 
 
-def scrape(url: str, timeout: float = TIMEOUT) -> Scrape:
-    """Read one /metrics endpoint now."""
+def scrape(url: str, timeout: float | None = None) -> Scrape:
+    """Read one /metrics endpoint now (within the current limits; ``timeout`` the request's
+    overall deadline, default the limits')."""
     t0 = time.time()
     try:
-        body = _http_get(url, timeout)
+        lines = _fetch(url, "text/plain;version=0.0.4", current_limits(), timeout, lines=True)
     except Exception as e:                         # noqa: BLE001 - one line per endpoint
         err = http_error(url, e)
         if isinstance(e, urllib.error.HTTPError) and e.code == 404:
@@ -289,10 +637,34 @@ def scrape(url: str, timeout: float = TIMEOUT) -> Scrape:
         return Scrape(url, t0, error=err)
     t1 = time.time()
     try:
-        samples = parse_exposition(body.decode("utf-8", "replace"), url)
+        samples = parse_exposition(b"\n".join(lines).decode("utf-8", "replace") + "\n", url)
     except InputError as e:
         return Scrape(url, t1, error=str(e).split(": ", 1)[-1])
     return Scrape(url, (t0 + t1) / 2, samples)
+
+
+def scrape_all(urls: list[str], timeout: float | None = None) -> list[Scrape]:
+    """Scrape every endpoint at once (one thread each), each within its deadline; an endpoint
+    whose thread has not ended by then (a name lookup that hangs, say) is an error Scrape."""
+    timeout = current_limits().timeout if timeout is None else timeout
+    got: dict[str, Scrape] = {}
+    lock = threading.Lock()
+
+    def one(u):
+        sc = scrape(u, timeout=timeout)
+        with lock:
+            got[u] = sc
+    t0 = time.time()
+    threads = [threading.Thread(target=one, args=(u,), daemon=True) for u in urls]
+    for th in threads:
+        th.start()
+    end = time.monotonic() + timeout + 2.0
+    for th in threads:
+        th.join(max(0.0, end - time.monotonic()))
+    with lock:
+        return [got[u] if u in got else
+                Scrape(u, t0, error=f"no answer within {timeout:g} s (--timeout)")
+                for u in urls]
 
 
 class Recorder:
@@ -325,6 +697,10 @@ class Recorder:
         run = self.runs.get(rkey)
         if run is None:
             run = self.runs[rkey] = Run("", engine, dict(run_labels))
+        why = implausible(canonical(name), key, t, value)
+        if why:
+            run.ignore(why, f"{canonical(name)} {value!r} at {t!r}")
+            return
         run.series_of(skey, slabels).add(t, {key: value})
 
     def named_runs(self) -> list[Run]:
@@ -370,6 +746,12 @@ def _int(v):
     return None if v is None else int(round(v))
 
 
+def _small_int(text) -> bool:
+    """A label that is a rank or engine number (ASCII digits, at most 6 of them)."""
+    t = str(text)
+    return t.isascii() and t.isdecimal() and len(t) <= 6
+
+
 def _counter_keys(run: Run) -> set[str]:
     keys = set()
     for s in run.series.values():
@@ -402,8 +784,12 @@ def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], d
         notes.append((None, "metrics", "no vllm:spec_decode_num_drafts_total series: this "
                       "instance does not speculate (or runs vLLM before #16665, 2025-04-24, or "
                       "the answer lacks the series): no accept length", "warning"))
-    if run.engine == "sglang" and not any((v.get("accept_len") or 0) >= 1
-                                          for s in run.series.values() for v in s.values):
+    flagged = [w for w in run.ignored if "not an accept length" in w]
+    for why, (n_ig, example) in run.ignored.items():
+        notes.append((None, "metrics", f"{n_ig} sample{'s' if n_ig != 1 else ''} left out: "
+                      f"{why} (the first: {cell(example, 120)})", "warning"))
+    if run.engine == "sglang" and not flagged and not any(
+            (v.get("accept_len") or 0) >= 1 for s in run.series.values() for v in s.values):
         notes.append((None, "metrics", "sglang:spec_accept_length is 0 or absent: this "
                       "instance does not speculate (or the answer lacks the series): no accept "
                       "length", "warning"))
@@ -455,13 +841,13 @@ def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], d
             for lab, col, tag in (("dp_rank", "dp", "DP"), ("pp_rank", "pp", "PP"),
                                   ("tp_rank", "tp", "TP")):
                 if lab in slabels:
-                    base[col] = _int(float(slabels[lab])) if slabels[lab].isdigit() else None
+                    base[col] = int(slabels[lab]) if _small_int(slabels[lab]) else None
                     if len(run.series) > 1 or lab != "tp_rank":
                         ranks.append(f"{tag}{slabels[lab]}")
             row = _sglang_window(vals, d, dt)
         else:
             eng = slabels.get("engine")
-            if eng is not None and str(eng).isdigit() and (len(run.series) > 1 or int(eng)):
+            if eng is not None and _small_int(eng) and (len(run.series) > 1 or int(eng)):
                 base["dp"] = int(eng)
             row, spec, stats = _vllm_window(vals, d, dt, v0)
             if spec is not None:
@@ -601,6 +987,9 @@ def _config(run: Run, k_seen: set[int]) -> dict:
             cfg["speculative_num_steps"] = next(iter(k))
     else:
         cfg["speculative_algorithm"] = None
+    flagged = [w for w in run.ignored if "not an accept length" in w]
+    if flagged:
+        cfg["metrics_flagged"] = f"{flagged[0]} ({cell(run.ignored[flagged[0]][1], 120)})"
     cfg["metrics_engine"] = run.engine
     if run.labels.get("instance"):
         cfg["metrics_instance"] = run.labels["instance"]
@@ -719,27 +1108,17 @@ def read_endpoints(urls: list[str], step: float = DEFAULT_STEP,
                    duration: float = DEFAULT_DURATION, recorder: Recorder | None = None,
                    progress=None) -> Recorder:
     """Scrape every endpoint every ``step`` seconds for ``duration`` seconds (at least two
-    scrapes), all at the same instants (one thread per endpoint)."""
+    scrapes), all at the same instants (one thread per endpoint; each scrape within its
+    deadline: the limits' timeout, and at most the step, at least 1 s)."""
     rec = recorder or Recorder()
     n = max(2, int(round(duration / step)) + 1)
-    lock = threading.Lock()
     start = time.monotonic()
     for i in range(n):
         due = start + i * step
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        got: list[Scrape] = []
-
-        def one(u):
-            sc = scrape(u, timeout=min(TIMEOUT, max(step, 1.0)))
-            with lock:
-                got.append(sc)
-        threads = [threading.Thread(target=one, args=(u,), daemon=True) for u in urls]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        got = scrape_all(urls, timeout=min(current_limits().timeout, max(step, 1.0)))
         for sc in got:
             rec.add_scrape(sc)
         if progress:

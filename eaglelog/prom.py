@@ -17,12 +17,14 @@ writes for alerting (eaglelog/rules.py).
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
 
 from .errors import EaglelogError
-from .metrics import (NAME_REGEX, Recorder, TIMEOUT, _http_get, http_error, parse_duration)
+from .metrics import (NAME_REGEX, Recorder, _http_get, cell, current_limits, http_error,
+                      parse_duration)
 
 DEFAULT_SINCE = 3600.0
 # one instant query of a range selector returns every raw sample: above this many seconds the
@@ -79,33 +81,88 @@ class PromError(EaglelogError):
     """Prometheus did not answer, or answered with an error."""
 
 
-def api_get(base: str, path: str, params: dict, timeout: float = TIMEOUT) -> dict:
+# the errorType values of Prometheus' HTTP API (web/api/v1/api.go): the only words of an error
+# answer that are repeated (its ``error`` text, like any body, never is)
+ERROR_TYPES = {"timeout", "canceled", "execution", "bad_data", "internal", "unavailable",
+               "not_found", "not_acceptable"}
+
+
+def api_get(base: str, path: str, params: dict, timeout: float | None = None,
+            budget: list | None = None) -> dict:
     """GET base + path with params; the decoded ``data`` of a success, else PromError with one
-    line (HTTP errors carry Prometheus' own errorType and error)."""
+    line (the status, and Prometheus' errorType when it is one of the API's; nothing else of
+    the body).  ``budget``: [bytes left] shared by the requests of one source (--max-body)."""
     url = base.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+    left = budget[0] if budget is not None else None
     try:
-        body = _http_get(url, timeout, accept="application/json")
+        body = _http_get(url, timeout, accept="application/json", budget=left)
     except urllib.error.HTTPError as e:
-        try:
-            err = json.loads(e.read().decode("utf-8", "replace"))
-            raise PromError(f"Prometheus answered {e.code}: {err.get('errorType', '')}: "
-                            f"{err.get('error', '')}".rstrip(": ")) from None
-        except (ValueError, AttributeError):
-            raise PromError(http_error(url, e)) from None
+        etype = _error_type(e)
+        raise PromError(f"Prometheus answered {e.code}: {etype}" if etype else
+                        http_error(url, e)) from None
     except Exception as e:                           # noqa: BLE001 - one line
         raise PromError(http_error(url, e)) from None
+    if budget is not None:
+        budget[0] -= len(body)
     try:
-        obj = json.loads(body.decode("utf-8", "replace"))
-    except ValueError:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
         raise PromError("the answer is not JSON: is this the Prometheus server's address?") \
             from None
-    if not isinstance(obj, dict) or obj.get("status") != "success":
-        raise PromError(f"Prometheus answered {obj.get('errorType', 'error')}: "
-                        f"{obj.get('error', obj)}" if isinstance(obj, dict) else
-                        "the answer is not a Prometheus API answer")
-    obj.setdefault("data", {})
-    obj["data"]["_warnings"] = obj.get("warnings") or []
-    return obj["data"]
+    del body
+    if not isinstance(obj, dict):
+        raise PromError("the answer is not a Prometheus API answer (not a JSON object)")
+    if obj.get("status") != "success":
+        etype = obj.get("errorType")
+        raise PromError(f"Prometheus answered {etype}" if etype in ERROR_TYPES else
+                        "the answer is not a Prometheus API answer (no status 'success')")
+    data = obj.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PromError("the answer is not a Prometheus API answer (its data is not an object)")
+    warns = obj.get("warnings") or []
+    data["_warnings"] = [cell(w) for w in warns[:20]] if isinstance(warns, list) else \
+        [cell(warns)]
+    return data
+
+
+def _error_type(e) -> str | None:
+    """The errorType of an HTTP error's JSON body (its first few KB), if the API's."""
+    try:
+        obj = json.loads(getattr(e, "head", b""))
+    except Exception:                                # noqa: BLE001 - no JSON: no type
+        return None
+    t = obj.get("errorType") if isinstance(obj, dict) else None
+    return t if t in ERROR_TYPES else None
+
+
+def _matrix(data: dict, budget_series: int) -> list:
+    """The series of a matrix answer, each checked: {"metric": {str: str}, "values": list}."""
+    if data.get("resultType") != "matrix":
+        rt = data.get("resultType")
+        raise PromError("expected a matrix, Prometheus answered "
+                        + (f"a {rt!r}" if isinstance(rt, str) and len(rt) < 20 and
+                           rt.isidentifier() else "something else"))
+    result = data.get("result")
+    if result is None:
+        return []
+    if not isinstance(result, list):
+        raise PromError("the answer's result is not a list of series")
+    if len(result) > budget_series:
+        raise PromError(f"more than {current_limits().max_series:,} series in the answer (the "
+                        "series limit): narrow --match, or ask for a shorter --since")
+    for i, s in enumerate(result):
+        if not isinstance(s, dict):
+            raise PromError(f"the answer's result[{i}] is a {type(s).__name__}, not a series")
+        m, v = s.get("metric", {}), s.get("values", [])
+        if not isinstance(m, dict) or not all(isinstance(k, str) and isinstance(x, str)
+                                              for k, x in m.items()):
+            raise PromError(f"the answer's result[{i}] has no labels (its metric is not an "
+                            "object of strings)")
+        if not isinstance(v, list):
+            raise PromError(f"the answer's result[{i}] has no list of values")
+    return result
 
 
 def raw_samples(base: str, match: str | None, start: float, end: float) -> tuple[list, list]:
@@ -114,28 +171,38 @@ def raw_samples(base: str, match: str | None, start: float, end: float) -> tuple
     sel = selector(match)
     series: dict[tuple, dict] = {}
     warnings: list[str] = []
+    budget = [current_limits().max_body]
     t = start
     while t < end:
         hi = min(end, t + PIECE_S)
         data = api_get(base, "/api/v1/query",
-                       {"query": f"{sel}[{max(1, int(round(hi - t)))}s]", "time": f"{hi:.3f}"})
+                       {"query": f"{sel}[{max(1, int(round(hi - t)))}s]", "time": f"{hi:.3f}"},
+                       budget=budget)
         warnings += data.get("_warnings", [])
-        if data.get("resultType") != "matrix":
-            raise PromError(f"expected a matrix, Prometheus answered a "
-                            f"{data.get('resultType')!r}")
-        for s in data.get("result", []):
+        for s in _matrix(data, current_limits().max_series - len(series)):
             key = tuple(sorted(s.get("metric", {}).items()))
             got = series.setdefault(key, {"metric": s.get("metric", {}), "values": []})
             got["values"].extend(s.get("values", []))
         t = hi
     for s in series.values():                       # pieces overlap at their edge
         seen, vals = set(), []
-        for tv in sorted(s["values"], key=lambda x: float(x[0])):
-            if tv[0] not in seen:
-                seen.add(tv[0])
+        for tv in sorted(s["values"], key=_time_key):
+            k = _time_key(tv)
+            if k not in seen:
+                seen.add(k)
                 vals.append(tv)
         s["values"] = vals
     return list(series.values()), warnings
+
+
+def _time_key(tv) -> float:
+    """The sample time of a [t, "v"] pair for sorting (an odd pair sorts first, is dropped
+    later as a sample without a time)."""
+    try:
+        t = float(tv[0])
+        return t if t == t else -math.inf
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError):
+        return -math.inf
 
 
 def read_into(rec: Recorder, url: str, match=(), since=None, until=None, step=None,
@@ -168,12 +235,13 @@ def read_into(rec: Recorder, url: str, match=(), since=None, until=None, step=No
     for s in got:
         labels = dict(s["metric"])
         name = labels.pop("__name__", "")
-        for t, v in s["values"]:
+        for tv in s["values"]:
             try:
-                value = float(v)
-            except (TypeError, ValueError):
-                continue
-            rec.add(url, name, labels, float(t), value)
+                t, v = tv
+                t, value = float(t), float(v)
+            except (TypeError, ValueError, OverflowError):
+                t, value = math.nan, math.nan   # (Recorder.add leaves it out, with a note)
+            rec.add(url, name, labels, t, value)
     if step_s:
         _align(rec, url, step_s)
     _targets(rec, url, base, matches, end, partial=bool(warns))
@@ -192,14 +260,17 @@ def _targets(rec: Recorder, url: str, base: str, matches: list, end: float,
                                                    "time": f"{end:.3f}"})
         except EaglelogError:
             return                         # the samples were read: leave it at that
-        for r in data.get("result", []):
-            inst = r.get("metric", {}).get("instance")
-            if not inst or inst in have:
+        result = data.get("result")
+        for r in result[:current_limits().max_series] if isinstance(result, list) else ():
+            metric = r.get("metric") if isinstance(r, dict) else None
+            inst = metric.get("instance") if isinstance(metric, dict) else None
+            if not inst or not isinstance(inst, str) or inst in have:
                 continue
             name = f"{url} instance={inst}"
             if name in rec.extra_sources:
                 continue
-            up = r.get("value", [0, "0"])[1]
+            val = r.get("value")
+            up = val[1] if isinstance(val, list) and len(val) == 2 else None
             rec.extra_sources.append(name)
             rec.errors[name] = (
                 "Prometheus cannot scrape it (up == 0): is the server up and its /metrics "
@@ -254,4 +325,6 @@ def instances(url: str, match: str | None = None, since: float = 300.0) -> list[
     base = url[len("prom+"):] if url.startswith("prom+") else url
     q = f"count by (job, instance, model_name) (last_over_time({selector(match)}[{int(since)}s]))"
     data = api_get(base, "/api/v1/query", {"query": q})
-    return [r.get("metric", {}) for r in data.get("result", [])]
+    result = data.get("result")
+    return [r["metric"] for r in (result if isinstance(result, list) else ())
+            if isinstance(r, dict) and isinstance(r.get("metric"), dict)]

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from .errors import EaglelogError
-from .metrics import Recorder, _spec_params, parse_duration, parsed_log, scrape
+from .metrics import CELL, Recorder, _spec_params, cell, parse_duration, parsed_log, scrape_all
 
 __all__ = ["Alert", "Firing", "InstanceView", "WatchView", "Watcher", "pooled"]
 
@@ -68,7 +68,7 @@ class Firing:
     at: str                        # the end of the span (time of the latest sample)
 
     def line(self) -> str:
-        return (f"ALERT {self.source}: {self.alert} holds: {self.alert.split('<')[0].split('>')[0]} "
+        return (f"ALERT {cell(self.source)}: {self.alert} holds: {self.alert.split('<')[0].split('>')[0]} "
                 f"= {self.value:.4g} over the last {self.span_s:g} s ({self.windows} window"
                 f"{'s' if self.windows != 1 else ''} to {self.at})")
 
@@ -119,22 +119,23 @@ class WatchView:
         rows = []
         for i in self.instances:
             if i.error:
-                rows.append([i.source, i.engine or "", "", "", "", "", "", f"error: {i.error}"])
+                rows.append([cell(i.source), cell(i.engine or ""), "", "", "", "", "",
+                             cell(f"error: {i.error}")])
                 continue
             sp = ""
             if i.speedup is not None and math.isfinite(i.speedup):
                 sp = f"{i.speedup:.3f}×"
                 if i.speedup_low is not None:
                     sp += f" [{i.speedup_low:.3f}, {i.speedup_high:.3f}]"
-            rows.append([i.source, i.engine, i.windows, _f(i.accept_len, 3),
+            rows.append([cell(i.source), cell(i.engine), i.windows, _f(i.accept_len, 3),
                          " ".join(f"{p:.2f}" for p in i.per_position) if i.per_position else "",
-                         _f(i.rate, 1), sp, (i.verdict or "") + (f"  last {i.last[11:19]}"
-                                                                 if i.last else "")])
+                         _f(i.rate, 1), sp, cell((i.verdict or "") + (f"  last {i.last[11:19]}"
+                                                                      if i.last else ""))])
         head = ["instance", "engine", "windows", "accept_len", "per-position", "tok/s/stream",
                 "speedup", "verdict"]
         out = tabulate(rows, head, disable_numparse=True) + "\n"
         for n in self.notes:
-            out += f"note: {n}\n"
+            out += f"note: {cell(n, 2 * CELL)}\n"
         return out
 
 
@@ -204,23 +205,25 @@ class Watcher:
                                     "prom+http(s)://… Prometheus servers (for a log file: "
                                     "eaglelog summary --follow)")
         self.refreshes = 0
+        self.answered = 0                 # refreshes in which some instance had a view
+
+    def no_data(self) -> str | None:
+        """After the refreshes: why no source gave a view (None when one did), one line: a
+        gate (--alert with --count) must not pass on no data."""
+        if self.answered:
+            return None
+        errs = [f"{src}: {err}" for src, err in self.rec.errors.items()]
+        return (f"no source answered in {self.refreshes} refresh"
+                f"{'es' if self.refreshes != 1 else ''}, so no condition could be checked"
+                + (": " + cell("; ".join(errs), 2 * CELL) if errs else ""))
 
     def _read(self) -> tuple[Recorder, list]:
-        import threading
+        from .metrics import current_limits
         diags: list = []
-        got = []
-        lock = threading.Lock()
-
-        def one(u):
-            sc = scrape(u, timeout=max(1.0, min(10.0, self.interval)))
-            with lock:
-                got.append(sc)
-        threads = [threading.Thread(target=one, args=(u,), daemon=True) for u in self.endpoints]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        for sc in got:
+        # each scrape within its deadline (the limits' timeout, at most the interval, at least
+        # 1 s): a late endpoint is its own error row, the others are still read
+        for sc in scrape_all(self.endpoints, timeout=max(1.0, min(current_limits().timeout,
+                                                                  self.interval))):
             self.rec.add_scrape(sc)
         span = max(self.window, self.alert_for) + 2 * self.interval
         latest = max((s.t[-1] for r in self.rec.runs.values() for s in r.series.values()
@@ -270,6 +273,8 @@ class Watcher:
                          "window holds --window / --interval scrapes of a /metrics source, "
                          "--window / the scrape interval of a Prometheus one): a longer "
                          "--window gives one")
+        if any(not v.error for v in views):
+            self.answered += 1
         return WatchView(time.time(), tuple(views), tuple(firings), tuple(dict.fromkeys(notes)))
 
     def _span(self, sub, seconds: float):
