@@ -33,11 +33,11 @@ def __getattr__(name: str):
 
 
 _ANALYSES = ("summarize", "summary", "breakeven", "reconcile", "compare", "sweep", "Runs",
-             "requests", "compare_paired", "acceptance", "whatif",
-           "schedule", "schedule")
+             "requests", "compare_paired", "compare_by_batch", "acceptance", "whatif",
+             "schedule")
 
 __all__ = ["parse", "ParsedLog", "SourceInfo", "summarize", "summary", "breakeven",
-           "reconcile", "compare", "sweep", "requests", "compare_paired", "acceptance", "whatif",
-           "schedule",
+           "reconcile", "compare", "sweep", "requests", "compare_paired", "compare_by_batch",
+           "acceptance", "whatif", "schedule",
            "Runs", "Baseline", "TABLES", "EaglelogError",
            "InputError", "NoRecordsError", "__version__"]

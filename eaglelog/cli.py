@@ -610,6 +610,14 @@ def render_result(result, fmt, output, block, markdown_tables) -> None:
         emit(render_frame(result.to_frame(), fmt, output), output)
 
 
+adaptive_config_option = click.option(
+    "--adaptive-config", "adaptive_config", type=click.Path(dir_okay=False), default=None,
+    metavar="FILE",
+    help="An SGLang adaptive run's --speculative-adaptive-config file (e.g. the one `eaglelog "
+         "schedule -f sglang` wrote): each #running-req bucket says the K it ran (SGLang's "
+         "slots switch silently; docs/engines.md §9).")
+
+
 @main.command("breakeven")
 @input_options
 @selection_options
@@ -625,11 +633,13 @@ def render_result(result, fmt, output, block, markdown_tables) -> None:
                                       "removed) or from EAGLE3_PROF blocks (no-sync only); "
                                       "auto: derived when the log carries it without bias, "
                                       "else the blocks.")
+@adaptive_config_option
 @gate_options("a run")
 @output_options
 @click.pass_context
 def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
-                  confidence, by, cycle_from, check, allow_insufficient, fmt, output):
+                  confidence, by, cycle_from, adaptive_config, check, allow_insufficient, fmt,
+                  output):
     """Is speculation paying off? Break-even accept length and projected speedup.
 
     \b
@@ -653,6 +663,7 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
       eaglelog breakeven --baseline-toks 90 server.log
       eaglelog breakeven --baseline-toks '90±3' --confidence 0.9 -f json server.log
       eaglelog breakeven --baseline-log base.log --by batch spec.log
+      eaglelog breakeven --baseline-log base.log --adaptive-config sched.json adaptive.log
       eaglelog breakeven --baseline-toks 90 --check server.log || echo "speculation is slower"
     """
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
@@ -663,7 +674,8 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
 
     result = library.breakeven(log, baseline=baseline, confidence=confidence,
                                by_batch=by == "batch", cycle_from=cycle_from,
-                               skip_warmup=warmup_of(ctx), workers=run_workers())
+                               skip_warmup=warmup_of(ctx), workers=run_workers(),
+                               adaptive_config=adaptive_config)
     result = show_run_errors(log, result)
     results_output(result, fmt, output, breakeven_block)
     if check:
@@ -1087,18 +1099,59 @@ def paired_options(f):
     @click.option("--rid-map", type=click.Path(dir_okay=False), default=None, metavar="FILE",
                   help="--paired: the rid of each prompt in both runs, 'ref,new' one pair a "
                        "line (or a JSON object ref → new).")
-    @click.option("--by", "paired_by", type=click.Choice(REQUEST_GROUPINGS), default=None,
-                  help="--paired: wins and losses per group (default: category when the "
-                       "inputs have one).")
+    @click.option("--by", "paired_by", type=click.Choice(REQUEST_GROUPINGS + ("batch",)),
+                  default=None,
+                  help="batch: the two runs per #running-req bucket (the K each ran, the "
+                       "per-stream rates and their ratio); with --paired: wins and losses per "
+                       "group (default: category when the inputs have one).")
+    @adaptive_config_option
     @functools.wraps(f)
-    def wrapper(*args, paired=False, pair_by="auto", rid_map=None, paired_by=None, **kwargs):
+    def wrapper(*args, paired=False, pair_by="auto", rid_map=None, paired_by=None,
+                adaptive_config=None, **kwargs):
+        if paired_by == "batch" and not paired:
+            return batch_compare(click.get_current_context(), adaptive_config, **kwargs)
+        if adaptive_config is not None:
+            raise click.UsageError("--adaptive-config goes with --by batch")
         if not paired:
             if pair_by != "auto" or rid_map or paired_by:
-                raise click.UsageError("--pair-by, --rid-map and --by go with --paired")
+                raise click.UsageError("--pair-by, --rid-map and --by go with --paired "
+                                       "(--by batch without it)")
             return f(*args, **kwargs)
+        if paired_by == "batch":
+            raise click.UsageError("--paired compares prompts: --by batch goes without it")
         return paired_compare(click.get_current_context(), pair_by, rid_map, paired_by,
                               **kwargs)
     return wrapper
+
+
+def batch_compare(ctx, adaptive_config, logs, engine, keep_going, base_date, baseline_toks,
+                  baseline_log, confidence, fail_on, fmt, output, **_):
+    """compare --by batch: two runs bucket by bucket (analysis/batch_compare.py)."""
+    if len(logs) != 2:
+        raise click.UsageError("--by batch compares two runs: REF NEW")
+    if baseline_toks or baseline_log:
+        raise click.UsageError("--by batch compares the runs' per-stream rates at each batch "
+                               "size: the baseline step is the same for both, so it takes none")
+    if fail_on is not None:
+        raise click.UsageError("--fail-on-regression gates on the whole-run verdict: run "
+                               "compare without --by batch")
+    ref, new = (read_logs(ctx, [spec], engine, keep_going, base_date, skipped_note=False)
+                for spec in logs)
+    from . import library
+    from .report.blocks import batch_compare_block
+
+    r = library.compare_by_batch(ref, new, confidence=confidence,
+                                 adaptive_config=adaptive_config)
+    if fmt in ("table", "markdown"):
+        emit(batch_compare_block(r, "github" if fmt == "markdown" else "simple"), output)
+    elif fmt == "json":
+        emit(render_object(r.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(b.to_dict(), "jsonl") for b in r.buckets), output)
+    else:
+        emit(render_frame(r.to_frame(), fmt, output), output)
+    finish(ctx, ref)
+    finish(ctx, new)
 
 
 def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_date,
@@ -1170,6 +1223,7 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
       eaglelog compare --min-effect 2 --fail-on-regression cycle_ms before.log nccl.log
       eaglelog compare before.log after.log --fail-on-regression
       eaglelog compare --test mannwhitney -f json last-week.json today.log
+      eaglelog compare --by batch --adaptive-config sched.json fixed3.log adaptive.log
     """
     from .report.blocks import compare_block
 

@@ -24,12 +24,13 @@ from typing import Any, Callable, Iterable, Sequence
 from .errors import EaglelogError
 
 __all__ = ["Runs", "summarize", "summary", "breakeven", "reconcile", "compare", "sweep",
-           "requests", "compare_paired", "acceptance", "whatif", "schedule", "load",
-           "make_baseline"]
+           "requests", "compare_paired", "compare_by_batch", "acceptance", "whatif",
+           "schedule", "load", "make_baseline"]
 
 # analyses that live whole in their own module (they take plain arguments already): the
 # library hands out those functions themselves, docstrings and all
 _ELSEWHERE = {"requests": "analysis.requests", "compare_paired": "analysis.requests",
+              "compare_by_batch": "analysis.batch_compare",
               "acceptance": "analysis.acceptance", "whatif": "analysis.whatif",
               "schedule": "analysis.schedule"}
 
@@ -329,7 +330,8 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
               confidence: float = 0.95,
               by_batch: bool = False, cycle_from: str = "auto", skip_warmup="auto",
               since=None, until=None, startup: int | None = None, engine: str = "auto",
-              base_date=None, on_error=None, workers: int = 1) -> Runs:
+              base_date=None, on_error=None, workers: int = 1,
+              adaptive_config: str | None = None) -> Runs:
     """Is speculation paying off?  Break-even accept length and projected speedup of every run,
     against ``baseline_toks`` (tokens/s of one request stream without speculation: 90,
     '90±3', '1:90,8:70' or {1: 90, 8: 70}) or ``baseline_log`` (a run without speculation).
@@ -340,16 +342,21 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
 
     ``by_batch``: also per #running-req bucket (``r.by_batch``).  ``cycle_from``: 'auto',
     'prof' or 'decode'.  ``skip_warmup``: 'auto', or the number of leading decode windows to
-    leave out.  The model: docs/statistics.md."""
+    leave out.  ``adaptive_config``: an SGLang adaptive run's --speculative-adaptive-config
+    file — each batch bucket then says the K it ran.  The model: docs/statistics.md."""
     from .analysis.breakeven import breakeven as _breakeven
 
+    if adaptive_config is not None:       # a bad file: one error, before any run
+        from .analysis.adaptive_slots import load_file
+        load_file(adaptive_config)
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date)
     log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
                startup=startup)
     return each_run(log, lambda sub: _breakeven(sub, base, confidence=confidence,
                                                 by_batch=by_batch, cycle_from=cycle_from,
-                                                warmup=skip_warmup),
+                                                warmup=skip_warmup,
+                                                adaptive_config=adaptive_config),
                     "breakeven", confidence, on_error, workers)
 
 

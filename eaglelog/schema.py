@@ -507,7 +507,9 @@ BENCH = Table(
           "'statistics'), 'config' (one configuration of a sweep; a llama-server start-up line: "
           "model, draft model, n_slots, the drafter and its n_max), 'phase' (one phase of the "
           "adaptive bench), 'task' (a Spec-Bench task, a SpecForge benchmark or one of its "
-          "categories)"),
+          "categories), 'depth' (a llama.cpp adaptive draft-depth change: max_draft_len is the "
+          "depth from then on, stats its depth before, draft/accepted tokens the round that "
+          "moved it)"),
         C("format", "category", "", "how the tool printed it: 'line', 'block', 'table' (a row of "
           "a printed table) or 'jsonl' (a JSON record); one run printed twice (a table row and "
           "a line, a stdout line and a JSONL record) gives two rows"),

@@ -501,16 +501,33 @@ def _gradient(f: Callable[[np.ndarray], np.ndarray], total: np.ndarray, out: np.
               which: Sequence[int]) -> np.ndarray:
     """∂ log f_i / ∂ total_j for the outputs ``which`` (central differences)."""
     g = np.zeros((len(which), len(total)))
+    w = np.asarray(which, dtype=np.int64)
     for j in range(len(total)):
         h = 1e-6 * max(abs(total[j]), 1e-12)
         up, dn = total.copy(), total.copy()
         up[j] += h
         dn[j] -= h
-        fu, fd = np.asarray(f(up), dtype=float), np.asarray(f(dn), dtype=float)
-        for i, w in enumerate(which):
-            if fu[w] > 0 and fd[w] > 0:
-                g[i, j] = (math.log(fu[w]) - math.log(fd[w])) / (2 * h)
+        fu = np.asarray(f(up), dtype=float)[w]
+        fd = np.asarray(f(dn), dtype=float)[w]
+        ok = (fu > 0) & (fd > 0)     # (one vector op an input: a per-position list of
+        if ok.any():                 # thousands has thousands of outputs; issue 36 item 10)
+            g[ok, j] = (np.log(fu[ok]) - np.log(fd[ok])) / (2 * h)
     return g
+
+
+def _terms(dev: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """dev @ g.T (blocks × outputs): each output's linearised terms.  A ratio of sums depends on
+    two or three of them, so g is sparse: summed over its nonzeros only, the work grows with
+    blocks × outputs, not blocks × outputs × columns (a per-position list of 3,000 positions
+    has 6,001 outputs over 3,002 sums)."""
+    r, c = np.nonzero(g)
+    if len(r) > 0.25 * g.size:
+        return dev @ g.T
+    out = np.zeros((dev.shape[0], g.shape[0]))
+    if len(r):
+        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        out[:, r[starts]] = np.add.reduceat(dev[:, c] * g[r, c], starts, axis=1)
+    return out
 
 
 def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confidence: float,
@@ -541,8 +558,8 @@ def jackknife_sums(blocks: Blocks, f: Callable[[np.ndarray], np.ndarray], confid
     if every:
         g = _gradient(f, total, theta, every)
         dev = blocks.sums - np.outer(blocks.counts / blocks.n, total)
-        for i, gi in zip(every, g):
-            taus[i] = _tau_windows(dev @ gi, per_block)
+        for i, terms in zip(every, _terms(dev, g).T):
+            taus[i] = _tau_windows(terms, per_block)
     tau = max([1.0] + [float(taus[i]) for i in which])
     facts["tau"] = tau
     b = plan_batches(blocks.n, tau) if blocks.n >= LONG_SERIES_MIN else None

@@ -279,3 +279,20 @@ def test_cli_plot(tmp_path):
 def test_cli_plot_bad_suffix():
     r = run("acceptance", "--plot", "out.txt", fx("llamacpp.log"))
     assert r.exit_code == 2
+
+
+def test_linearised_terms_sum_over_the_gradients_nonzeros_only():
+    """Issue 36 item 10: a per-position list of 3,000 positions has 6,001 outputs over 3,002
+    sums; each output's terms are dev @ g (stats._terms) summed over g's nonzeros — the same
+    numbers as the dense product, sparse or dense g, an all-zero row included."""
+    import numpy as np
+    from eaglelog.stats import _terms
+    rng = np.random.default_rng(0)
+    dev = rng.normal(size=(50, 30))
+    g = np.zeros((40, 30))
+    for i in range(40):
+        g[i, rng.integers(0, 30, 2)] = rng.normal(size=2)
+    g[5] = 0
+    assert np.allclose(_terms(dev, g), dev @ g.T, atol=1e-12, rtol=0)
+    dense = rng.normal(size=(7, 30))
+    assert np.allclose(_terms(dev, dense), dev @ dense.T, atol=1e-12, rtol=0)

@@ -49,3 +49,22 @@ def test_a_uno_run_keeps_its_identity(tmp_path):
     # the same UNO counts read as an EAGLE run: off by one token a verify
     wrong = curve(tmp_path, "EAGLE3", 2)
     assert wrong.identity.status == "mismatch" and abs(wrong.identity.difference - 1.0) < 1e-12
+
+
+def test_reconcile_bonus_test_counts_two_non_draft_tokens_for_uno(tmp_path):
+    """A profiler that counts accepted drafts (1.14 a cycle) next to SGLang's accept len: under
+    UNO that is 1.14 + 2, which the bonus test reads as explained; under EAGLE3 the same
+    numbers are not a missing bonus token."""
+    from shortlogs import short_log
+    out = {}
+    for algo in ("UNO", "EAGLE3"):
+        text = short_log(blocks=8, windows=40, accept=3.14, accept_sd=0.05, prof_accept=1.14)
+        head, rest = text.split("\n", 1)
+        p = tmp_path / f"{algo}.log"
+        p.write_text(head + "\n" + ARGS.format(algo=algo).replace("2026-11-20 10:00:00",
+                                                                  "2026-03-02 13:59:59") + rest)
+        r = eaglelog.reconcile(str(p), base_date="2026-03-02").runs[0]
+        out[algo] = next(f for f in r.findings if f.factor == "bonus token")
+    assert out["UNO"].verdict == "explains" and "profiler + 2 = 3.140" in out["UNO"].text
+    assert "uno_worker_v2.py:407" in out["UNO"].text
+    assert out["EAGLE3"].verdict == "no" and "profiler + 1 = 2.140" in out["EAGLE3"].text

@@ -774,7 +774,7 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
                 if c is not None:
                     curves.append(c)
             rest = b[~b.index.isin(per_req.index)]
-            rest = rest[(rest["scope"].astype(str) != "request").to_numpy()]
+            rest = rest[~rest["scope"].astype(str).isin(("request", "depth")).to_numpy()]
             # llama.cpp's statistics lines are cumulative: differenced, one total per drafter
             from .llamacpp import fold_statistics
             rest, folded = fold_statistics(rest)
@@ -782,6 +782,34 @@ def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> Accep
                 if folded and c.origin == "llamacpp-statistics":
                     c = Curve(**{**c.__dict__, "notes": c.notes + tuple(folded)})
                 curves.append(c)
+        depth = depth_path_note(b)
+        if depth:
+            curves = [Curve(**{**c.__dict__, "notes": c.notes + (depth,)})
+                      if c.run == run and c.origin.startswith("llamacpp") else c for c in curves]
     if not curves:
         raise EaglelogError(NO_DATA)
     return AcceptanceResult(tuple(curves), confidence)
+
+
+def depth_path_note(b: pd.DataFrame | None) -> str | None:
+    """llama.cpp's adaptive MTP drafter (--spec-type draft-mtp-adaptive) changes each
+    sequence's draft depth as it runs ('depth' rows of the bench table, parsers/llamacpp.py
+    ``parse_depth``); its per-position rates divide by every verification step, so a position
+    beyond the depth in force reads as rejected.  The note gives the path and says so."""
+    if b is None or not len(b) or "scope" not in b.columns:
+        return None
+    d = b[(b["scope"].astype(str) == "depth").to_numpy()]
+    if not len(d):
+        return None
+    to = d["max_draft_len"].to_numpy(dtype=float, na_value=np.nan)
+    frm = np.array([_stats(x).get("depth_from", np.nan) for x in d["stats"]], dtype=float) \
+        if "stats" in d.columns else np.full(len(d), np.nan)
+    seqs = d["label"].astype(str).nunique() if "label" in d.columns else 1
+    depths = np.concatenate([to[np.isfinite(to)], frm[np.isfinite(frm)]])
+    ups = int(np.sum(to > frm))
+    span = (f"depth {int(depths.min())}–{int(depths.max())}" if len(depths) else "depth unknown")
+    return (f"adaptive draft depth (llama.cpp draft-mtp-adaptive): {len(d):,} change(s) on "
+            f"{seqs} sequence(s), {ups} up and {len(d) - ups} down, {span}; the per-position "
+            "rates divide by every verification step, so a position beyond the depth then in "
+            "force reads as rejected: at the deep positions P(accept ≥ i) and the conditional "
+            "rates are lower bounds (common/speculative.cpp, ggml-org/llama.cpp 001d906a)")

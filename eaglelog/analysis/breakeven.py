@@ -29,7 +29,7 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from . import draft_len, engines, rate
+from . import adaptive_slots, draft_len, engines, rate
 from .windows import decode_interval, rows_where, windows
 from .configs import within_configs
 from .evidence import Evidence
@@ -81,10 +81,12 @@ class BucketResult:
     verdict: str
     share: float = math.nan      # the bucket's share of the run's request-steps
     eff_tok_s: Estimate | None = None   # the per-stream rate at this batch size (tokens/s)
+    steps: str | None = None     # the K it ran under adaptive slots (analysis/adaptive_slots.py)
 
     def to_dict(self) -> dict:
         batch = int(self.batch) if self.batch.isdigit() else self.batch
         return {"running_req": batch, "windows": self.windows, "share": _num(self.share),
+                **({"steps": self.steps} if self.steps is not None else {}),
                 **_estimates(self), "verdict": self.verdict}
 
 
@@ -461,13 +463,15 @@ def _max_tokens(cfg: dict) -> int | None:
 
 def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
               confidence: float = 0.95, by_batch: bool = False, cycle_from: str = "auto",
-              warmup: str | int = "auto") -> BreakevenResult:
+              warmup: str | int = "auto", adaptive_config: str | None = None) -> BreakevenResult:
     """Break-even analysis of one input of ``log`` (default: the first) against ``baseline``.
 
     ``cycle_from``: 'auto' (the cycle derived from the decode lines when the log carries it
     without bias, else the EAGLE3_PROF blocks, else the derived upper bound), 'decode' or
     'prof'.  ``warmup``: 'auto' (leading windows unlike the rest are left out, said in a note),
-    a number of leading decode windows to leave out, or 0."""
+    a number of leading decode windows to leave out, or 0.  ``adaptive_config``: the
+    --speculative-adaptive-config file an SGLang adaptive run loaded: each bucket of
+    ``by_batch`` (then on) says the K it ran (analysis/adaptive_slots.py)."""
     if not 0 < confidence < 1:
         raise EaglelogError("--confidence must be between 0 and 1, e.g. 0.95")
     source = source or log.sources[0].name
@@ -478,6 +482,11 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     log, notes = engines.apply(log, source)    # engine/version corrections (docs/engines.md)
     base = baseline_side(baseline, confidence, notes)
     cfg, win = run_windows(log, source)
+    slot_plan = adaptive_slots.plan(cfg, adaptive_config)
+    by_batch = by_batch or slot_plan is not None and adaptive_config is not None
+    unread = adaptive_slots.unread(cfg, adaptive_config)
+    if unread:
+        notes.append(unread)
     fit = rate.fit(win, confidence, base.step_of, warmup=warmup)
     facts = {"windows": fit.windows, "windows_used": fit.used, "left_out": fit.left_out,
              "tau_windows": _num(fit.tau), "batches": fit.batches, "warmup_windows": fit.warmup,
@@ -625,6 +634,9 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                 verdict, reason = "mixed", where
         if not (by_batch or wide or verdict == "mixed"):
             buckets = None
+    if buckets and slot_plan is not None:
+        buckets, more = adaptive_slots.label_buckets(buckets, win.r, slot_plan)
+        notes.extend(more)
     rho = stats.autocorr_time(win.a[fit.acc]) if fit.acc.sum() > 3 else 1.0
     facts["tau_accept_windows"] = _num(rho)
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,

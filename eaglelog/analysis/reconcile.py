@@ -107,20 +107,24 @@ def reconcile(log: ParsedLog, *, source: str | None = None,
     findings: list[Finding] = [Finding("engine accounting", "explains", n)
                                for n in engine_notes]
 
-    # 1. the bonus token
-    plus1 = prof_acc.estimate + 1
+    # 1. the bonus token (UNO's verify commits two non-draft tokens: analysis/engines.py)
+    nd = engines.non_draft_tokens(cfg)
+    what = ("the bonus token SGLang includes" if nd == 1 else
+            f"the {nd} non-draft tokens an UNO verify commits and SGLang includes "
+            "(sglang 0.5.23 uno_worker_v2.py:407)")
+    plus1 = prof_acc.estimate + nd
     if sg.sufficient and sg.ci_low - 0.02 <= plus1 <= sg.ci_high + 0.02:
         findings.append(Finding("bonus token", "explains",
-                                f"profiler + 1 = {plus1:.3f} lies in SGLang's interval: consistent "
-                                "with a profiler that counts accepted draft tokens without the "
-                                "bonus token SGLang includes"))
+                                f"profiler + {nd} = {plus1:.3f} lies in SGLang's interval: "
+                                "consistent with a profiler that counts accepted draft tokens "
+                                f"without {what}"))
     elif sg.sufficient:
         findings.append(Finding("bonus token", "no",
-                                f"profiler + 1 = {plus1:.3f} is outside SGLang's interval "
+                                f"profiler + {nd} = {plus1:.3f} is outside SGLang's interval "
                                 f"[{sg.ci_low:.3f} … {sg.ci_high:.3f}]: a missing bonus token "
                                 "alone does not explain the gap"))
     else:
-        findings.append(Finding("bonus token", "n/a", f"profiler + 1 = {plus1:.3f}; too few "
+        findings.append(Finding("bonus token", "n/a", f"profiler + {nd} = {plus1:.3f}; too few "
                                 "decode windows for an interval to test it against"))
     # 2. batch size
     rr = aligned["running_req"].astype(float).dropna()

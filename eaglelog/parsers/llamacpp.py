@@ -43,7 +43,7 @@ from ._common import (Block, Parsed, base, close, derive, dump_json, not_a_recor
 from .numbers import Reader, to_float, to_floats, to_int, to_int32
 
 KINDS = ("llama_timing", "llama_slot", "llama_cfg", "llama_req", "llama_pos", "llama_stats",
-         "llama_simple")
+         "llama_simple", "llama_depth")
 _LOG_PREFIX = rb"(?:\d+\.\d{2}\.\d{3}\.\d{3} [IWEDT] )?"      # common/log.cpp's --log-prefix
 MARKER_TEXT = {
     "llama_timing": rb"prompt eval time\s*=\s*[^\n/]*/\s*\S+\s+tokens",
@@ -54,6 +54,7 @@ MARKER_TEXT = {
     "llama_req": rb"draft acceptance(?: rate)?\s*=",
     "llama_pos": rb"acc per pos\s*=\s*\(",
     "llama_stats": rb"#gen drafts\s*=",
+    "llama_depth": rb"adaptive draft depth seq ",
     "llama_simple": rb"^[ \t]*" + _LOG_PREFIX + rb"(?:n_draft|n_predict|n_drafted|n_accept|accept)"
                     rb"[ \t]*=[ \t]*[^\s=]+[ \t]*\r?$",
 }
@@ -64,6 +65,7 @@ SNIFF_LITERALS = {
                   b"- n_max="),
     "llama_req": (b"draft acceptance",),
     "llama_pos": (b"acc per pos",),
+    "llama_depth": (b"adaptive draft depth seq ",),
     # ('accept' only as its marker has it, before blanks and '=': every SGLang decode line
     # prints 'accept len:', and the regex then ran over every sniffed head)
     "llama_simple": (b"n_draft", b"n_predict", b"accept=", b"accept =", b"accept\t",
@@ -672,5 +674,43 @@ class SimpleBlock(Block):
         return [(self.line_no, self.end_line, rec)]
 
 
+# ------------------------------------------------------------------ adaptive draft depth
+# --spec-type draft-mtp-adaptive: common/speculative.cpp (ggml-org/llama.cpp 001d906a),
+# common_speculative_impl_draft_mtp::accept, at debug level (-lv 4): SPC_DBG("adaptive draft
+# depth seq %d: %d -> %d (n_draft=%d, n_accepted=%d)\n", …) behind "spec %12.*s: " (the
+# function's name, 'accept'), printed only when the depth changes; the controller is
+# common/speculative-adaptive.h (a staircase: full accepts climb, a partial one steps back)
+LLAMA_DEPTH = re.compile(r"adaptive draft depth seq (?P<seq>\S+): (?P<a>\S+) -> (?P<b>[^\s(]+)"
+                         r"(?: \((?P<kv>[^)]*)\))?")
+_DEPTH_KEYS = {"n_draft": "draft_tokens", "n_accepted": "accepted_tokens"}
+
+
+def parse_depth(line: str) -> Parsed:
+    """A depth transition of the adaptive MTP drafter: a 'depth' row (label 'seq N',
+    max_draft_len = the depth from here on, stats = the depth before; the round that caused
+    it: its drafted and accepted tokens)."""
+    m = LLAMA_DEPTH.search(line)
+    if m is None:
+        return Parsed(None, ["adaptive draft depth line not understood"])
+    r = Reader()
+    seq = r(m["seq"], to_int32, "seq")
+    a, b = r(m["a"], to_int32, "depth before"), r(m["b"], to_int32, "depth after")
+    kv = dict(p.split("=", 1) for p in (m["kv"] or "").split(", ") if "=" in p)
+    extra = {col: r(kv.get(k), to_int, k) for k, col in _DEPTH_KEYS.items() if k in kv}
+    if a is None or b is None:
+        return Parsed(None, ["adaptive draft depth line without a readable depth: "
+                             + "; ".join(r.bad)])
+    problems = []
+    nd, na = extra.get("draft_tokens"), extra.get("accepted_tokens")
+    if nd is not None and na is not None and na > nd:
+        problems.append(f"n_accepted {na} > n_draft {nd}")
+    if not (0 <= a <= 1024 and 0 <= b <= 1024):
+        problems.append(f"a draft depth of {max(a, b)} is beyond any drafter's")
+    rec = base(TOOL, ENGINE, "depth", "line", label=f"seq {seq}" if seq is not None else None,
+               max_draft_len=b, stats=dump_json({"depth_from": a, "depth_to": b}), **extra)
+    return Parsed(rec, problems, r.bad, None if m["kv"] is not None else "no (n_draft=…) part")
+
+
 LINE_PARSERS = {"llama_req": parse_request, "llama_pos": parse_positions,
+                "llama_depth": parse_depth,
                 "llama_stats": parse_stats, "llama_cfg": parse_config}

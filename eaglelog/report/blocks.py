@@ -109,12 +109,15 @@ def by_batch_table(r) -> str:
     from tabulate import tabulate
 
     rows = []
+    k = any(b.steps is not None for b in r.by_batch)     # an adaptive run's K per bucket
     for b in r.by_batch:
-        rows.append([b.batch, b.windows, num(b.cycle_ms.estimate), num(b.baseline_step_ms.estimate),
+        rows.append([b.batch, *([b.steps or "?"] if k else []), b.windows,
+                     num(b.cycle_ms.estimate), num(b.baseline_step_ms.estimate),
                      num(b.breakeven_accept_len.estimate), num(b.accept_len.estimate),
                      f"{num(b.speedup.estimate, 3)} {ci(b.speedup, 3)}", b.verdict])
-    return tabulate(rows, headers=["running_req", "windows", "cycle ms", "step ms", "break-even",
-                                   "accept len", "speedup [CI]", "verdict"],
+    return tabulate(rows, headers=["running_req", *(["K"] if k else []), "windows", "cycle ms",
+                                   "step ms", "break-even", "accept len", "speedup [CI]",
+                                   "verdict"],
                     tablefmt="simple", disable_numparse=True)
 
 
@@ -308,6 +311,25 @@ def _msd(mean, sd, unit) -> str:
         sd = 0.0
     m = f"{mean:.2f}" if unit == "ms" else num(mean)
     return f"{m} ± {sd:.2g}{u}"
+
+
+def batch_compare_block(r, tablefmt: str = "simple") -> str:
+    """compare --by batch (analysis/batch_compare.py): a bucket a row, K of each run, the
+    per-stream rates and their ratio."""
+    from tabulate import tabulate
+
+    def rate(e):
+        return "—" if e is None else f"{num(e.estimate)} {ci(e)}"
+    rows = [[b.batch, b.ref_steps or "?", b.new_steps or "?", rate(b.ref_tok_s),
+             rate(b.new_tok_s), "—" if b.ratio is None else f"{num(b.ratio.estimate, 3)} "
+             f"{ci(b.ratio, 3)}", "—" if b.p_adjusted is None else f"{b.p_adjusted:.3g}",
+             b.verdict] for b in r.buckets]
+    out = [f"reference: {r.reference}", f"changed:   {r.run}   ({r.confidence:.0%} intervals)",
+           tabulate(rows, headers=["running_req", "K ref", "K new", "ref tok/s [CI]",
+                                   "new tok/s [CI]", "ratio [CI]", "p (Holm)", "verdict"],
+                    tablefmt=tablefmt, disable_numparse=True)]
+    out += [f"note: {n}" for n in r.notes]
+    return "\n".join(out) + "\n"
 
 
 def compare_block(r, tablefmt: str = "simple") -> str:
