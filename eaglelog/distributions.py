@@ -165,7 +165,8 @@ def _cornish_fisher(df: float, z: float) -> float:
     g2 = ((5 * z2 + 16) * z2 + 3) * z / 96
     g3 = (((3 * z2 + 19) * z2 + 17) * z2 - 15) * z / 384
     g4 = ((((79 * z2 + 776) * z2 + 1482) * z2 - 1920) * z2 - 945) * z / 92160
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
+    u = 1.0 / df      # in powers of 1/ν (Horner): a huge ν (a degenerate, near-zero
+    return z + u * (g1 + u * (g2 + u * (g3 + u * g4)))    # variance) cannot overflow ν⁴
 
 
 def stdtrit(df: float, p: float) -> float:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 
 from ._lazy import np, pd
@@ -14,9 +15,29 @@ def _typed(values: list, dtype: str) -> pd.api.extensions.ExtensionArray | np.nd
     if dtype == "float64":
         return np.array([np.nan if v is None else v for v in values], dtype="float64")
     if dtype.startswith("datetime64"):
+        return _datetimes(values)
+    return pd.array(values, dtype=dtype)
+
+
+def _datetimes(values: list, bad: list[int] | None = None) -> np.ndarray:
+    """ISO date-times as datetime64[us]; a value that names no instant ('2026-02-10 14:00:99',
+    out of datetime64's range) becomes NaT and its index goes to ``bad``: one damaged stamp
+    never costs the column (the parsers range-check their stamps; this is the last guard)."""
+    try:
         return pd.to_datetime(pd.Series(values, dtype="object"), format="ISO8601").to_numpy(
             dtype="datetime64[us]")
-    return pd.array(values, dtype=dtype)
+    except (ValueError, OverflowError, TypeError):
+        pass
+    out = np.full(len(values), np.datetime64("NaT"), dtype="datetime64[us]")
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        try:
+            out[i] = pd.Timestamp(pd.to_datetime(v, format="ISO8601")).to_datetime64()
+        except (ValueError, OverflowError, TypeError):
+            if bad is not None:
+                bad.append(i)
+    return out
 
 
 def _config_column(values: list) -> tuple[list, str]:
@@ -48,7 +69,8 @@ def _convert(col: pd.Series, dtype: str):
     if dtype == "float64":
         return pd.to_numeric(col, errors="coerce").astype("float64")
     if dtype.startswith("datetime64"):
-        return pd.to_datetime(col, format="ISO8601").astype("datetime64[us]")
+        return pd.Series(_datetimes(col.astype("object").where(col.notna(), None).tolist()),
+                         index=col.index)
     if dtype == "string":
         return col.astype("string")
     return pd.array(col.astype("object").where(col.notna(), None), dtype=dtype)
@@ -58,8 +80,9 @@ def _present(v) -> bool:
     return v is not None and v == v          # NaN (v != v) counts as missing, as in pandas
 
 
-def _column(values: list, dtype: str):
-    """One column's values (None for missing) as the schema dtype."""
+def _column(values: list, dtype: str, bad: list[int] | None = None):
+    """One column's values (None for missing) as the schema dtype (a date-time that names no
+    instant: NaT, its index in ``bad``)."""
     if dtype == "float64":
         nan = float("nan")
         try:
@@ -70,7 +93,7 @@ def _column(values: list, dtype: str):
     if dtype == "category":
         return pd.Categorical([v if _present(v) else None for v in values])
     if dtype.startswith("datetime64"):
-        return _typed(values, dtype)
+        return _datetimes(values, bad)
     if dtype == "string":
         return pd.array([v if v is None or isinstance(v, str) else str(v) for v in values],
                         dtype="string")
@@ -80,11 +103,13 @@ def _column(values: list, dtype: str):
 _EMPTY: dict[tuple[str, tuple], pd.DataFrame] = {}
 
 
-def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = ()) -> pd.DataFrame:
+def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
+                report: Callable[[int | None, str], None] | None = None) -> pd.DataFrame:
     """Typed frame with the schema's columns in order (missing ones all-NA), plus server_args'
     config keys, plus the private columns named in ``keep`` when present.  Built column by
     column from the rows (no intermediate frame of objects: a small log's dozen tables cost
-    well under a millisecond each)."""
+    well under a millisecond each).  A value a column cannot hold (a date-time that names no
+    instant) is left empty, its row kept, and said to ``report(line_no, message)``."""
     n = len(rows)
     if not n:       # every input has empty tables: one frame per table, copied
         key = (table.name, keep)
@@ -98,7 +123,12 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = ()) -> p
         if c.name in present:
             vals = [r.get(c.name) for r in rows]
             if c.core or any(_present(v) for v in vals):
-                cols[c.name] = _column(vals, c.dtype)
+                bad: list[int] = []
+                cols[c.name] = _column(vals, c.dtype, bad)
+                for i in bad:
+                    if report is not None:
+                        report(rows[i].get("line_no"), f"{c.name} {str(vals[i])[:40]!r} is not "
+                               "a valid date and time; the record is kept without it")
         elif c.core:
             cols[c.name] = _typed([None] * n, c.dtype)
     if table.name == "server_args" and "_args" in present:

@@ -265,25 +265,29 @@ def test_a_rank_tag_too_long_for_a_rank(tmp_path):
     assert d["timestamp"].astype(str).tolist()[0] == "2026-01-20 10:00:00"
 
 
-def test_a_batch_size_beyond_32_bits_is_a_bad_value(tmp_path):
-    """running_req is a 32-bit column (a batch size): a larger count keeps the record, without
-    it, and says so; the C accelerator leaves such a line to the Python parser."""
+def test_a_batch_size_beyond_a_million_is_a_bad_value(tmp_path):
+    """running_req is a batch size: 0 … 10^6 (issue 36, item 8: '#running-req: 2147483647'
+    passed the 32-bit check and sized the rate model's arrays); a larger count, or a negative
+    one, keeps the record, without it, and says so at its line; the C accelerator leaves such a
+    line to the Python parser."""
     import eaglelog
     from eaglelog.parsers import scan
     line = ("[2026-01-20 10:00:00 TP0] Decode batch. #running-req: {}, #token: 53175, token "
             "usage: 0.38, accept len: 2.10, accept rate: 0.35, cuda graph: True, gen throughput "
             "(token/s): 92.96, #queue-req: 0, \n")
     path = tmp_path / "big.log"
-    path.write_text(line.format(2147483647) + line.format(2147483648) + line.format(8))
+    path.write_text("".join(line.format(v) for v in (1000000, 2147483647, 8, -1, 1000001)))
     for pure in (False, True):
         scan._PURE = pure
         try:
-            log = eaglelog.parse(path)
+            log = eaglelog.parse(path, cache=False)
         finally:
             scan._PURE = False
         d = log.decode
         assert str(d["running_req"].dtype) == "Int32"
-        assert d["running_req"].tolist()[0] == 2147483647 and d["running_req"].tolist()[2] == 8
-        assert d["running_req"].isna().tolist() == [False, True, False]
-        assert [(x.line_no, x.kind) for x in log.diagnostics] == [(2, "bad_value")]
-        assert "2147483648" in log.diagnostics[0].message
+        assert d["running_req"].tolist()[0] == 1000000 and d["running_req"].tolist()[2] == 8
+        assert d["running_req"].isna().tolist() == [False, True, False, True, True]
+        assert [(x.line_no, x.kind) for x in log.diagnostics] == [(2, "bad_value"),
+                                                                    (4, "bad_value"),
+                                                                    (5, "bad_value")]
+        assert "2147483647" in log.diagnostics[0].message

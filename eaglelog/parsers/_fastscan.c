@@ -27,6 +27,10 @@
 #include <math.h>
 
 #define NA_I64 INT64_MIN
+/* numbers.MAX_COUNT and MAX_MEASURE: a count of requests, ranks or steps, and a measured
+ * rate, length or time, beyond these is a damaged line (the Python parser reports it) */
+#define MAX_COUNT 1000000
+#define MAX_MEASURE 1e12
 #define NA_I32 INT32_MIN      /* int32 values ('l': start-up numbers, rank tags) */
 #define isdig(c) ((c) >= '0' && (c) <= '9')
 
@@ -851,7 +855,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         case K_INT32: {                /* a count small by nature (batch size): 32 bits */
             int64_t x;
             end = scan_int(v, e, &x);
-            if (end && (x > INT32_MAX || x < INT32_MIN)) return 0;   /* Python says so */
+            if (end && (x > MAX_COUNT || x < 0)) return 0;   /* numbers.to_int32: Python says so */
             if (end) SETV(T, c, int32_t, (int32_t)x);
             if (c == T->queue_col) have_queue = 1;
             break;
@@ -860,6 +864,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         case K_PCT: {
             double x;
             end = scan_dec(v, e, &x);
+            if (end && !(x >= 0.0 && x <= MAX_MEASURE)) return 0;   /* numbers.to_measure */
             if (end && T->kind[ki] == K_PCT && end < e && *end == '%') end++;
             if (end) SETV(T, c, double, x);
             break;

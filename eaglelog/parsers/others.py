@@ -421,7 +421,7 @@ class OthersScanner(ScannerBase):
     def flush(self) -> None:
         for name, rows in self.rows.items():
             if rows:
-                self.parts[name].append(build_frame(TABLES[name], rows))
+                self.parts[name].append(build_frame(TABLES[name], rows, report=self._bad_value))
                 rows.clear()
 
     def frames_so_far(self) -> dict[str, pd.DataFrame]:

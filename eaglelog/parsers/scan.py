@@ -135,6 +135,10 @@ class ScannerBase:
         self._kept[kind] = n + 1
         self.diags.append(Diagnostic(self.source, line_no, kind, message, severity))
 
+    def _bad_value(self, line_no, message) -> None:
+        """A value a table column cannot hold (tables.build_frame): reported at its line."""
+        self.diag(line_no, "bad_value", message)
+
     def overflow(self) -> list[Diagnostic]:
         """One diagnostic per kind standing for those counted and not kept (in kind order: a
         parallel scan cannot tell which kind overflowed first, parallel.merge_diagnostics)."""
@@ -499,7 +503,8 @@ class Scanner(ScannerBase):
         pandas before its end (the command imports it meanwhile)."""
         for name, rows in self.rows.items():
             if rows and (every or len(rows) >= FLUSH_ROWS):
-                df = build_frame(TABLES[name], rows, keep=("_time_only",))
+                df = build_frame(TABLES[name], rows, keep=("_time_only",),
+                                 report=self._bad_value)
                 rows.clear()
                 if name == "prof":
                     df["phase_sum_ms"] = _sum_rounded(df["phase_sum_ms"])

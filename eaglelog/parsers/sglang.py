@@ -14,7 +14,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .numbers import I64, literal_eval, literal_eval_fast, parse_expr, to_float, to_int, to_int32
+from .numbers import (I64, literal_eval, literal_eval_fast, parse_expr, to_int, to_int32,
+                      to_measure)
 from .prefix import read_prefix, split_tags, valid_datetime
 from .request_identity import identity_from_json, identity_from_text
 
@@ -31,7 +32,8 @@ _I64 = I64
 # what a number printed by a logger looks like: ASCII digits only (int() and float() also take
 # Arabic-Indic or full-width digits, '1_000', 'inf', 'nan' and 1e400, which no engine prints):
 # the shared converters of numbers.py, under the names scan._key_spec knows them by
-_int, _int32, _float = to_int, to_int32, to_float
+# (the line fields are measures: not negative, not beyond 10^12; counts of requests 0 … 10^6)
+_int, _int32, _float = to_int, to_int32, to_measure
 
 
 def _pct(v: str) -> float:
@@ -219,11 +221,13 @@ def _batch_header(line: str, idx: int, m: re.Match, rec: dict) -> str:
 # The layouts most logs print (v0.4.1.post7 → main, plain KV pool): one anchored match instead
 # of key/value segmentation.  Anything else (extra fields, other pools, odd values) falls back to
 # _segments, which gives the same record for these lines (tests/test_properties.py).
+# (numbers within numbers.MAX_COUNT and MAX_MEASURE only: a larger one goes to _segments,
+# whose converters report it)
 _FAST_DECODE = re.compile(
-    r"#running-req: (\d{1,9}), #token: (\d{1,18}), token usage: (\d{1,20}\.\d{1,20}), "
-    r"(?:accept len: (\d{1,20}\.\d{1,20}), (?:accept rate: (\d{1,20}\.\d{1,20}), )?)?"
+    r"#running-req: (\d{1,6}), #token: (\d{1,18}), token usage: (\d{1,12}\.\d{1,20}), "
+    r"(?:accept len: (\d{1,12}\.\d{1,20}), (?:accept rate: (\d{1,12}\.\d{1,20}), )?)?"
     r"(?:(cuda|cpu|npu|musa) graph: (True|False), )?"
-    r"gen throughput \(token/s\): (\d{1,20}\.\d{1,20}), #queue-req: (\d{1,18})(,)?", re.ASCII)
+    r"gen throughput \(token/s\): (\d{1,12}\.\d{1,20}), #queue-req: (\d{1,18})(,)?", re.ASCII)
 
 
 _SOURCE_LOCATION = re.compile(r"\([\w./-]+\.py:[0-9]+\)", re.ASCII)

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
-from .numbers import I64, literal_eval, to_float, to_int, to_int32
-from .prefix import WRAPPER_TIME_RX, strip_ansi
+from .numbers import I64, MAX_MEASURE, literal_eval, to_float, to_int, to_int32
+from .prefix import WRAPPER_TIME_RX, strip_ansi, valid_datetime
 from .scan import Diagnostic, ScannerBase, ScanStats, count_blank, marker_line
 
 MARKERS = re.compile(
@@ -106,12 +106,13 @@ OWN_TABLES = ("decode", "server_args") + tuple(GREP_MARKERS)
 PREFIX_RX = re.compile(
     r"(?:\((?P<proc>\w+) pid=(?P<pid>\d{1,18})[^)]*\) )?"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-    r"(?P<md>\d{2}-\d{2}) (?P<hms>\d{2}:\d{2}:\d{2})(?:\.\d+)? \[?(?P<src>[\w./-]+):(?P<lineno>\d+)"
+    r"(?P<md>\d{2}-\d{2}) (?P<hms>\d{1,3}:\d{1,3}:\d{1,3})(?:\.\d+)? \[?(?P<src>[\w./-]+):(?P<lineno>\d+)"
     r"\] ", re.ASCII)
 # the same shape with any Unicode digit: a prefix of other digits is reported, not read
 _LOOSE_PREFIX_RX = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:"
                               r"\d{2}) ")
 _DP_RX = re.compile(r"_DP(\d{1,9})$", re.ASCII)
+WRAPPER_STAMP_RX = re.compile(r"\S+ [\d:.,]{1,24}")   # an outer stamp as printed, for a report
 
 
 # ------------------------------------------------------------------------------- numbers
@@ -152,6 +153,8 @@ def _dec(v: str) -> float:
     x = to_float(v)
     if x < 0:
         raise BadValue("not negative")
+    if x > MAX_MEASURE:
+        raise BadValue("beyond any measured count, rate or time")
     return x
 
 
@@ -198,8 +201,13 @@ class LineResult:
 
 # ------------------------------------------------------------------------------- prefix
 def _valid_md_hms(md: str, hms: str) -> bool:
+    """A prefix's 'MM-DD' and 'HH:MM:SS' (PREFIX_RX takes 1 to 3 digits a field, so that a
+    damaged time such as '10:999:20' is reported and its line keeps its process) in range."""
     mo, d = int(md[:2]), int(md[3:])
-    h, mi, s = int(hms[:2]), int(hms[3:5]), int(hms[6:])
+    parts = hms.split(":")
+    if any(len(p) != 2 for p in parts):
+        return False
+    h, mi, s = map(int, parts)
     return 1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 60
 
 
@@ -234,7 +242,14 @@ def read_prefix(text: str, problems: list[str] | None = None) -> dict:
             return out
     w = WRAPPER_TIME_RX.search(text)
     if w is not None:
-        out["_iso"] = f"{w.group('date')} {w.group('time')}"
+        # the outer stamp is range-checked as the vLLM one is ('14:00:999' reads as 14:00:99)
+        if valid_datetime(w.group("date"), w.group("time")) and \
+                not text[w.end("time"):w.end("time") + 1].isdigit():
+            out["_iso"] = f"{w.group('date')} {w.group('time')}"
+        elif problems is not None:
+            stamp = WRAPPER_STAMP_RX.match(text, w.start()).group(0)
+            problems.append(f"timestamp {stamp!r} is not a valid date and time; the record is "
+                            "kept without a timestamp")
     return out
 
 
@@ -1152,7 +1167,7 @@ class VllmScanner(ScannerBase):
                 r.setdefault("startup", self.startup)
                 out.append(r)
             out.sort(key=lambda r: r["line_no"])
-            frames[name] = build_frame(TABLES[name], out)
+            frames[name] = build_frame(TABLES[name], out, report=self._bad_value)
         return frames
 
     def frames_so_far(self) -> dict[str, pd.DataFrame]:
