@@ -894,6 +894,10 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                           chunk_size=chunk_size, remote=remote, cache=cache, columns=columns)
     if not specs:
         raise EaglelogError("no input given")
+    from .sources import export_refusal, looks_like_export
+    for s in specs:
+        if looks_like_export(s):         # one run's estimates, not log lines (issue 36 item 11)
+            raise EaglelogError(export_refusal(s))
     if engine != "auto" and engine not in ENGINES:
         raise EaglelogError(f"unknown engine {engine!r}; known: auto, {', '.join(ENGINES)}")
     if isinstance(base_date, str):

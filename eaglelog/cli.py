@@ -381,6 +381,10 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
     from .api import parse
 
     from .schema import ANALYSIS_COLUMNS
+    from .sources import export_refusal, looks_like_export
+    for spec in logs:
+        if looks_like_export(spec):
+            raise EaglelogError(export_refusal(spec, ctx.command.name))
 
     _preload(("pandas",) + tuple(preload))
     log = parse(list(logs), engine=engine, keep_going=keep_going,
@@ -667,9 +671,25 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
       eaglelog breakeven --baseline-toks 90 --check server.log || echo "speculation is slower"
     """
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date)
+    from . import library
+    from .errors import UsageProblem
+    try:
+        exported = library.exports_in(list(logs), confidence, "breakeven")
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from None
+    if exported:                   # eaglelog exports: from their estimates (no per-batch table)
+        from .report.blocks import breakeven_block
+        if by or adaptive_config:
+            raise click.UsageError("--by batch and --adaptive-config need the log: an export "
+                                   "keeps the run's batch mix, not its windows")
+        result = library.breakeven(list(logs), baseline=baseline, confidence=confidence)
+        results_output(result, fmt, output, breakeven_block)
+        if check:
+            gate_check(ctx, [(r.source, r.verdict, r.verdict_reason) for r in result.runs],
+                       allow_insufficient)
+        return
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
                     preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
-    from . import library
     from .report.blocks import breakeven_block
 
     result = library.breakeven(log, baseline=baseline, confidence=confidence,
@@ -758,7 +778,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
 
     from .analysis.llamacpp import served
     if len(log.bench) and log.decode.empty and log.prof.empty and not served(log):
-        bench_summary_output(ctx, log, fmt, output)     # benchmark outputs only
+        bench_summary_output(ctx, log, fmt, output, confidence)   # benchmark outputs only
         finish(ctx, log)
         return
     result = library.summarize(log, baseline=baseline, confidence=confidence,
@@ -768,17 +788,23 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     finish(ctx, log)
 
 
-def bench_summary_output(ctx, log, fmt, output) -> None:
-    """Benchmark outputs and other engines' statistics: one row per reported result."""
+def bench_summary_output(ctx, log, fmt, output, confidence=0.95) -> None:
+    """Benchmark outputs and other engines' statistics: one row per reported result (JSON: the
+    summary's documented shape, BenchSummary.to_dict)."""
+    import dataclasses
+
     import pandas as pd
 
     from .analysis.bench import summarize_bench
 
-    result = summarize_bench(log)
+    result = summarize_bench(log, confidence)
+    result = dataclasses.replace(result, errors=tuple(
+        i.error if i.error.startswith(i.name + ":") else f"{i.name}: {i.error}"
+        for i in log.sources if i.error))
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
-        emit("".join(render_object(r, "jsonl") for r in result.runs), output)
+        emit("".join(render_object(r, "jsonl") for r in result.run_dicts()), output)
     else:
         text = render_frame(pd.DataFrame(list(result.runs)), fmt, output)
         emit(text + "\n" if fmt == "table" and text and not text.endswith("\n") else text,
@@ -1299,13 +1325,18 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
       eaglelog sweep -f csv -o sweep.csv run-*.log
     """
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
-                    preload=("eaglelog.analysis.sweep", "eaglelog.report.blocks"))
     from . import library
+    # eaglelog exports are rows of their own (last week's point beside today's logs)
+    found = [library._export_at(s, confidence) for s in logs]
+    rest = [s for s, e in zip(logs, found) if e is None]
+    log = read_logs(ctx, rest, engine, keep_going, base_date, skipped_note=False,
+                    preload=("eaglelog.analysis.sweep", "eaglelog.report.blocks")) \
+        if rest else None
     from .report.blocks import sweep_block
 
     result = library.sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
-                           keep_going=keep_going, skip_warmup=warmup_of(ctx))
+                           keep_going=keep_going, skip_warmup=warmup_of(ctx),
+                           exports=[e for e in found if e is not None])
     if fmt == "json":
         emit(render_object(result.to_dict(), "json"), output)
     elif fmt == "jsonl":
@@ -1314,7 +1345,8 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
         emit(sweep_block(result, "github" if fmt == "markdown" else "simple"), output)
     else:
         emit(render_frame(result.to_frame(), fmt, output), output)
-    finish(ctx, log)
+    if log is not None:
+        finish(ctx, log)
 
 
 def rules_options(f):

@@ -351,6 +351,11 @@ def breakeven(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
         load_file(adaptive_config)
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date)
+    exports = exports_in(logs, confidence, "breakeven")
+    if exports:                           # eaglelog exports: from their estimates
+        from .analysis.from_export import breakeven as of_export
+        return Runs("breakeven", tuple(of_export(r, base, confidence) for r in exports),
+                    confidence, rows_of=ROWS.get("breakeven"))
     log = load(logs, engine=engine, base_date=base_date, since=since, until=until,
                startup=startup)
     return each_run(log, lambda sub: _breakeven(sub, base, confidence=confidence,
@@ -391,7 +396,7 @@ def summarize(logs, *, baseline_toks=None, baseline_log=None, baseline=None,
 summary = summarize
 
 
-def exports_in(logs, confidence: float = 0.95) -> list:
+def exports_in(logs, confidence: float = 0.95, command: str = "summary") -> list:
     """The eaglelog exports (``eaglelog export``: local .json files) among ``logs``: all of
     them, or none (a UsageProblem when logs and exports are mixed)."""
     from .api import ParsedLog
@@ -405,7 +410,8 @@ def exports_in(logs, confidence: float = 0.95) -> list:
         return []
     if any(e is None for e in found):
         from .errors import UsageProblem
-        raise UsageProblem("summary reads either logs or eaglelog exports, not both in one call")
+        raise UsageProblem(f"{command} reads either logs or eaglelog exports, not both in one "
+                           "call")
     return found
 
 
@@ -503,19 +509,30 @@ def compare_runs(logs, read, engine, baseline, confidence, skip_warmup="auto") -
 def sweep(logs, *, keys: Iterable[str] | None = None, baseline_toks=None, baseline_log=None,
           baseline=None, confidence: float = 0.95, skip_warmup="auto", keep_going: bool = False,
           since=None, until=None, startup: int | None = None, engine: str = "auto",
-          base_date=None):
+          base_date=None, exports: Sequence = ()):
     """Which config wins: one row per run sorted by the per-stream rate; ``tied`` rows cannot be
-    told apart from the best.
+    told apart from the best.  An eaglelog export among ``logs`` (or in ``exports``, as
+    compare.load_export gives them) is a row of its own.
 
         >>> s = eaglelog.sweep(sorted(glob.glob("steps*.log")), baseline_toks=90)
         >>> [(r.keys["speculative_num_steps"], r.mark) for r in s.rows][:2]
         [(5, 'best'), (7, 'tied')]
     """
     from .analysis.sweep import sweep as _sweep
+    from .api import ParsedLog
 
     base = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                      base_date=base_date, required=False)
-    log = load(logs, engine=engine, base_date=base_date, keep_going=keep_going, since=since,
-               until=until, startup=startup)
+    # eaglelog exports among the inputs are rows of their own (analysis/from_export.py)
+    exports, rest = list(exports), logs
+    if not isinstance(logs, ParsedLog) and logs is not None:
+        specs = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
+            [os.fspath(p) for p in logs]
+        found = [_export_at(s, confidence) for s in specs]
+        exports += [e for e in found if e is not None]
+        rest = [s for s, e in zip(specs, found) if e is None]
+    log = load(rest, engine=engine, base_date=base_date, keep_going=keep_going, since=since,
+               until=until, startup=startup) if rest is not None and (
+        isinstance(rest, ParsedLog) or len(rest)) else None
     return _sweep(log, keys=list(keys) if keys else None, baseline=base, confidence=confidence,
-                  keep_going=keep_going, warmup=skip_warmup)
+                  keep_going=keep_going, warmup=skip_warmup, exports=tuple(exports))

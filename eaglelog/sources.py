@@ -408,3 +408,29 @@ def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
             buf, have = [rest], len(rest)
         lines += out.count(b"\n")
         yield out
+
+
+# ----------------------------------------------------------------------------- eaglelog exports
+# an eaglelog export (``eaglelog export``, analysis/compare.py Run.to_export) is one JSON object
+# whose first key is this; the commands that read exports (analysis/from_export.py)
+EXPORT_MARK = b'"eaglelog_export"'
+READS_EXPORTS = ("summary", "compare", "sweep", "breakeven")
+
+
+def looks_like_export(spec: str) -> bool:
+    """A local file that begins as an eaglelog export does (its first 256 bytes)."""
+    if spec == "-" or not os.path.isfile(spec):
+        return False
+    try:
+        with open(spec, "rb") as f:
+            head = f.read(256).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and EXPORT_MARK in head
+
+
+def export_refusal(spec: str, command: str | None = None) -> str:
+    """The one line for an export given where the log's lines are needed."""
+    who = f"`eaglelog {command}`" if command else "this analysis"
+    return (f"{spec}: an eaglelog export (one run's estimates, not its log lines): {who} needs "
+            f"the log itself; exports are read by {', '.join(READS_EXPORTS)}")

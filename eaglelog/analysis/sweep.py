@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
+from . import from_export
 from .breakeven import Baseline, breakeven
 from .compare import NOT_CONFIG, holm, log_ratio_test, run_of
 
@@ -91,11 +92,19 @@ def tied_with_best(best: Estimate, others: list[Estimate], confidence: float) ->
     return [p is not None and p >= 1 - confidence for p in holm(ps)]
 
 
-def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline | None = None,
-          confidence: float = 0.95, keep_going: bool = False, warmup="auto") -> SweepResult:
+def sweep(log: ParsedLog | None, *, keys: list[str] | None = None,
+          baseline: Baseline | None = None, confidence: float = 0.95, keep_going: bool = False,
+          warmup="auto", exports: tuple = ()) -> SweepResult:
+    """``exports``: runs from eaglelog exports (compare.load_export) beside the log's runs —
+    last week's sweep point as one row (analysis/from_export.py)."""
     notes: list[str] = []
     units, runs = [], []
-    for label, sub in log.units():
+    for run in exports:
+        if "eff_tok_s" not in run.metrics:
+            raise EaglelogError(f"{run.label}: the export holds no per-stream rate")
+        runs.append(run)
+        units.append((run.label, None))
+    for label, sub in (log.units() if log is not None else ()):
         try:
             run = run_of(sub, label, "auto", None, confidence, warmup)
             if "eff_tok_s" not in run.metrics:
@@ -114,7 +123,8 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
     if no_args:
         notes.append(f"no server_args line in {', '.join(no_args)}: its config keys are unknown")
     sizes = {label: sorted(set(int(x) for x in sub.decode["running_req"].dropna()))
-             for label, sub in units}
+             if sub is not None else sorted(set(run.batch_sizes))
+             for (label, sub), run in zip(units, runs)}
     if len({tuple(v) for v in sizes.values()}) > 1:
         notes.append("the runs ran at different batch sizes (#running-req): the per-stream rate "
                      "weighs each run's own mix, so rows differ by their mix too")
@@ -134,8 +144,9 @@ def sweep(log: ParsedLog, *, keys: list[str] | None = None, baseline: Baseline |
     rows = []
     for (label, sub), run in zip(units, runs):
         m = run.metrics
-        be = breakeven(sub, baseline, confidence=confidence, warmup=warmup) if baseline \
-            else None
+        be = None if not baseline else breakeven(sub, baseline, confidence=confidence,
+                                                  warmup=warmup) if sub is not None \
+            else from_export.breakeven(run, baseline, confidence)
         verify = m.get("phase:Target verify")
         rows.append(SweepRow(label, {k: run.config.get(k) for k in chosen}, m["cycle_ms"].estimate,
                              verify.estimate if verify else None, m["accept_len"].estimate,
