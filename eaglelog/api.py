@@ -150,8 +150,16 @@ class ParsedLog:
         ``source`` that holds decode lines or profile blocks."""
         seen: set[int] = set()
         for name in ("decode", "prof"):
-            ups = self.values(source, name, "startup")
-            seen.update(int(x) for x in np.unique(ups[~np.isnan(ups)]))
+            df = self.tables[name]
+            if "startup" not in df.columns or not len(df):
+                continue
+            # the distinct start-ups by hashing the integer column where it lies (no float copy
+            # and no sort of millions of rows: issue 37)
+            at = self.positions(source, name)
+            sl = contiguous(at)
+            col = df["startup"].array
+            part = col[sl] if sl is not None else col.take(at)
+            seen.update(int(x) for x in pd.unique(part) if not pd.isna(x))
         st = self.values(source, "server_args", "startup")
         ln = self.values(source, "server_args", "line_no")
         ok = ~(np.isnan(st) | np.isnan(ln))
