@@ -217,7 +217,8 @@ def test_cli_summary_on_a_benchmark_output(run):
     r = run("summary", "-f", "json", OTHERS / "llama_statistics.log")
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["runs"][0]["accept_len"] == 2.82
+    assert d["runs"][0]["accept_len"]["benchmark"]["estimate"] == 2.82
+    assert d["runs"][0]["bench"]["accept_len"] == 2.82 and d["errors"] == []
 
 
 def test_cli_no_records_names_every_family(run, write):

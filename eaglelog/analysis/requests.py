@@ -965,7 +965,10 @@ def _per_key(t: pd.DataFrame, keys: pd.Series, groups: pd.Series) -> pd.DataFram
     idx = np.flatnonzero(has)
     codes, uniq = pd.factorize(pd.Series(k[idx], dtype=object), sort=False)
     m = len(uniq)
-    ok = (steps[idx] > 0) & np.isfinite(tok[idx])
+    # a verify step yields at least one token: a request with steps but no positive step
+    # tokens (completion_tokens 0 or 1 with a verify count) has no accept length, and its
+    # log ratio would be -inf or nan (issue 36)
+    ok = (steps[idx] > 0) & np.isfinite(tok[idx]) & (tok[idx] > 0)
     first = np.full(m, -1, dtype=np.int64)
     seen = np.zeros(m, dtype=bool)
     for j, c in enumerate(codes):           # the first request of each key, in input order
@@ -1068,8 +1071,9 @@ def compare_paired(ref, new, *, match: str = "auto", rid_map=None, by: str | Non
                         counts["new_without_key"] else "")
                      + ": they are counted here and left out of the paired test")
     if counts["matched_without_accept_len"]:
-        notes.append(f"{counts['matched_without_accept_len']} matched prompts lack a verify "
-                     "step in one run (no accept length): left out of the test")
+        notes.append(f"{counts['matched_without_accept_len']} matched prompts have no accept "
+                     "length in one run (no verify step, or no tokens from its verify steps): "
+                     "left out of the test")
     if counts["ref_repeated"] or counts["new_repeated"]:
         notes.append(f"prompts sent several times are pooled per run ({counts['ref_repeated']} "
                      f"in the reference, {counts['new_repeated']} in the changed run)")

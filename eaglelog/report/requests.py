@@ -45,7 +45,7 @@ def _pct(v: float | None) -> str:
 
 
 def _p(p: float | None) -> str:
-    if p is None:
+    if p is None or not math.isfinite(p):
         return "n/a"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
@@ -178,6 +178,8 @@ def _short_id(v: str | None) -> str:
 
 def _change(ratio: Estimate) -> str:
     r = ratio.estimate
+    if r is None or not math.isfinite(r):
+        return "ratio n/a"
     word = "higher" if r >= 1 else "lower"
     text = f"{abs(r - 1) * 100:.1f}% {word}"
     if ratio.sufficient:
