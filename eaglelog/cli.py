@@ -67,12 +67,21 @@ class EaglelogGroup(click.Group):
             raise
         except BrokenPipeError:
             raise
+        except MemoryError:     # not a bug: the input is too large for this machine
+            if ctx.obj and ctx.obj.get("verbose"):
+                raise
         except Exception as e:  # a bug: say so in one line; -v shows the traceback
             if ctx.obj and ctx.obj.get("verbose"):
                 raise
             click.echo(printable(f"eaglelog: internal error: {type(e).__name__}: {e} (run with "
                                  "-v for the traceback and please report it)"), err=True)
             ctx.exit(1)
+        # only a MemoryError gets here, outside its except clause: its traceback, and the
+        # frames holding the memory, are freed before the message is made
+        from .errors import out_of_memory_message
+        click.echo(printable("eaglelog: error: " + out_of_memory_message(
+            (ctx.obj or {}).get("inputs"))), err=True)
+        ctx.exit(1)
 
 
 @click.group(cls=EaglelogGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,6 +144,7 @@ def input_options(f):
 
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
+        ctx.obj["inputs"] = tuple(kwargs.get("logs") or ())     # for an out-of-memory message
         ctx.obj["no_cache"] = no_cache or ctx.obj.get("no_cache", False) or \
             bool(os.environ.get("EAGLELOG_NO_CACHE"))
         if cmd_quiet:
