@@ -428,7 +428,7 @@ def _opener(deadline: _Deadline):
     class HTTPS(urllib.request.HTTPSHandler):
         def https_open(self, req):
             return self.do_open(conn(http.client.HTTPSConnection), req,
-                                context=self._context)
+                                context=self._context, check_hostname=self._check_hostname)
 
     class NoRedirects(urllib.request.HTTPRedirectHandler):
         """Refuses every redirect: the 3xx comes back as an HTTPError (fetch decides)."""
