@@ -139,3 +139,101 @@ def test_the_t_quantile_of_a_huge_df_is_the_normal_one():
     for df in (1e7, 1e80, 1e300, sys.float_info.max):
         assert dist.stdtrit(df, 0.975) == pytest.approx(stats.norm.ppf(0.975), rel=1e-6)
     assert dist.stdtrit(10.0, 0.975) == pytest.approx(stats.t.ppf(0.975, 10), rel=1e-9)
+
+
+def _running_req(value, count=0):
+    return lambda text: re.sub(r"#running-req: \d+", f"#running-req: {value}", text, count=count)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "9223372036854775807"])
+def test_no_batch_size_gives_no_picture_and_no_crash(tmp_path, value):
+    """Before: `internal error: ValueError: Axis limits cannot be NaN or Inf` in `report` and
+    `plot --kind breakeven` when every #running-req is 0, negative or absurd (every window left
+    out: accept length and break-even insufficient).  Now -1 and 2^63−1 are bad values at their
+    lines (a batch size is 0 … 10^6), the plot refuses in one line naming the input, the report
+    says its picture was not drawn."""
+    p = edited(tmp_path, "batch_eagle3.log", "b.log", _running_req(value))
+    plot = run(["plot", "--kind", "breakeven", "--baseline-toks", "90", "-o",
+                tmp_path / "p.png", p])
+    assert plot.code == 1 and not (tmp_path / "p.png").exists()
+    err = plot.stderr.splitlines()
+    assert err[-1].startswith(f"eaglelog: error: {p}: nothing to draw a break-even picture")
+    if value != "0":
+        assert f"{p}:4: prefill line: bad value in '#running-req: {value}'" in plot.stderr
+    rep = run(["report", "--baseline-toks", "90", "-o", tmp_path / "r.html", p])
+    assert rep.code == 0
+    assert "not drawn: " in (tmp_path / "r.html").read_text()
+
+
+def test_an_absurd_batch_size_is_a_bad_value_not_a_model_input(tmp_path):
+    """'#running-req: 2147483647' fitted in 32 bits and reached the rate model (arrays sized
+    from it); now it is a bad value at its line, the record kept without it, and the run's
+    answer the same as without that line's batch size."""
+    text = (SAMPLES / "eagle3_5step.log").read_text()
+    i = text.index("#running-req: ", text.index("Decode batch", len(text) // 2))
+    line_no = text.count("\n", 0, i) + 1
+    p = tmp_path / "a.log"
+    p.write_text(text[:i] + "#running-req: 2147483647" + text[i + len("#running-req: 1"):])
+    inv = run(["summary", "--baseline-toks", "90", p])
+    assert inv.code == 0 and "verdict" in inv.stdout
+    assert f"{p}:{line_no}: decode line: bad value in '#running-req: 2147483647'" in inv.stderr
+
+
+def test_a_zero_gen_throughput_leaks_no_warning(tmp_path):
+    """Before: 'RuntimeWarning: divide by zero' from the measured-batch rounding (rate.py) on a
+    'gen throughput (token/s): 0.00' window; such a window is simply not timed."""
+    p = edited(tmp_path, "batch_eagle3.log", "g.log",
+               lambda t: re.sub(r"gen throughput \(token/s\): [\d.]+",
+                                "gen throughput (token/s): 0.00", t, count=40))
+    assert run(["report", "--baseline-toks", "90", "-o", tmp_path / "r.html", p]).code == 0
+
+
+@pytest.mark.parametrize("value", ["2.5", "inf", "nan", "-1", "9223372036854775807"])
+def test_a_num_steps_that_is_no_count(tmp_path, value):
+    """Before: `internal error: ValueError: invalid literal for int()` (2.5, inf, nan) or
+    `array is too big` (2^63−1) in whatif and schedule.  Now the server_args value is a bad
+    value at its line and each command refuses in one line naming the input."""
+    p = edited(tmp_path, "schedule/steps1.log", "s1.log",
+               lambda t: t.replace("speculative_num_steps=1,", f"speculative_num_steps={value},"))
+    inv = run(["whatif", "--baseline-toks", "90", p])
+    assert inv.code == 1
+    assert f"{p}:2: server_args line: bad value for speculative_num_steps" in inv.stderr
+    assert inv.stderr.splitlines()[-1].startswith(f"eaglelog: error: {p}: ")
+    for fmt in ("vllm", "sglang"):
+        inv = run(["schedule", "--baseline-log", SAMPLES / "batch_baseline.log", "-f", fmt, p,
+                   SAMPLES / "schedule" / "steps3.log", SAMPLES / "schedule" / "steps5.log"])
+        assert inv.code == 1 and inv.stdout == ""
+        assert inv.stderr.splitlines()[-1].startswith(f"eaglelog: error: {p}: ")
+
+
+# ------------------------------------------------------------------------------- item 9
+
+def test_a_k_the_engines_refuse_is_refused_in_one_line():
+    """Before: a negative K reached sglang_config outside the engine check's try, and its
+    EngineConfigError surfaced as `internal error: EngineConfigError`; now each engine's
+    config is refused with a note (-f vllm / -f sglang print it as one error line), and a
+    run's num_steps that is no K is refused naming the run."""
+    from eaglelog.analysis import schedule as sch
+    from eaglelog.errors import EaglelogError
+    from eaglelog.report.schedule import engine_config
+
+    notes = []
+    cfg = {"speculative_algorithm": "EAGLE3", "speculative_eagle_topk": 1}
+    vllm, sglang, steps, _ = sch.engine_configs([(1, 4, -1), (5, 8, 3)], 8, "eagle3", "/m",
+                                                cfg, {"SGLang"}, notes)
+    assert vllm is None and sglang is None and steps is None
+    assert any(n.startswith("no vLLM config: ") and ">= 0" in n for n in notes)
+    assert any(n.startswith("no SGLang config: ") and "[-1]" in n for n in notes)
+
+    class R:
+        pass
+    r = R()
+    r.vllm = r.sglang = None
+    r.notes = tuple(notes)
+    for fmt in ("vllm", "sglang"):
+        with pytest.raises(EaglelogError, match=f"^no {'vLLM' if fmt == 'vllm' else 'SGLang'}"):
+            engine_config(r, fmt)
+    for bad in (-1, 0, 2.5, float("inf"), float("nan"), "3", True, 1025):
+        with pytest.raises(EaglelogError, match=r"^run\.log: speculative_num_steps .* is no "):
+            sch._draft_steps("run.log", bad)
+    assert sch._draft_steps("run.log", 3.0) == 3

@@ -616,8 +616,9 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
                                 "printed #running-req (median): not the lines' clock",
                                 []).append(s)
             continue
-        rounding = PRINTED_STEP ** 2 / 12 * ((1 / g[j]) ** 2 + np.where(
-            spec_tok, 1 / per_tok, 0.0) ** 2)
+        with np.errstate(divide="ignore"):      # gen throughput 0.00: no ok window (g > 0)
+            rounding = PRINTED_STEP ** 2 / 12 * ((1 / g[j]) ** 2 + np.where(
+                spec_tok, 1 / per_tok, 0.0) ** 2)
         sv, how = var if isinstance(var, tuple) else (var, None)
         if kind == "wrapper":
             # windows whose batch the lines pin: the same #running-req at both ends and no

@@ -208,6 +208,7 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
             raise EaglelogError(f"{label}: no speculative_algorithm / speculative_num_steps in "
                                 "its server_args: give the speculative runs (the baseline goes "
                                 "to --baseline-log)")
+        steps = _draft_steps(label, steps)
         method = method or str(cfg["speculative_algorithm"]).lower()
         first_cfg = first_cfg or cfg
         vs = sub.tables.get("vllm_spec")
@@ -302,6 +303,20 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
                           crossover(slots), vllm, sglang, num_steps, tuple(notes), padded)
 
 
+def _draft_steps(label: str, steps) -> int:
+    """A run's num_steps as a K the engines take (a whole number 1 … MAX_DRAFT), or a one-line
+    refusal naming the run (issue 36, item 9: a K of -1 or 2.5 reached the engines' config
+    checks, and their EngineConfigError surfaced as an internal error)."""
+    from ..parsers.numbers import MAX_DRAFT
+    ok = not isinstance(steps, bool) and isinstance(steps, (int, float)) and \
+        math.isfinite(steps) and steps == int(steps) and 1 <= steps <= MAX_DRAFT
+    if not ok:
+        raise EaglelogError(f"{label}: speculative_num_steps {str(steps)[:40]!r} is no number "
+                            f"of draft steps (a whole number 1 … {MAX_DRAFT}): no engine "
+                            "config has such a K")
+    return int(steps)
+
+
 def engine_configs(ranges: list[tuple[int, int, int]], last: int, method: str,
                    draft: str | None, cfg: dict, measured_on: set[str], notes: list[str]):
     """(vLLM config, SGLang config, its --speculative-num-steps, SGLang's padding moves) of a
@@ -340,7 +355,11 @@ def engine_configs(ranges: list[tuple[int, int, int]], last: int, method: str,
                      f"server ({why}; sglang 0.5.23 adaptive_spec_params.py:56–100), with only "
                      "a warning — the schedule would be ignored")
     else:
-        sglang, num_steps = sglang_config(slots), ranges[0][2]
+        try:
+            sglang, num_steps = sglang_config(slots), ranges[0][2]
+        except EngineConfigError as e:          # refused in one line (-f sglang), not raised
+            notes.append(f"no SGLang config: {e}")
+    if sglang is not None:
         mb = cfg.get("cuda_graph_max_bs")
         mb = mb if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0 else 256
         padded = tuple(sglang_padding_changes(slots, mb, last))

@@ -85,6 +85,32 @@ def to_float(v) -> float:
     return x
 
 
+# server_args keys that are counts: the analyses size arrays and models from them (whatif a
+# position per draft step, schedule a K per step), so a value must be a whole number in range
+MAX_DRAFT = 1024          # draft steps, topk, draft tokens: no drafter runs a thousand
+CONFIG_COUNTS = {"speculative_num_steps": MAX_DRAFT, "speculative_eagle_topk": MAX_DRAFT,
+                 "speculative_num_draft_tokens": MAX_DRAFT, "tp_size": MAX_COUNT,
+                 "dp_size": MAX_COUNT, "pp_size": MAX_COUNT, "ep_size": MAX_COUNT}
+
+
+def config_count_problem(key: str, v) -> str | None:
+    """Why a server_args value cannot be the count its key names ('speculative_num_steps=2.5',
+    '=inf', '=-1', '=9223372036854775807'), or None when it can (or the key is no count, or the
+    value is None).  The caller reports the problem and leaves the value out."""
+    top = CONFIG_COUNTS.get(key)
+    if top is None or v is None:
+        return None
+    x = v
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and math.isfinite(v) and v == int(v):
+            x = int(v)
+        else:
+            return f"bad value for {key}: {str(v)[:40]!r} is not a whole number"
+    if not 0 <= x <= top:
+        return f"bad value for {key}: {str(v)[:40]} is out of range 0 … {top}"
+    return None
+
+
 def to_measure(v) -> float:
     """A measured quantity as a logger prints it (a rate, an accept length, a time, a usage):
     finite, not negative, at most MAX_MEASURE."""

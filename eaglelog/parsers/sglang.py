@@ -14,8 +14,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .numbers import (I64, literal_eval, literal_eval_fast, parse_expr, to_int, to_int32,
-                      to_measure)
+from .numbers import (I64, config_count_problem, literal_eval, literal_eval_fast, parse_expr,
+                      to_int, to_int32, to_measure)
 from .prefix import read_prefix, split_tags, valid_datetime
 from .request_identity import identity_from_json, identity_from_text
 
@@ -520,10 +520,14 @@ def _dp_attention(args: dict) -> dict:
 
 def _checked_args(args: dict, problems: list[str]) -> dict:
     """Config values a typed column can hold: an integer beyond 64 bits or a non-finite float
-    (tp_size=10**20, a bare 1e400) is a bad value, reported and left out (NA)."""
+    (tp_size=10**20, a bare 1e400) is a bad value, reported and left out (NA); so is a count
+    key's value that is no count in range (numbers.config_count_problem: num_steps 2.5)."""
     out = {}
     for k, v in args.items():
-        if isinstance(v, bool) or v is None or isinstance(v, str):
+        bad = config_count_problem(k, v)      # a count (steps, topk, tp_size …) in range
+        if bad is not None:
+            problems.append(bad)
+        elif isinstance(v, bool) or v is None or isinstance(v, str):
             out[k] = v
         elif isinstance(v, int) and not -_I64 <= v < _I64 or \
                 isinstance(v, float) and not math.isfinite(v):

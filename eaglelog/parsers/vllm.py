@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from .._lazy import pd
 from ..schema import TABLES
 from ..tables import build_frame, concat_frames
-from .numbers import I64, MAX_MEASURE, literal_eval, to_float, to_int, to_int32
+from .numbers import (I64, MAX_MEASURE, config_count_problem, literal_eval, to_float, to_int,
+                      to_int32)
 from .prefix import WRAPPER_TIME_RX, strip_ansi, valid_datetime
 from .scan import Diagnostic, ScannerBase, ScanStats, count_blank, marker_line
 
@@ -106,7 +107,8 @@ OWN_TABLES = ("decode", "server_args") + tuple(GREP_MARKERS)
 PREFIX_RX = re.compile(
     r"(?:\((?P<proc>\w+) pid=(?P<pid>\d{1,18})[^)]*\) )?"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
-    r"(?P<md>\d{2}-\d{2}) (?P<hms>\d{1,3}:\d{1,3}:\d{1,3})(?:\.\d+)? \[?(?P<src>[\w./-]+):(?P<lineno>\d+)"
+    r"(?P<md>\d{2}-\d{2}) (?P<hms>\d{1,3}:\d{1,3}:\d{1,3})(?:\.\d+)? "
+    r"\[?(?P<src>[\w./-]+):(?P<lineno>\d+)"
     r"\] ", re.ASCII)
 # the same shape with any Unicode digit: a prefix of other digits is reported, not read
 _LOOSE_PREFIX_RX = re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:"
@@ -808,7 +810,8 @@ def config_keys(raw: dict) -> dict:
 
 
 def _checked(args: dict, problems: list[str]) -> dict:
-    """Numbers a typed column cannot hold (ints beyond 64 bits, inf/nan floats) left out
+    """Numbers a typed column cannot hold (ints beyond 64 bits, inf/nan floats), and a count
+    key's value that is no count in range (k = 2.5, numbers.config_count_problem), left out
     (None), with a problem each."""
     for k, v in list(args.items()):
         if isinstance(v, bool):
@@ -818,6 +821,9 @@ def _checked(args: dict, problems: list[str]) -> dict:
             args[k] = None
         elif isinstance(v, float) and not math.isfinite(v):
             problems.append(f"bad value {str(v)!r} for {k}: not finite")
+            args[k] = None
+        elif config_count_problem(k, v) is not None:    # a count (k, tp_size …) in range
+            problems.append(config_count_problem(k, v))
             args[k] = None
     return args
 

@@ -666,7 +666,8 @@ def breakeven_figure(results: Sequence["BreakevenResult"]) -> "Figure":
         fig = _new_figure(9.0, 1.2 + 3.6 * len(per_batch))
         axes = fig.subplots(len(per_batch), 1, squeeze=False)[:, 0]
         for ax, r in zip(axes, per_batch):
-            _breakeven_axes(ax, [b.batch for b in r.by_batch], r.by_batch, conf, batch=True)
+            _breakeven_axes(ax, [b.batch for b in r.by_batch], r.by_batch, conf, batch=True,
+                            source=r.source)
             ax.set_title(f"{r.source}  vs  baseline {r.baseline}", fontsize=10)
         axes[-1].set_xlabel("running requests (batch size, #running-req)")
         fig.suptitle("break-even accept length by batch size:\nspeculation pays where the "
@@ -674,14 +675,16 @@ def breakeven_figure(results: Sequence["BreakevenResult"]) -> "Figure":
         return fig
     fig = _new_figure(max(6.0, 1.8 + 1.6 * len(results)), 4.8)
     ax = fig.subplots()
-    _breakeven_axes(ax, [_run_label(r.source) for r in results], results, conf, batch=False)
+    _breakeven_axes(ax, [_run_label(r.source) for r in results], results, conf, batch=False,
+                    source=", ".join(dict.fromkeys(r.source for r in results)))
     bases = list(dict.fromkeys(r.baseline for r in results))
     ax.set_title(f"break-even accept length vs baseline {', '.join(bases)}:\n"
                  f"{_logs_title([r.source for r in results], 80)}")
     return fig
 
 
-def _breakeven_axes(ax, ticks: list[str], items, conf: str, batch: bool) -> None:
+def _breakeven_axes(ax, ticks: list[str], items, conf: str, batch: bool,
+                    source: str = "") -> None:
     x = np.arange(len(items))
     be = [i.breakeven_accept_len for i in items]
     acc = [i.accept_len for i in items]
@@ -710,8 +713,15 @@ def _breakeven_axes(ax, ticks: list[str], items, conf: str, batch: bool) -> None
                              it.breakeven_accept_len.ci_high or it.breakeven_accept_len.estimate)),
                     xytext=(0, 6), textcoords="offset points", ha="center", va="bottom",
                     fontsize=8)
-    top = float(np.nanmax(np.r_[hi, [e.ci_high or e.estimate for e in acc]]))
-    bot = float(np.nanmin(np.r_[lo, [e.ci_low or e.estimate for e in acc]]))
+    ys = np.r_[lo, hi, [e.ci_high or e.estimate for e in acc], [e.ci_low or e.estimate
+                                                                   for e in acc]].astype(float)
+    ys = ys[np.isfinite(ys)]
+    if not len(ys):        # every value insufficient (all windows left out, say): no axis
+        from ..errors import EaglelogError
+        raise EaglelogError(f"{source}: nothing to draw a break-even picture of: neither "
+                            "the accept length nor the break-even accept length was measured "
+                            f"({'; '.join(dict.fromkeys(str(i.verdict) for i in items))})")
+    top, bot = float(ys.max()), float(ys.min())
     pad = (top - bot) * 0.15 + 0.05
     ax.set_ylim(max(0.0, bot - pad), top + 2.5 * pad)
     ax.set_xlim(-0.6, len(items) - 0.4)
