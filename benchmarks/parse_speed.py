@@ -17,39 +17,18 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
+
+from wholeproc import GENLOG, bytecode_as_installed, run  # (this folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GENLOG = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench", "genlog.py"))
 
 
 def measure(cmd: str) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one shell command and its children."""
-    t0 = time.perf_counter()
-    # stdout is a pipe, not /dev/null: GNU grep stops at the first match when it sees /dev/null
-    proc = subprocess.Popen(["/bin/sh", "-c", cmd],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed ({status}): {cmd}\n{proc.stderr.read().decode()}")
-    return wall, ru.ru_maxrss / 1024
-
-
-def bytecode_as_installed() -> None:
-    """Time eaglelog as an installed package runs: with its bytecode written once and reused.
-    An environment that sets PYTHONDONTWRITEBYTECODE (this sandbox does) makes every process
-    compile the package's modules again, about 0.12 s per start on this machine; a pip install
-    writes the bytecode at install time.  --no-bytecode keeps the variable as it is."""
-    if "--no-bytecode" in sys.argv:
-        sys.argv.remove("--no-bytecode")
-        return
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
-        print("(PYTHONDONTWRITEBYTECODE unset for the timed processes: eaglelog runs from its "
-              "bytecode, as installed; --no-bytecode keeps it)", file=sys.stderr)
-    import compileall
-    compileall.compile_dir(os.path.join(HERE, "..", "eaglelog"), quiet=1)
+    """(wall seconds, peak RSS in MB) of one shell command and its children; exits if it fails."""
+    r = run(cmd)
+    if not r.ok:
+        sys.exit(f"failed ({r.failure()}): {cmd}\n{r.err}")
+    return r.wall, r.rss_mib
 
 
 def main() -> None:
