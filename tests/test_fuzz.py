@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -423,3 +424,141 @@ def test_remote_keep_going_keeps_the_records_before_a_failed_decompression(sshd,
     assert remote.sources[0].error and "gzip data ends early" in remote.sources[0].error
     assert len(remote.decode) == len(here.decode) == 39
     _same_rows(remote, here)
+
+
+# ------------------------------------- issue 36: absurd values through report, plot, schedule …
+#
+# The mutator above damages bytes; these cases put *values* into the numbers of the bundled
+# samples: non-finite (inf, nan), out of range (-1, 0), absurd (1e308, 2^63 − 1) and a fraction
+# where a count belongs (2.5), into one line, a third of them or every line of a field, and
+# drive the commands the byte fuzz does not (schedule, whatif, requests) and the pictures
+# (report, plot).  Each case is fixed by (seed, command).
+
+VALUES = ("inf", "nan", "-1", "0", "1e308", "9223372036854775807", "2.5")
+FIELDS = {          # field -> a regex whose group 1 is the printed number
+    "running_req": r"#running-req: (-?[\d.]+)", "accept_len": r"accept len: (-?[\d.]+)",
+    "gen_throughput": r"gen throughput \(token/s\): (-?[\d.]+)",
+    "num_tokens": r"#token: (-?[\d.]+)", "new_token": r"#new-token: (-?[\d.]+)",
+    "new_seq": r"#new-seq: (-?[\d.]+)", "num_steps": r"speculative_num_steps=(-?[\d.]+)",
+    "topk": r"speculative_eagle_topk=(-?[\d.]+)",
+    "draft_tokens": r"speculative_num_draft_tokens=(-?[\d.]+)", "tp_size": r"\btp_size=(-?[\d.]+)",
+    "prof_cycles": r"EAGLE3_PROF \((-?[\d.]+) cycles", "prof_tok": r"cycles, (-?[\d.]+) tok",
+    "prof_verify": r"Target verify: +(-?[\d.]+) ms", "prof_draft": r"Draft steps: +(-?[\d.]+) ms",
+    "completion_tokens": r"'completion_tokens': (-?[\d.]+)",
+    "prompt_tokens": r"'prompt_tokens': (-?[\d.]+)", "verify_ct": r"'spec_verify_ct': (-?[\d.]+)",
+    "histogram": r"'spec_accept_histogram': \[(-?[\d.]+)", "e2e": r"'e2e_latency': (-?[\d.]+)",
+    "v_running": r"Running: (-?[\d.]+) reqs", "v_gen": r"Avg generation throughput: (-?[\d.]+)",
+    "v_mean_acc": r"Mean acceptance length: (-?[\d.]+)", "v_accepted": r"Accepted: (-?[\d.]+) tok",
+    "v_drafted": r"Drafted: (-?[\d.]+) tok", "v_pos": r"Per-position acceptance rate: (-?[\d.]+)",
+    "v_k": r"'num_speculative_tokens': (-?[\d.]+)",
+}
+_OUT = object()     # stands for the output file of a case
+SCENARIOS = {       # command -> (inputs, argv with inputs as {0}, {1} …)
+    "report": [(["eagle3_5step.log"], ["report", "--baseline-toks", "90", "-o", _OUT, "{0}"]),
+               (["batch_eagle3.log", "batch_baseline.log"],
+                ["report", "--baseline-log", "{1}", "-o", _OUT, "{0}"]),
+               (["batch_eagle3.log"], ["report", "--baseline-toks", "90", "-o", _OUT, "{0}"]),
+               (["vllm_v1.log"], ["report", "-o", _OUT, "{0}"])],
+    "plot": [(["eagle3_5step.log"], ["plot", "--kind", "breakeven", "--baseline-toks", "90",
+                                     "-o", _OUT, "{0}"]),
+             (["batch_eagle3.log"], ["plot", "--kind", "breakeven", "--baseline-toks", "90",
+                                     "-o", _OUT, "{0}"]),
+             (["batch_eagle3.log", "batch_baseline.log"],
+              ["plot", "--kind", "breakeven", "--baseline-log", "{1}", "-o", _OUT, "{0}"]),
+             (["eagle3_5step.log"], ["plot", "--kind", "timeline", "-o", _OUT, "{0}"]),
+             (["eagle3_5step.log"], ["plot", "--kind", "phases", "-o", _OUT, "{0}"])],
+    "schedule": [([f"schedule/steps{k}.log" for k in (1, 3, 5)] + ["batch_baseline.log"],
+                  ["schedule", "--baseline-log", "{3}", "{0}", "{1}", "{2}"])],
+    "whatif": [(["eagle3_5step.log"], ["whatif", "--baseline-toks", "90", "{0}"]),
+               (["sweep/steps2.log", "sweep/steps5.log"],
+                ["whatif", "--baseline-toks", "90", "{0}", "{1}"]),
+               (["vllm_sweep/k1.log", "vllm_sweep/k3.log"], ["whatif", "{0}", "{1}"]),
+               (["schedule/steps3.log", "batch_baseline.log"],
+                ["whatif", "--by", "batch", "--baseline-log", "{1}", "{0}"])],
+    "requests": [(["eagle3_5step.log"], ["requests", "{0}"]),
+                 (["schedule/steps3.log"], ["requests", "-f", "json", "{0}"])],
+}
+VALUE_SEEDS = range(36)     # 36 × 5 commands: ~180 invocations, ~35 s on one core
+_VALUE_RESULTS: dict[str, list[tuple[int, str]]] = {}
+
+
+def value_case(seed: int, command: str, d: Path):
+    """The mutated inputs and the command line of case (seed, command), written under d:
+    (argv, output format, the mutated file, the mutated lines' numbers)."""
+    r = random.Random(f"value:{seed}:{command}")
+    files, template = r.choice(SCENARIOS[command])
+    texts = {f: (SAMPLES / f).read_text() for f in files}
+    target, field = r.choice([(f, k) for f in files for k in FIELDS
+                              if re.search(FIELDS[k], texts[f])])
+    value, scope = r.choice(VALUES), r.choice(("one", "some", "all"))
+    hits = list(re.finditer(FIELDS[field], texts[target]))
+    pick = hits if scope == "all" else [r.choice(hits)] if scope == "one" else \
+        r.sample(hits, max(1, len(hits) // 3))
+    text, parts, at = texts[target], [], 0
+    for m in sorted(pick, key=lambda m: m.start()):
+        parts += [text[at:m.start(1)], value]
+        at = m.end(1)
+    texts[target] = "".join(parts) + text[at:]
+    lines = sorted(text.count("\n", 0, m.start()) + 1 for m in pick)
+    paths = []
+    for f in files:
+        p = d / f.replace("/", "_")
+        p.write_text(texts[f])
+        paths.append(str(p))
+    if command == "schedule":
+        fmt = r.choice((None, "vllm", "sglang", "json"))
+        template = template[:-3] + (["-f", fmt] if fmt else []) + template[-3:]
+    out = str(d / ("out.html" if command == "report" else "out.png"))
+    argv = [out if a is _OUT else a.format(*paths) for a in template]
+    fmt = argv[argv.index("-f") + 1] if "-f" in argv else None
+    return argv, fmt, paths[files.index(target)], (field, value, scope, lines)
+
+
+@pytest.mark.parametrize("command", tuple(SCENARIOS))
+def test_fuzz_absurd_values(tmp_path, command):
+    """No traceback, no internal error, no leaked warning, no nan/inf shown; an exit code the
+    CLI documents (0 ok, 1 refused: 2 and 3 are usage errors and gates, which these command
+    lines never are); a refusal is one 'eaglelog: error:' line that names an input."""
+    found = []
+    for seed in VALUE_SEEDS:
+        d = tmp_path / str(seed)
+        d.mkdir()
+        argv, fmt, target, what = value_case(seed, command, d)
+        inv = fuzz.invoke(argv, timeout=TIMEOUT)
+        bad = fuzz.check(inv, fmt if fmt in TEXT_FMTS else None)
+        if inv.code not in (0, 1):
+            bad.append(f"exit {inv.code}")
+        if inv.code == 1:
+            errors = [ln for ln in inv.stderr.splitlines() if ln.startswith("eaglelog: error:")]
+            if len(errors) != 1 or not any(p in errors[0] for p in argv[1:] if "/" in p):
+                bad.append(f"not one error line naming an input: {errors}")
+        _VALUE_RESULTS.setdefault(command, []).append((inv.code, inv.stderr))
+        if bad:
+            found.append(f"seed {seed} {what}: eaglelog {' '.join(argv)}\n    "
+                         + "\n    ".join(map(str, bad)))
+    assert not found, "\n".join(found)
+
+
+TEXT_FMTS = ("table", "markdown", "csv", "json", "jsonl")
+
+
+def test_fuzz_absurd_values_are_reported_at_their_lines(tmp_path):
+    """Not vacuous: the cases reach past the parsers (some end with exit 0, some refuse), and
+    a value that is no number for its field is reported at file:line."""
+    for command in SCENARIOS:
+        if command not in _VALUE_RESULTS:
+            test_fuzz_absurd_values(tmp_path / command, command)
+    for command, res in _VALUE_RESULTS.items():
+        codes = {c for c, _ in res}
+        assert 0 in codes, command
+    said = [e for res in _VALUE_RESULTS.values() for _, e in res]
+    assert sum(bool(re.search(r"eaglelog: warning: \S+:\d+: .*bad value", e)) for e in said) \
+        >= 20
+    d = tmp_path / "one"
+    d.mkdir()
+    p = d / "a.log"
+    text = (SAMPLES / "eagle3_5step.log").read_text()
+    p.write_text(text.replace("#running-req: 1,", "#running-req: 9223372036854775807,", 1))
+    n = text[:text.index("#running-req: 1,")].count("\n") + 1
+    inv = fuzz.invoke(["report", "--baseline-toks", "90", "-o", str(d / "r.html"), str(p)])
+    assert inv.code == 0 and f"{p}:{n}: " in inv.stderr and fuzz.check(inv) == []
