@@ -73,15 +73,37 @@ class EaglelogGroup(click.Group):
         except Exception as e:  # a bug: say so in one line; -v shows the traceback
             if ctx.obj and ctx.obj.get("verbose"):
                 raise
-            click.echo(printable(f"eaglelog: internal error: {type(e).__name__}: {e} (run with "
-                                 "-v for the traceback and please report it)"), err=True)
-            ctx.exit(1)
+            if not _out_of_threads(e):
+                click.echo(printable(internal_message(e, (ctx.obj or {}).get("inputs"))),
+                           err=True)
+                ctx.exit(1)
         # only a MemoryError gets here, outside its except clause: its traceback, and the
         # frames holding the memory, are freed before the message is made
         from .errors import out_of_memory_message
         click.echo(printable("eaglelog: error: " + out_of_memory_message(
             (ctx.obj or {}).get("inputs"))), err=True)
         ctx.exit(1)
+
+
+def _out_of_threads(e: Exception) -> bool:
+    """A thread the process could not start (under an address-space limit, its stack is the
+    allocation that fails): out of memory, said as such."""
+    return isinstance(e, RuntimeError) and "can't start new thread" in str(e)
+
+
+def internal_message(e: Exception, inputs) -> str:
+    """The one line of an unexpected exception.  numpy's LinAlgError is no bug of ours to
+    report but a least-squares system these numbers leave without a solution (a degenerate
+    window set: constant or non-finite columns): said so, naming the inputs."""
+    import numpy as np
+    if isinstance(e, np.linalg.LinAlgError):
+        names = ", ".join(str(x) for x in inputs or ()) or "the input"
+        return (f"eaglelog: error: {names}: the rate model's least-squares fit has no "
+                f"solution on these numbers ({e}); a degenerate set of decode windows — check "
+                "the lines with `eaglelog parse --table decode`, or select a part with "
+                "--since/--until")
+    return (f"eaglelog: internal error: {type(e).__name__}: {e} (run with -v for the "
+            "traceback and please report it)")
 
 
 @click.group(cls=EaglelogGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -237,3 +237,37 @@ def test_a_k_the_engines_refuse_is_refused_in_one_line():
         with pytest.raises(EaglelogError, match=r"^run\.log: speculative_num_steps .* is no "):
             sch._draft_steps("run.log", bad)
     assert sch._draft_steps("run.log", 3.0) == 3
+
+
+def test_a_fit_without_solution_is_one_line_not_an_internal_error(monkeypatch):
+    """Issue 36 item 8: numpy's 'SVD did not converge' on a degenerate window set is a
+    least-squares system the numbers leave without a solution — one line naming the input."""
+    import numpy as np
+    from click.testing import CliRunner
+    from eaglelog.analysis import rate
+    from eaglelog.cli import main
+
+    def boom(*a, **k):
+        raise np.linalg.LinAlgError("SVD did not converge")
+    monkeypatch.setattr(rate, "fit", boom)
+    log = str(ROOT / "sample_logs" / "eagle3_5step.log")
+    res = CliRunner().invoke(main, ["--no-cache", "breakeven", "--baseline-toks", "90", log])
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert res.exit_code == 1 and len(lines) == 1
+    assert lines[0].startswith(f"eaglelog: error: {log}: the rate model's least-squares fit has "
+                               "no solution on these numbers (SVD did not converge)")
+    assert "internal error" not in res.output
+
+
+def test_a_thread_that_cannot_start_is_out_of_memory(monkeypatch):
+    from click.testing import CliRunner
+    from eaglelog.analysis import rate
+    from eaglelog.cli import main
+
+    def boom(*a, **k):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(rate, "fit", boom)
+    log = str(ROOT / "sample_logs" / "eagle3_5step.log")
+    res = CliRunner().invoke(main, ["--no-cache", "breakeven", "--baseline-toks", "90", log])
+    assert res.exit_code == 1 and "internal error" not in res.output
+    assert "eaglelog: error: out of memory analysing 71.9 KiB of input" in res.output
