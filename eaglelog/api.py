@@ -1017,7 +1017,7 @@ def _parse_inputs(inputs, engine, base_date, chunk_size, keep_going, cache, colu
 
 def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:
     """What crossing the network cost, for the overview and a note on stderr."""
-    from .report import fmt_bytes
+    from .units import fmt_bytes
 
     info.remote = {"mode": item.mode, "size": item.size, "transferred": item.transferred,
                    "seconds": round(item.seconds, 3), "filtered_lines": item.filtered_lines}
@@ -1042,3 +1042,23 @@ def _remote_info(info: SourceInfo, item, diags: list[Diagnostic]) -> None:
     for n in item.notes:
         if isinstance(n, str):
             diags.append(Diagnostic(info.name, None, "transfer", n, "warning"))
+
+
+def load(logs, *, engine: str = "auto", base_date=None, keep_going: bool = False,
+         since=None, until=None, startup: int | None = None, cache: bool = True):
+    """A ``ParsedLog`` of ``logs`` (a path, a list of them, or a ParsedLog, returned as it is
+    unless a selection is asked for), with only what ``since``/``until``/``startup`` select."""
+    from .schema import ANALYSIS_COLUMNS
+
+    if isinstance(logs, ParsedLog):
+        log = logs
+    else:
+        paths = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
+            [os.fspath(p) for p in logs]
+        if not paths:
+            raise EaglelogError("no input given")
+        log = parse(paths, engine=engine, keep_going=keep_going, base_date=base_date,
+                    cache=cache, columns=ANALYSIS_COLUMNS)
+    if since is not None or until is not None or startup is not None:
+        log = log.select(since=since, until=until, startup=startup)
+    return log

@@ -78,3 +78,26 @@ def parse_plus_minus(text: str) -> tuple[float, float | None]:
             raise ValueError("the uncertainty after ± must be ≥ 0")
         return value, sd
     return to_float(t), None
+
+
+def make_baseline(baseline_toks=None, baseline_log=None, *, engine: str = "auto",
+                  base_date=None, required: bool = True):
+    """The baseline of ``baseline_toks`` (90, '90±3', '1:90,8:70' or {1: 90, 8: 70}) or
+    ``baseline_log`` (a path or a ParsedLog of a run without speculation); None when neither
+    is given and ``required`` is false.  ValueError says what is wrong with a rate."""
+    from .api import load
+
+    if baseline_toks is not None and baseline_log is not None:
+        raise ValueError("give baseline_toks or baseline_log, not both")
+    if isinstance(baseline_toks, Baseline):
+        return baseline_toks
+    if baseline_toks is not None:
+        if isinstance(baseline_toks, dict):
+            baseline_toks = ",".join(f"{b}:{v}" for b, v in baseline_toks.items())
+        return Baseline.from_text(str(baseline_toks))
+    if baseline_log is not None:
+        return Baseline(log=load(baseline_log, engine=engine, base_date=base_date))
+    if required:
+        raise ValueError("give the baseline: baseline_toks=90 (tokens/s of one request stream "
+                         "without speculation) or baseline_log='base.log'")
+    return None

@@ -625,7 +625,7 @@ def said_wrote(path: str) -> None:
     the user named says so (a file written to stdout is not said)."""
     ctx = click.get_current_context()
     if not (ctx.obj or {}).get("quiet"):
-        from .report import fmt_bytes
+        from .units import fmt_bytes
         click.echo(printable(f"eaglelog: wrote {path} ({fmt_bytes(os.path.getsize(path))})"),
                    err=True)
 

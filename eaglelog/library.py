@@ -44,48 +44,10 @@ def __getattr__(name: str):
 
 # ----------------------------------------------------------------------------- inputs
 
-def load(logs, *, engine: str = "auto", base_date=None, keep_going: bool = False,
-         since=None, until=None, startup: int | None = None, cache: bool = True):
-    """A ``ParsedLog`` of ``logs`` (a path, a list of them, or a ParsedLog, returned as it is
-    unless a selection is asked for), with only what ``since``/``until``/``startup`` select."""
-    from .api import ParsedLog, parse
-    from .schema import ANALYSIS_COLUMNS
-
-    if isinstance(logs, ParsedLog):
-        log = logs
-    else:
-        paths = [os.fspath(logs)] if isinstance(logs, (str, os.PathLike)) else \
-            [os.fspath(p) for p in logs]
-        if not paths:
-            raise EaglelogError("no input given")
-        log = parse(paths, engine=engine, keep_going=keep_going, base_date=base_date,
-                    cache=cache, columns=ANALYSIS_COLUMNS)
-    if since is not None or until is not None or startup is not None:
-        log = log.select(since=since, until=until, startup=startup)
-    return log
-
-
-def make_baseline(baseline_toks=None, baseline_log=None, *, engine: str = "auto",
-                  base_date=None, required: bool = True):
-    """The baseline of ``baseline_toks`` (90, '90±3', '1:90,8:70' or {1: 90, 8: 70}) or
-    ``baseline_log`` (a path or a ParsedLog of a run without speculation); None when neither
-    is given and ``required`` is false.  ValueError says what is wrong with a rate."""
-    from .baseline import Baseline
-
-    if baseline_toks is not None and baseline_log is not None:
-        raise ValueError("give baseline_toks or baseline_log, not both")
-    if isinstance(baseline_toks, Baseline):
-        return baseline_toks
-    if baseline_toks is not None:
-        if isinstance(baseline_toks, dict):
-            baseline_toks = ",".join(f"{b}:{v}" for b, v in baseline_toks.items())
-        return Baseline.from_text(str(baseline_toks))
-    if baseline_log is not None:
-        return Baseline(log=load(baseline_log, engine=engine, base_date=base_date))
-    if required:
-        raise ValueError("give the baseline: baseline_toks=90 (tokens/s of one request stream "
-                         "without speculation) or baseline_log='base.log'")
-    return None
+# (both live below the analyses: api.load, baseline.make_baseline; the library's names for
+# them stay)
+from .api import load  # noqa: E402,F401
+from .baseline import make_baseline  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------- results
@@ -266,8 +228,10 @@ def breakeven_rows(r) -> list[dict]:
 
     ranges = any(not b.batch.isdigit() for b in (r.by_batch or ()))
 
+    from .analysis.rate import bucket_range
+
     def flat(batch, obj, verdict):
-        lo, hi = _bucket_range(batch)
+        lo, hi = bucket_range(batch)
         row = {"source": r.source, "scope": "all" if batch is None else "bucket",
                "running_req": lo}
         if ranges:
@@ -280,19 +244,6 @@ def breakeven_rows(r) -> list[dict]:
     rows = [flat(None, r, r.verdict)]
     rows += [flat(b.batch, b, b.verdict) for b in (r.by_batch or ())]
     return rows
-
-
-def _bucket_range(label: str | None) -> tuple[int | None, int | None]:
-    """(lowest, highest) #running-req of a bucket label ('8', '4–7'); (None, None) for the
-    whole run."""
-    if label is None:
-        return None, None
-    parts = label.replace("-", "–").split("–")
-    try:
-        lo, hi = int(parts[0]), int(parts[-1])
-    except ValueError:
-        return None, None
-    return lo, hi
 
 
 def summary_rows(s) -> list[dict]:

@@ -126,7 +126,7 @@ def overview_rows(items: list[dict]) -> list[dict]:
 
 
 def render_overview(items: list[dict]) -> str:
-    from .report import fmt_bytes, fmt_duration
+    from .units import fmt_bytes, fmt_duration
 
     lines = []
     for it in items:

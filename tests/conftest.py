@@ -90,3 +90,67 @@ def sshd():
     yield server
     server.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- system parts
+# Some tests drive real programs that a bare machine lacks: an OpenSSH server (tests/sshd.py),
+# Chromium (tests/browser.py), Prometheus and promtool (tests/promserver.py).  `scripts/test
+# --system` (and CI, through it) installs them and sets EAGLELOG_REQUIRE_SYSTEM=1: then a
+# missing part FAILS its tests.  Without that variable the tests that need a missing part are
+# skipped, and the run ends with one line saying what to install.
+import inspect as _inspect      # noqa: E402
+import shutil as _shutil        # noqa: E402
+
+SYSTEM_PARTS = {
+    # part: (what in a test's or its fixtures' source says it uses it, is it here, package)
+    "sshd": (("Sshd(",), lambda: bool(_shutil.which("sshd") or os.path.exists("/usr/sbin/sshd"))
+             and bool(_shutil.which("ssh")), "openssh-server openssh-client"),
+    "chromium": (("browser.",), lambda: os.environ.get("EAGLELOG_SKIP_BROWSER") != "1" and any(
+        _shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")), "chromium"),
+    "prometheus": (("shared_env(", "promtool", "Prometheus("),
+                   lambda: bool(os.path.exists("/usr/bin/prometheus") or _shutil.which("prometheus"))
+                   and bool(_shutil.which("promtool")), "prometheus"),
+}
+_SKIPPED: dict[str, int] = {}
+
+
+def _source(obj) -> str:
+    try:
+        return _inspect.getsource(obj)
+    except (OSError, TypeError):
+        return ""
+
+
+def _needs(item) -> set[str]:
+    """The system parts a test uses: by the text of its function and of its fixtures'."""
+    texts = [_source(getattr(item, "function", None))]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        texts += [_source(d.func) for d in defs]
+    text = "\n".join(texts)
+    return {p for p, (marks, _, _) in SYSTEM_PARTS.items() if any(m in text for m in marks)}
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("EAGLELOG_REQUIRE_SYSTEM") == "1":
+        return                       # CI: a missing part fails its tests
+    # (EAGLELOG_PRETEND_MISSING=sshd,chromium: as on a machine without them — to try this)
+    pretend = set(filter(None, os.environ.get("EAGLELOG_PRETEND_MISSING", "").split(",")))
+    missing = {p for p, (_, here, _) in SYSTEM_PARTS.items() if p in pretend or not here()}
+    if not missing:
+        return
+    for item in items:
+        lack = sorted(_needs(item) & missing)
+        if lack:
+            for p in lack:
+                _SKIPPED[p] = _SKIPPED.get(p, 0) + 1
+            item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(lack)}: not on this "
+                                                    "machine (scripts/test --system installs it)"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIPPED:
+        parts = ", ".join(f"{p} ({n} tests)" for p, n in sorted(_SKIPPED.items()))
+        pkgs = " ".join(SYSTEM_PARTS[p][2] for p in sorted(_SKIPPED))
+        terminalreporter.write_line(f"eaglelog: skipped the tests that need {parts}: install "
+                                    f"them with `scripts/test --system` (apt-get install {pkgs})")

@@ -212,7 +212,7 @@ def test_to_frame_running_req_is_numeric():
     assert t["running_req"].iloc[1:].tolist() == [x.to_dict()["running_req"] for x in b.by_batch]
     assert "startup" not in t.columns and "running_req_max" not in t.columns
     assert t["running_req"].iloc[1:].sum() == 63                    # arithmetic works
-    from eaglelog.library import _bucket_range
+    from eaglelog.analysis.rate import bucket_range as _bucket_range
     assert _bucket_range("4–7") == (4, 7) and _bucket_range("16") == (16, 16)
     assert _bucket_range(None) == (None, None)
 

@@ -1293,6 +1293,19 @@ def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]
     return codes.astype(np.int64), labels
 
 
+def bucket_range(label: str | None) -> tuple[int | None, int | None]:
+    """(lowest, highest) #running-req of a bucket label ('8', '4–7'); (None, None) for the
+    whole run."""
+    if label is None:
+        return None, None
+    parts = label.replace("-", "–").split("–")
+    try:
+        lo, hi = int(parts[0]), int(parts[-1])
+    except ValueError:
+        return None, None
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class BucketFit:
     """One batch-size bucket of a run: its cycle and accept length (the run's β), the share of

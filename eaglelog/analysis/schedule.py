@@ -184,7 +184,8 @@ def schedule(logs, baseline=None, *, baseline_toks=None, baseline_log=None,
         ...                       baseline_log="sample_logs/batch_baseline.log")
         >>> [(s.batch, s.steps) for s in r.slots], r.vllm["num_speculative_tokens_per_batch_size"]
     """
-    from ..library import load, make_baseline
+    from ..api import load
+    from ..baseline import make_baseline
     baseline = baseline or make_baseline(baseline_toks, baseline_log, engine=engine,
                                          required=False)
     log = load(logs, engine=engine)

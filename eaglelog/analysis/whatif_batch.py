@@ -38,7 +38,7 @@ from ..stats import Estimate
 from . import engines, rate
 from .cost_step import MIN_SIDE, Step, find_step
 from .requests import _tq
-from .whatif import CostModel, Evidence, _d, anchor_of, tau_ratio
+from .whatif_model import CostModel, Evidence, _d, anchor_of, tau_ratio
 
 
 EDGE = 1.05      # batch × K within 5 % of the measured range is inside it

@@ -5,6 +5,8 @@ formats (table, markdown) drop columns that are empty in every row and round flo
 """
 from __future__ import annotations
 
+from ..units import fmt_bytes, fmt_duration  # noqa: F401  (re-exported)
+
 import io
 import json
 import math
@@ -162,24 +164,3 @@ def _jsonable(v):
     if v is pd.NA or v is pd.NaT:
         return None
     return str(v)
-
-
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
-
-
-def fmt_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    if h:
-        return f"{h} h {m:02d} min"
-    if m:
-        return f"{m} min {s:02d} s"
-    return f"{s} s"

@@ -3,35 +3,8 @@ from __future__ import annotations
 
 import math
 
-from ..stats import Estimate
-
-
-def num(v: float | None, digits: int = 4) -> str:
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    if v == 0:
-        return "0"
-    mag = math.floor(math.log10(abs(v)))
-    dec = max(0, digits - 1 - mag)
-    return f"{v:.{dec}f}"
-
-
-def ci(e: Estimate, digits: int = 4) -> str:
-    if not e.sufficient:
-        return "insufficient data"
-    if e.ci_low == e.ci_high and e.n is None:
-        return "exact"
-    return f"[{num(e.ci_low, digits)} … {num(e.ci_high, digits)}]"
-
-
-def row(label: str, e: Estimate, unit: str = "", digits: int = 4, source: bool = True) -> str:
-    value = f"{num(e.estimate, digits)}{unit}"
-    src = f"  {e.source}" if source and e.source else ""
-    return f"  {label:<20}{value:>11}  {ci(e, digits):<22}{src}".rstrip()
-
-
-def pct(x: float) -> str:
-    return f"{abs(x) * 100:.1f}%"
+from ..stats import Estimate  # noqa: F401
+from .format import ci, num, pct, row, verdict_sentence  # noqa: F401  (re-exported)
 
 
 def breakeven_block(r) -> str:
@@ -66,43 +39,6 @@ def breakeven_block(r) -> str:
     for n in r.notes:
         lines.append(f"  note: {n}")
     return "\n".join(lines) + "\n"
-
-
-def verdict_sentence(r) -> str:
-    sp = r.speedup
-    conf = f"{r.confidence:.0%}"
-    reason = getattr(r, "verdict_reason", None)
-    if r.verdict == "insufficient data":
-        return ("insufficient data: fewer than 2 usable windows or blocks behind the cycle or "
-                "the accept length (a series' first window only starts it): nothing to "
-                "estimate an interval from")
-    if r.verdict == "needs accept length":
-        be = r.breakeven_accept_len
-        interval = ci(be) if be.sufficient else "(no interval: fewer than 2 blocks)"
-        return (f"NO VERDICT: pays when the accept length exceeds {num(be.estimate)} "
-                f"{interval}; {reason}")
-    if r.verdict == "partial":
-        return f"PARTIAL: {reason}"
-    if r.verdict == "mixed":
-        pooled = (f"; over the run's batch mix {num(sp.estimate, 3)}× {ci(sp, 3)}"
-                  if math.isfinite(sp.estimate) else "")
-        return f"MIXED: {reason}{pooled} (see the table)"
-    if r.verdict == "invalid baseline":
-        return f"INVALID BASELINE: {reason} (see the note)"
-    if r.verdict == "above":
-        bound = " at least" if getattr(r, "cycle_kind", "") == "upper bound" else ""
-        return (f"ABOVE break-even:{bound} {num(sp.estimate, 3)}× the baseline "
-                f"({pct(sp.estimate - 1)} faster; {conf} CI {pct(sp.ci_low - 1)} – "
-                f"{pct(sp.ci_high - 1)} faster)")
-    if r.verdict == "below":
-        return (f"BELOW break-even: {num(sp.estimate, 3)}× the baseline "
-                f"({pct(1 - sp.estimate)} slower; {conf} CI {pct(1 - sp.ci_high)} – "
-                f"{pct(1 - sp.ci_low)} slower)")
-    if reason:
-        return (f"INCONCLUSIVE: {num(sp.estimate, 3)}× the baseline at least ({reason}; "
-                f"{conf} interval of the bound {ci(sp, 3)})")
-    return (f"INCONCLUSIVE: {num(sp.estimate, 3)}× the baseline, but the {conf} interval "
-            f"{ci(sp, 3)} contains 1")
 
 
 def by_batch_table(r) -> str:
@@ -400,16 +336,16 @@ def sweep_block(r, tablefmt: str = "simple") -> str:
         headers += ["break-even", "speedup [CI]", "vs baseline"]
     headers += [""]
     rows = []
-    for row in r.rows:
-        line = [str(row.keys.get(k)) for k in r.keys] if r.keys else []
-        line += [f"{row.cycle_ms.estimate:.2f}",
-                 f"{row.verify_ms.estimate:.2f}" if row.verify_ms else "",
-                 num(row.accept_len.estimate), f"{num(row.eff_tok_s.estimate)} "
-                 f"{ci(row.eff_tok_s)}"]
+    for sr in r.rows:
+        line = [str(sr.keys.get(k)) for k in r.keys] if r.keys else []
+        line += [f"{sr.cycle_ms.estimate:.2f}",
+                 f"{sr.verify_ms.estimate:.2f}" if sr.verify_ms else "",
+                 num(sr.accept_len.estimate), f"{num(sr.eff_tok_s.estimate)} "
+                 f"{ci(sr.eff_tok_s)}"]
         if r.baseline:
-            line += [num(row.breakeven_accept_len.estimate),
-                     f"{num(row.speedup.estimate, 3)} {ci(row.speedup, 3)}", row.verdict]
-        line += [row.mark, row.run]
+            line += [num(sr.breakeven_accept_len.estimate),
+                     f"{num(sr.speedup.estimate, 3)} {ci(sr.speedup, 3)}", sr.verdict]
+        line += [sr.mark, sr.run]
         rows.append(line)
     headers += ["run"]
     title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"

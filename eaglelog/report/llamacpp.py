@@ -1,7 +1,7 @@
 """The human block of a llama-server run's summary (analysis/llamacpp.py: LlamaSummary)."""
 from __future__ import annotations
 
-from .blocks import ci, num, verdict_sentence
+from .format import ci, num, verdict_sentence
 
 
 def summary_block(s) -> str:
