@@ -34,10 +34,10 @@ def __getattr__(name: str):
 
 _ANALYSES = ("summarize", "summary", "breakeven", "reconcile", "compare", "sweep", "Runs",
              "requests", "compare_paired", "compare_by_batch", "acceptance", "whatif",
-             "schedule")
+             "schedule", "latency")
 
 __all__ = ["parse", "ParsedLog", "SourceInfo", "summarize", "summary", "breakeven",
            "reconcile", "compare", "sweep", "requests", "compare_paired", "compare_by_batch",
-           "acceptance", "whatif", "schedule",
+           "acceptance", "whatif", "schedule", "latency",
            "Runs", "Baseline", "TABLES", "EaglelogError",
            "InputError", "NoRecordsError", "__version__"]

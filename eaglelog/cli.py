@@ -1431,6 +1431,66 @@ def rules_options(f):
     return wrapper
 
 
+@main.command("latency", context_settings={"ignore_unknown_options": True})
+@click.argument("files", nargs=-1, required=True, metavar="SPEC... --baseline BASE...")
+@click.option("--slo", default=None, metavar="KEY=VALUE,...",
+              help="Service-level objective for goodput, e.g. ttft=2s,tpot=50ms (keys ttft, "
+                   "tpot, e2el; s or ms, a bare number is ms as vLLM's --goodput).")
+@click.option("--attainment", type=click.FloatRange(0, 1, min_open=True), default=0.9,
+              show_default=True, help="Share of requests that must meet the SLO for a load "
+                                      "point to meet it.")
+@click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
+              help="Confidence level of every interval.")
+@click.option("--resamples", type=click.IntRange(100, 100_000), default=2000, show_default=True,
+              help="Bootstrap resamples B (ITL percentiles and the per-stream tok/s ratio).")
+@output_options
+@click.pass_context
+def latency_cmd(ctx, files, slo, attainment, confidence, resamples, fmt, output):
+    """Latency and goodput under load: speculation against its baseline, per load point.
+
+    SPEC... and the BASE... files after --baseline are `vllm bench serve --save-result
+    --save-detailed` JSON files (one run per file or per line), a speculative and a baseline
+    run at each request rate (or --max-concurrency). Per load point: p50/p90/p99 TTFT, TPOT
+    and ITL with intervals (one sample is a request), per-stream tok/s (1000 / p50 TPOT) and
+    aggregate tok/s, goodput under --slo, the verdict in words, and the crossover load where
+    speculation stops paying. docs/latency.md. -f csv/jsonl/parquet: one row per load point
+    and arm.
+
+    \b
+    Examples:
+      eaglelog latency spec-*qps.json --baseline base-*qps.json
+      eaglelog latency sample_logs/latency/spec-*.json \\
+          --baseline sample_logs/latency/base-*.json --slo ttft=2s,tpot=50ms
+      eaglelog latency spec.json --baseline base.json -f json -o latency.json
+    """
+    spec, baseline, side = [], [], None
+    for f in files:
+        if f == "--baseline" or f.startswith("--baseline="):
+            side = baseline
+            if f.startswith("--baseline="):
+                baseline.append(f.split("=", 1)[1])
+        elif f.startswith("-") and f != "-":
+            raise click.UsageError(f"no such option: {f}")
+        else:
+            (spec if side is None else baseline).append(f)
+    if not spec:
+        raise click.UsageError("no speculative run: give SPEC files before --baseline")
+    if not baseline:
+        raise click.UsageError("no baseline run: give --baseline BASE... after the SPEC files")
+    ctx.obj["inputs"] = tuple(spec) + tuple(baseline)     # for an out-of-memory message
+    from . import library
+    from .report.latency import latency_block, markdown_rows
+
+    result = library.latency(list(spec), list(baseline), slo=slo, attainment=attainment,
+                             confidence=confidence, resamples=resamples)
+    render_result(result, fmt, output, latency_block, markdown_rows)
+    if not ctx.obj.get("quiet"):
+        for note in result.notes:
+            click.echo(printable(f"eaglelog: note: {note}"), err=True)
+    if output and output != "-":
+        said_wrote(output)
+
+
 @main.command("export")
 @rules_options
 @input_options

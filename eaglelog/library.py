@@ -25,14 +25,14 @@ from .errors import EaglelogError
 
 __all__ = ["Runs", "summarize", "summary", "breakeven", "reconcile", "compare", "sweep",
            "requests", "compare_paired", "compare_by_batch", "acceptance", "whatif",
-           "schedule", "load", "make_baseline"]
+           "schedule", "latency", "load", "make_baseline"]
 
 # analyses that live whole in their own module (they take plain arguments already): the
 # library hands out those functions themselves, docstrings and all
 _ELSEWHERE = {"requests": "analysis.requests", "compare_paired": "analysis.requests",
               "compare_by_batch": "analysis.batch_compare",
               "acceptance": "analysis.acceptance", "whatif": "analysis.whatif",
-              "schedule": "analysis.schedule"}
+              "schedule": "analysis.schedule", "latency": "analysis.latency"}
 
 
 def __getattr__(name: str):

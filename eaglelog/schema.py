@@ -774,3 +774,74 @@ def cli_name(table: str) -> str:
 def table_from_cli(name: str) -> str:
     return name.replace("-", "_")
 
+
+
+# ------------------------------------------------------------------ load tests (`latency`)
+# Read by parsers/loadtest.py for `eaglelog latency` (docs/latency.md), not by `parse`: a load
+# test's result is one JSON document per run, outside the line-based families of TABLES.
+def _load_where(what: str) -> tuple[Column, ...]:
+    return (
+        C("source", "category", "", "the result file the row came from"),
+        C("line_no", "Int64", "", "the line the run's JSON object starts on (JSON lines: "
+          "--append-result)"),
+        C("run", "string", "", "the benchmark's --label (else its backend)"),
+        C("load", "float64", "req/s or requests", f"the load point of the {what}: the "
+          "configured request rate when finite, else --max-concurrency (load_kind says which)"),
+    )
+
+
+LOAD_REQUESTS = Table(
+    "load_requests",
+    "one row per request of a `vllm bench serve --save-detailed` result (its per-request "
+    "lists, vllm/benchmarks/serve.py:1318-1340); failed requests kept with ok=False",
+    _load_where("request's run") + (
+        C("request", "Int64", "", "0-based index of the request in the file's lists"),
+        C("ok", "boolean", "", "completed: no error and output_len > 0 (failed requests count "
+          "against goodput)"),
+        C("ttft_ms", "float64", "ms", "time to first token (ttfts × 1000)", "lower"),
+        C("tpot_ms", "float64", "ms", "time per output token after the first: (e2el − ttft) / "
+          "(output_tokens − 1), as vLLM computes it; NaN for output_tokens ≤ 1", "lower"),
+        C("itl_mean_ms", "float64", "ms", "mean gap between streamed chunks (itls); a chunk may "
+          "carry several tokens under speculation", "lower"),
+        C("itl_chunks", "Int64", "", "gaps in the request's itls list (chunks after the first)"),
+        C("e2el_ms", "float64", "ms", "end-to-end latency (latencies × 1000; ttft + Σ itl in "
+          "releases that saved no latencies)", "lower"),
+        C("output_tokens", "Int64", "tokens", "output_lens (0 for a failed request)"),
+        C("prompt_tokens", "Int64", "tokens", "input_lens"),
+        C("error", "string", "", "the client's error text (truncated to 200 characters); NA "
+          "for a success"),
+    ))
+
+LOAD_RUNS = Table(
+    "load_runs",
+    "one row per `vllm bench serve --save-result` run: its configuration and its own numbers "
+    "as the tool computed them",
+    _load_where("run") + (
+        C("load_kind", "category", "", "'rate' (request_rate) or 'concurrency' "
+          "(max_concurrency)"),
+        C("request_rate", "float64", "req/s", "configured --request-rate (inf: all at once)"),
+        C("max_concurrency", "float64", "requests", "configured --max-concurrency; NaN unset"),
+        C("duration_s", "float64", "s", "benchmark duration"),
+        C("completed", "Int64", "requests", "successful requests"),
+        C("failed", "Int64", "requests", "failed requests"),
+        C("num_prompts", "Int64", "requests", "--num-prompts"),
+        C("total_output_tokens", "float64", "tokens", "output tokens of the run"),
+        C("output_tok_s", "float64", "tok/s", "aggregate output throughput (output_throughput)",
+          "higher"),
+        C("request_throughput", "float64", "req/s", "completed requests per second", "higher"),
+        C("detailed", "boolean", "", "the per-request lists are there (--save-detailed)"),
+        C("accept_len", "float64", "tokens/step", "spec_decode_acceptance_length, the "
+          "server's acceptance length over the run (bonus included), when saved", "higher",
+          core=False),
+        C("model", "string", "", "model_id", core=False),
+    ) + tuple(
+        C(f"{stat}_{m}_ms", "float64", "ms", f"{stat if stat != 'median' else 'p50'} of "
+          f"{m.upper()} as the tool printed it", "lower", core=stat in ("median", "p99"))
+        for m in ("ttft", "tpot", "itl", "e2el") for stat in ("mean", "median", "std", "p90",
+                                                              "p99")
+    ) + (
+        C("extra", "string", "", "JSON of the tool's other percentiles (p95, p99.9, …)",
+          core=False),
+    ))
+
+LOAD_TABLES: dict[str, Table] = {t.name: t for t in (LOAD_REQUESTS, LOAD_RUNS)}

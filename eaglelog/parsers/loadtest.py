@@ -1,0 +1,358 @@
+"""Load-test results for `eaglelog latency` (docs/latency.md): ``vllm bench serve --save-result``
+JSON, one run per file (or one per line with ``--append-result``), read into the
+``load_requests`` table (one row per request, when the file has the per-request lists of
+``--save-detailed``) and the ``load_runs`` table (one row per run: the file's own numbers).
+
+The format, checked in vLLM's released source (vllm 0.34.0 wheel, vllm/benchmarks/serve.py):
+
+* ``benchmark()`` builds the result dict at serve.py:1318–1340: ``duration`` (s),
+  ``completed``, ``failed``, ``total_input_tokens``, ``total_output_tokens``,
+  ``request_throughput``, ``request_goodput``, ``output_throughput`` (tok/s), and the
+  per-request lists ``input_lens``, ``output_lens`` (0 for a failed request, serve.py:667),
+  ``ttfts`` (s), ``itls`` (a list of gaps in s per request: one gap per streamed chunk after
+  the first, lib/endpoint_request_func.py:293), ``latencies`` (s; = ttft + Σ itl,
+  endpoint_request_func.py:313), ``start_times``, ``errors`` ('' for a success).
+* ``process_one_metric`` (serve.py:1400–1432) adds ``mean_/median_/std_<m>_ms`` and
+  ``p<P>_<m>_ms`` for m in ttft, tpot, itl (generation) and e2el, P from
+  ``--metric-percentiles`` (default "99"; ``p99.9`` keeps its decimal, serve.py:1430).
+* main adds ``date``, ``backend``, ``label``, ``model_id``, ``num_prompts``, ``request_rate``
+  (a number, or the string "inf", serve.py:2326), ``burstiness``, ``max_concurrency`` (null
+  when unset), ramp-up fields when ramping (serve.py:2306–2335); without ``--save-detailed``
+  the per-request lists but ``latencies`` are deleted (serve.py:2428–2445); the file is
+  ``json.dump(result_json, outfile)`` (one line, NaN/Infinity allowed), and ``--append-result``
+  appends "\\n" and another (serve.py:2449–2457).
+* TPOT of a request = (latency − ttft) / (output_len − 1), only for output_len > 1
+  (serve.py:655–657); vLLM's ITL percentiles pool every gap of every request.  Older releases
+  saved no ``latencies``: then e2el = ttft + Σ itl, the same number.
+
+Not the line-based family machinery of parsers/others.py: those sniff markers line by line and
+write the ``bench`` table, while a saved result is one JSON document whose per-request lists
+make a single line of megabytes (and a pretty-printed copy, ``jq .``, spans many lines).  So
+`latency` has this reader of its own: a file is read whole, as one JSON value (an object, or a
+list of objects) or else as JSON lines; every problem is one ``EaglelogError`` naming the file
+and, where it applies, the line.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import EaglelogError, InputError
+from ..schema import LOAD_REQUESTS, LOAD_RUNS, Table
+
+METRICS = ("ttft", "tpot", "itl", "e2el")
+LISTS = ("ttfts", "itls", "input_lens", "output_lens", "errors", "latencies")
+NOT_YET = ("SGLang bench_serving JSONL, aiperf profile_export, specdec_bench timing.json and "
+           "/metrics histograms are not read yet")
+
+
+@dataclass
+class LoadRun:
+    """One benchmark run: its ``load_runs`` row, its ``load_requests`` frame (empty without
+    --save-detailed) and the pooled inter-token gaps (ms) with the request each belongs to."""
+    source: str
+    line_no: int
+    run: dict
+    requests: pd.DataFrame
+    itl_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    itl_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    notes: list = field(default_factory=list)
+
+    @property
+    def load(self) -> float:
+        return self.run["load"]
+
+    @property
+    def detailed(self) -> bool:
+        return bool(self.run["detailed"])
+
+
+def frame(table: Table, cols: dict) -> pd.DataFrame:
+    """A typed frame with the schema's columns in order: core ones always (NA when not given),
+    the others when given."""
+    n = len(next(iter(cols.values()))) if cols else 0
+    out = {}
+    for c in table.columns:
+        if c.name not in cols and not c.core:
+            continue
+        v = cols.get(c.name, [None] * n)
+        if c.dtype == "float64":
+            out[c.name] = v.astype(float) if isinstance(v, np.ndarray) else \
+                np.array([np.nan if x is None else x for x in v], dtype=float)
+        else:
+            out[c.name] = pd.array(v if isinstance(v, np.ndarray) else list(v), dtype=c.dtype)
+    return pd.DataFrame(out, index=pd.RangeIndex(n))
+
+
+# ------------------------------------------------------------------ the file
+
+def read_values(path: str) -> list[tuple[object, int]]:
+    """The JSON values of a file with their first line: one document (an object or a list of
+    objects) or JSON lines.  An error names the file and line."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise InputError(f"{path}: corrupt gzip data ({e})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}); a vllm bench serve "
+                         "result is JSON") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        whole = e
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+    else:
+        return [(v, 1) for v in doc] if isinstance(doc, list) else [(doc, 1)]
+    # JSON lines (--append-result) when the first non-blank line is a JSON value on its own
+    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    out = []
+    for i, line in lines:
+        try:
+            out.append((json.loads(line), i))
+        except (json.JSONDecodeError, RecursionError) as e:
+            if not out:
+                break
+            msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
+            raise InputError(f"{path}:{i}: invalid JSON ({msg}); a vllm bench serve result "
+                             "file holds one JSON object per line") from None
+    else:
+        return out
+    raise InputError(f"{path}:{whole.lineno}: invalid JSON ({whole.msg} at column "
+                     f"{whole.colno}); not a vllm bench serve --save-result file?")
+
+
+def read_runs(path: str) -> list[LoadRun]:
+    """Every run of one file."""
+    return [from_result(obj, path, line) for obj, line in read_values(path)]
+
+
+# ------------------------------------------------------------------ one result object
+
+def _num(v, what: str, where: str, *, allow_none: bool = False, positive: bool = False):
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 \
+            or (positive and v == 0):
+        raise EaglelogError(f"{where}: bad value {str(v)[:40]!r} for '{what}' (a "
+                            f"{'positive' if positive else 'non-negative'} finite number)")
+    return float(v)
+
+
+def _load(obj: dict, where: str) -> tuple[float, str]:
+    """(load, kind): the request rate when finite, else the concurrency cap."""
+    if obj.get("ramp_up_strategy") is not None:
+        raise EaglelogError(f"{where}: a ramp-up run ('ramp_up_strategy' "
+                            f"{str(obj['ramp_up_strategy'])[:20]!r}) has no single load point; "
+                            "run one request rate per file")
+    rate = obj.get("request_rate")
+    if isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity"):
+        rate = math.inf
+    if rate is not None and not isinstance(rate, bool) and isinstance(rate, (int, float)) \
+            and rate > 0 and math.isfinite(rate):
+        return float(rate), "rate"
+    if rate is not None and not (isinstance(rate, (int, float)) and not isinstance(rate, bool)
+                                 and rate == math.inf):
+        raise EaglelogError(f"{where}: bad value {str(rate)[:40]!r} for 'request_rate' (a "
+                            "positive number or \"inf\")")
+    conc = obj.get("max_concurrency")
+    if conc is not None:
+        return _num(conc, "max_concurrency", where, positive=True), "concurrency"
+    if rate == math.inf:
+        return math.inf, "rate"
+    raise EaglelogError(f"{where}: neither 'request_rate' nor 'max_concurrency': no load point")
+
+
+def from_result(obj, source: str, line_no: int = 1) -> LoadRun:
+    """One ``vllm bench serve`` result object → a LoadRun.  Raises EaglelogError naming
+    ``source:line_no`` for anything that is not that shape or carries an unusable value."""
+    where = f"{source}:{line_no}"
+    if not isinstance(obj, dict):
+        raise EaglelogError(f"{where}: a JSON {type(obj).__name__}, not a vllm bench serve "
+                            "result object")
+    if "duration" not in obj or "completed" not in obj:
+        raise EaglelogError(f"{where}: not a vllm bench serve --save-result object (no "
+                            f"'duration' and 'completed'); {NOT_YET}")
+    duration = _num(obj["duration"], "duration", where, positive=True)
+    completed = int(_num(obj["completed"], "completed", where))
+    load, kind = _load(obj, where)
+    label = obj.get("label") or obj.get("backend")
+    run = {"source": source, "line_no": line_no, "run": None if label is None else
+           str(label)[:200], "load": load, "load_kind": kind,
+           "request_rate": (math.inf if obj.get("request_rate") in ("inf", math.inf) else
+                            _num(obj.get("request_rate"), "request_rate", where,
+                                 allow_none=True)),
+           "max_concurrency": _num(obj.get("max_concurrency"), "max_concurrency", where,
+                                   allow_none=True),
+           "duration_s": duration, "completed": completed,
+           "failed": int(_num(obj.get("failed", 0) or 0, "failed", where)),
+           "num_prompts": obj.get("num_prompts") if isinstance(obj.get("num_prompts"), int)
+           and not isinstance(obj.get("num_prompts"), bool) else None,
+           "total_output_tokens": _num(obj.get("total_output_tokens"), "total_output_tokens",
+                                       where, allow_none=True),
+           "output_tok_s": _num(obj.get("output_throughput"), "output_throughput", where,
+                                allow_none=True),
+           "request_throughput": _num(obj.get("request_throughput"), "request_throughput",
+                                      where, allow_none=True),
+           "accept_len": _num(obj.get("spec_decode_acceptance_length"),
+                              "spec_decode_acceptance_length", where, allow_none=True),
+           "model": None if obj.get("model_id") is None else str(obj["model_id"])[:200]}
+    extra = {}
+    for m in METRICS:
+        for stat in ("mean", "median", "std"):
+            k = f"{stat}_{m}_ms"
+            if k in obj:
+                run[k if stat != "std" else k] = _num(obj[k], k, where, allow_none=True)
+        for k, v in obj.items():
+            if k.startswith("p") and k.endswith(f"_{m}_ms") and k[1:-len(m) - 4]:
+                p = k[1:-len(m) - 4]
+                try:
+                    float(p)
+                except ValueError:
+                    continue
+                if k in {c.name for c in LOAD_RUNS.columns}:
+                    run[k] = _num(v, k, where, allow_none=True)
+                else:
+                    extra[k] = v
+    if extra:
+        run["extra"] = json.dumps(extra, sort_keys=True)
+    has = [k for k in ("ttfts", "output_lens") if isinstance(obj.get(k), list)]
+    run["detailed"] = len(has) == 2
+    if not run["detailed"]:
+        return LoadRun(source, line_no, run, frame(LOAD_REQUESTS, {}),
+                       notes=[f"{where}: no per-request lists (run vllm bench serve with "
+                              "--save-detailed): only the file's own percentiles, no intervals"])
+    req, itl, owner, notes = _requests(obj, run, where)
+    return LoadRun(source, line_no, run, req, itl, owner, notes)
+
+
+def _list(obj: dict, key: str, n: int, where: str):
+    v = obj.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise EaglelogError(f"{where}: '{key}' is a JSON {type(v).__name__}, not a list")
+    if len(v) != n:
+        raise EaglelogError(f"{where}: '{key}' holds {len(v)} entries, 'ttfts' {n}: the "
+                            "per-request lists must be of one length")
+    return v
+
+
+def _seconds(values: list, key: str, where: str) -> np.ndarray:
+    try:
+        a = np.asarray([np.nan if v is None else v for v in values], dtype=float)
+    except (TypeError, ValueError):
+        bad = next(v for v in values if not isinstance(v, (int, float, type(None))))
+        raise EaglelogError(f"{where}: '{key}' holds {str(bad)[:40]!r}, not a number") from None
+    return a
+
+
+def _requests(obj: dict, run: dict, where: str):
+    ttfts = obj["ttfts"]
+    n = len(ttfts)
+    out_lens = _list(obj, "output_lens", n, where)
+    in_lens = _list(obj, "input_lens", n, where)
+    errors = _list(obj, "errors", n, where)
+    itls = _list(obj, "itls", n, where)
+    lat = _list(obj, "latencies", n, where)
+    notes: list[str] = []
+    ttft = _seconds(ttfts, "ttfts", where) * 1000.0
+    outl = _seconds(out_lens, "output_lens", where)
+    if np.any(~np.isfinite(outl) | (outl < 0) | (outl != np.round(outl))):
+        i = int(np.flatnonzero(~np.isfinite(outl) | (outl < 0) | (outl != np.round(outl)))[0])
+        raise EaglelogError(f"{where}: request {i}: bad value {out_lens[i]!r} in 'output_lens' "
+                            "(a whole number of tokens)")
+    inl = _seconds(in_lens, "input_lens", where) if in_lens is not None else np.full(n, np.nan)
+    err = np.array([bool(e) for e in errors]) if errors is not None else np.zeros(n, bool)
+    ok = ~err & (outl > 0)
+    # inter-token gaps, pooled, with their request
+    gaps, owner, chunks, itl_sum = [], [], np.zeros(n), np.full(n, np.nan)
+    if itls is not None:
+        for i, g in enumerate(itls):
+            if not isinstance(g, list):
+                raise EaglelogError(f"{where}: request {i}: 'itls' entry is a JSON "
+                                    f"{type(g).__name__}, not a list of gaps")
+            if g:
+                a = _seconds(g, "itls", where) * 1000.0
+                if not np.all(np.isfinite(a) & (a >= 0)):
+                    ok[i] = False
+                    notes.append(f"{where}: request {i}: a non-finite or negative gap in "
+                                 "'itls'; the request is left out")
+                    continue
+                gaps.append(a)
+                owner.append(np.full(len(a), i, dtype=np.int64))
+                chunks[i] = len(a)
+                itl_sum[i] = float(a.sum())
+            else:
+                itl_sum[i] = 0.0
+    if lat is not None:
+        e2el = _seconds(lat, "latencies", where) * 1000.0
+    else:
+        e2el = ttft + itl_sum
+    bad = ok & ~(np.isfinite(ttft) & (ttft >= 0) & np.isfinite(e2el) & (e2el >= ttft - 1e-6))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        notes.append(f"{where}: {int(bad.sum())} completed request(s) with an unusable ttft or "
+                     f"latency (first: request {i}, ttft {ttfts[i]!r}); left out")
+        ok &= ~bad
+    tpot = np.where(ok & (outl > 1), (e2el - ttft) / np.maximum(outl - 1, 1), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        itl_mean = np.where(chunks > 0, itl_sum / np.maximum(chunks, 1), np.nan)
+    if ok.sum() != run["completed"]:
+        notes.append(f"{where}: {int(ok.sum())} completed requests in the lists, 'completed' "
+                     f"says {run['completed']}")
+    if gaps:
+        keep = ok[np.concatenate(owner)]
+        itl_ms, itl_owner = np.concatenate(gaps)[keep], np.concatenate(owner)[keep]
+    else:
+        itl_ms, itl_owner = np.zeros(0), np.zeros(0, dtype=np.int64)
+    req = frame(LOAD_REQUESTS, {
+        "source": [run["source"]] * n, "line_no": [run["line_no"]] * n,
+        "run": [run["run"]] * n, "load": np.full(n, run["load"]),
+        "request": np.arange(n), "ok": ok,
+        "ttft_ms": np.where(ok, ttft, np.nan), "tpot_ms": tpot,
+        "itl_mean_ms": np.where(ok, itl_mean, np.nan), "itl_chunks": np.where(ok, chunks, 0),
+        "e2el_ms": np.where(ok, e2el, np.nan),
+        "output_tokens": outl.astype(np.int64),
+        "prompt_tokens": pd.array([None if not math.isfinite(x) else int(x) for x in inl],
+                                  dtype="Int64"),
+        "error": [str(e)[:200] if e else None for e in errors] if errors is not None
+        else [None] * n})
+    return req, itl_ms, itl_owner, notes
+
+
+def runs_frame(runs: list[LoadRun]) -> pd.DataFrame:
+    """The ``load_runs`` table of these runs."""
+    rows = [r.run for r in runs]
+    keys = dict.fromkeys(k for r in rows for k in r)
+    return frame(LOAD_RUNS, {k: [r.get(k) for r in rows] for k in keys})
+
+
+def read(paths) -> list[LoadRun]:
+    """Every run of these files (a path or a list of them)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for p in paths:
+        out.extend(read_runs(os.fspath(p)))
+    return out
