@@ -34,12 +34,6 @@ KNOWN_CIRCLES = {
     # which builds a ParsedLog, and prom.py shares metrics' HTTP code
     frozenset({"eaglelog.api", "eaglelog.analysis.engines", "eaglelog.metrics",
                "eaglelog.prom"}),
-    # breakeven, compare and summary hand a llama-server log to analysis/llamacpp.py, which
-    # builds their result types; requests' --breakeven calls breakeven, which takes its ratio
-    # estimator from requests
-    frozenset({"eaglelog.analysis.breakeven", "eaglelog.analysis.compare",
-               "eaglelog.analysis.llamacpp", "eaglelog.analysis.requests",
-               "eaglelog.analysis.summary"}),
 }
 KNOWN_UPWARD = {
     ("eaglelog.api", "eaglelog.analysis.engines"),      # the first circle above

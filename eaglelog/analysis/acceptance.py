@@ -48,7 +48,7 @@ import pandas as pd
 from .. import stats
 from ..errors import EaglelogError
 from ..stats import Estimate, insufficient
-from .requests import MIN_REQUESTS, ratio_estimate
+from .estimators import MIN_REQUESTS, ratio_estimate
 from .engines import non_draft_tokens
 
 ORIGINS = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -34,131 +34,17 @@ from .windows import decode_interval, rows_where, windows
 from .configs import within_configs
 from .evidence import Evidence
 from .kv_life import kv_lifetime
+# the result types and the verdict's words (their home: results.py)
+from .results import (BreakevenResult, BucketResult, ESTIMATES, GATE_FAILS,  # noqa: F401
+                      NEEDS_ACCEPT, NO_VERDICT, VERDICTS, _estimates, _num, _scaled,
+                      gate_fails, gate_message, verdict_of)
 
-NEEDS_ACCEPT = "needs accept length"
-VERDICTS = ("above", "below", "inconclusive", "insufficient data", "partial", "mixed",
-            "invalid baseline", NEEDS_ACCEPT)
 NO_ACCEPT_SOURCE = "not in the log: no decode line prints accept len, no Finish line a verify count"
-ESTIMATES = ("cycle_ms", "baseline_step_ms", "breakeven_accept_len", "accept_len", "speedup")
 MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no whole-run verdict
 WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
 DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
 PROF_PRECISION = 3     # agreeing blocks this many times more precise than the derived cycle carry it
 FEW_FOR_PREFILL = 30   # a corrected (prefill-fitted) cycle from fewer windows yields to the blocks
-
-
-# the one gate of every --check (breakeven, fleet): these verdicts fail it, and a run without
-# a verdict fails it unless the user lets it pass (--allow-insufficient)
-GATE_FAILS = ("below", "partial", "mixed", "invalid baseline")
-NO_VERDICT = ("insufficient data", NEEDS_ACCEPT)
-
-
-def gate_fails(verdict: str | None, allow_no_verdict: bool = False) -> bool:
-    """Whether a ``--check`` gate fails on ``verdict`` (None: no baseline, nothing to gate)."""
-    return verdict in GATE_FAILS or (verdict in NO_VERDICT and not allow_no_verdict)
-
-
-def gate_message(source: str, verdict: str, reason: str | None) -> str:
-    """One run's part of the 'check failed' line."""
-    if verdict in NO_VERDICT:
-        return f"{source}: no verdict ({reason or verdict})"
-    return f"{source}: {verdict}" + (f" ({reason})" if reason else "")
-
-
-def _estimates(obj) -> dict:
-    return {k: getattr(obj, k).to_dict() for k in ESTIMATES}
-
-
-@dataclass(frozen=True)
-class BucketResult:
-    batch: str
-    windows: int
-    cycle_ms: Estimate
-    baseline_step_ms: Estimate
-    breakeven_accept_len: Estimate
-    accept_len: Estimate
-    speedup: Estimate
-    verdict: str
-    share: float = math.nan      # the bucket's share of the run's request-steps
-    eff_tok_s: Estimate | None = None   # the per-stream rate at this batch size (tokens/s)
-    steps: str | None = None     # the K it ran under adaptive slots (analysis/adaptive_slots.py)
-
-    def to_dict(self) -> dict:
-        batch = int(self.batch) if self.batch.isdigit() else self.batch
-        return {"running_req": batch, "windows": self.windows, "share": _num(self.share),
-                **({"steps": self.steps} if self.steps is not None else {}),
-                **_estimates(self), "verdict": self.verdict}
-
-
-def _num(v):
-    return None if v is None or not math.isfinite(v) else float(v)
-
-
-@dataclass(frozen=True)
-class BreakevenResult:
-    source: str
-    baseline: str
-    confidence: float
-    cycle_ms: Estimate
-    baseline_step_ms: Estimate
-    breakeven_accept_len: Estimate
-    accept_len: Estimate
-    speedup: Estimate
-    verdict: str
-    notes: tuple[str, ...] = ()
-    by_batch: tuple[BucketResult, ...] | None = None
-    rate: Estimate | None = None     # accept_len / cycle_ms: the run's own part of the speedup
-    cycle_kind: str = "corrected"    # clean | corrected | upper bound | profiler
-    coverage: float = 1.0            # share of the run's request-steps the baseline covers
-    verdict_reason: str | None = None
-    facts: dict = field(default_factory=dict)   # windows used / left out, τ, batches, …
-    # the rate model over every window, the baseline's coverage aside (summary reuses it)
-    whole_fit: object = field(default=None, repr=False, compare=False)
-    # the decode windows behind the verdict (references to the rate model's arrays; the
-    # frame is built by windows())
-    evidence: object = field(default=None, repr=False, compare=False)
-
-    def windows(self) -> pd.DataFrame:
-        """The decode windows behind the verdict, one row each: time, batch, accept length,
-        derived cycle, weight, whether each counts for the cycle and the accept length, and why
-        it is left out (analysis/evidence.py; docs/api.md)."""
-        from .evidence import windows_of
-        return windows_of(self.evidence, self.source)
-
-    @property
-    def eff_tok_s(self) -> Estimate | None:
-        """The rate one request stream gets, tokens/s (1000 × accept_len / cycle_ms)."""
-        if self.rate is None:
-            return None
-        return _scaled(self.rate, 1000.0, "tokens/s per request stream")
-
-    def to_dict(self) -> dict:
-        d = {"source": self.source, "baseline": self.baseline, **_estimates(self),
-             "eff_tok_s": self.eff_tok_s.to_dict() if self.eff_tok_s else None,
-             "cycle_kind": self.cycle_kind, "coverage": _num(self.coverage),
-             "confidence": self.confidence, "verdict": self.verdict,
-             "verdict_reason": self.verdict_reason, "notes": list(self.notes),
-             "facts": self.facts}
-        if self.by_batch is not None:
-            d["by_batch"] = [b.to_dict() for b in self.by_batch]
-        return d
-
-
-def _scaled(e: Estimate, k: float, source: str | None = None) -> Estimate:
-    lo = e.ci_low * k if e.ci_low is not None else None
-    hi = e.ci_high * k if e.ci_high is not None else None
-    return Estimate(e.estimate * k, lo, hi, e.n, e.confidence, e.se_log, e.df,
-                    source or e.source)
-
-
-def verdict_of(speedup: Estimate) -> str:
-    if not speedup.sufficient:
-        return "insufficient data"
-    if speedup.ci_low > 1:
-        return "above"
-    if speedup.ci_high < 1:
-        return "below"
-    return "inconclusive"
 
 
 # ----------------------------------------------------------------------------- pieces
@@ -207,7 +93,6 @@ def diluted(dec: pd.DataFrame) -> bool:
     return bool(old.any())
 
 
-
 # ----------------------------------------------------------------------------- the run
 
 def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
@@ -248,7 +133,7 @@ def request_accept_se(log: ParsedLog, source: str) -> tuple[float, float] | None
     ok = np.isfinite(v) & np.isfinite(c) & (v > 0) & (c >= 0)
     if ok.sum() < 2:
         return None
-    from .requests import ratio_estimate
+    from .estimators import ratio_estimate
     e = ratio_estimate(c[ok], v[ok], 0.95)
     return (e.se_log, e.df) if e.sufficient and e.se_log else None
 

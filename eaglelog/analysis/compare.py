@@ -35,104 +35,11 @@ from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
 from .breakeven import Baseline, BaseSide, baseline_side, breakeven, free_fit, run_windows
+from .results import (EXPORT_KEY, EXPORT_VERSION, Metric, Run, _f,  # noqa: F401
+                      _finite_float, _modes_of, _no_constant, _NonFinite, _sizes_of)
 
-EXPORT_KEY = "eaglelog_export"
-EXPORT_VERSION = 2
 NOT_CONFIG = {"port", "host", "nccl_port", "random_seed", "dist_init_addr", "metrics_port"}
 PRIMARY = ("speedup", "eff_tok_s")
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One metric of a run: its estimate (with se on the log scale and df), what it means, and
-    where it comes from (``kind``: the kind of windows, for comparability)."""
-
-    name: str
-    label: str
-    unit: str
-    better: str                  # "higher" or "lower"
-    estimate: Estimate
-    kind: str = ""
-    resolution: float = 0.0      # half a unit of the printed last digit (0: not printed)
-    constant: bool = False       # every window printed the same value
-    batch_logs: tuple[float, ...] = ()   # per-batch log estimates (Mann-Whitney)
-
-    def to_dict(self) -> dict:
-        e = self.estimate
-        return {"label": self.label, "unit": self.unit, "better": self.better,
-                "estimate": _f(e.estimate), "ci_low": _f(e.ci_low), "ci_high": _f(e.ci_high),
-                "se_log": _f(e.se_log), "df": _f(e.df), "n": e.n, "source": e.source,
-                "kind": self.kind, "resolution": self.resolution, "constant": self.constant,
-                "batch_logs": [float(x) for x in self.batch_logs]}
-
-    @classmethod
-    def from_dict(cls, name: str, d: dict, confidence: float) -> "Metric":
-        est, se, df = d["estimate"], d.get("se_log"), d.get("df")
-        if est is None:
-            e = stats.insufficient(math.nan, d.get("n") or 0, confidence, d.get("source"))
-        elif se is None:
-            e = stats.insufficient(est, d.get("n") or 0, confidence, d.get("source"))
-        else:
-            e = stats.from_log_se(est, se, df if df is not None else math.inf, d.get("n"),
-                                  confidence, d.get("source"))
-        return cls(name, d["label"], d["unit"], d["better"], e, d.get("kind", ""),
-                   float(d.get("resolution") or 0.0), bool(d.get("constant")),
-                   tuple(d.get("batch_logs") or ()))
-
-
-def _f(x):
-    return None if x is None or not math.isfinite(float(x)) else float(x)
-
-
-@dataclass
-class Run:
-    """One run to compare: its metrics plus what tells whether runs are comparable, and its
-    batch-size mix (request-step weight per mean batch size), to match a baseline later."""
-
-    label: str
-    engine: str
-    config: dict
-    metrics: dict[str, Metric]
-    batch_sizes: list[float] = field(default_factory=list)
-    modes: list[str] = field(default_factory=list)
-    mix: list[tuple[float, float]] = field(default_factory=list)
-    cycle_kind: str = ""
-    # the metrics that hold the cycle, per source the run has (family(kind) -> metrics)
-    by_source: dict = field(default_factory=dict)
-
-    def to_export(self) -> dict:
-        return {EXPORT_KEY: EXPORT_VERSION, "source": self.label, "engine": self.engine,
-                "config": self.config, "batch_sizes": self.batch_sizes, "modes": self.modes,
-                "mix": [[b, w] for b, w in self.mix], "cycle_kind": self.cycle_kind,
-                "metrics": {k: m.to_dict() for k, m in self.metrics.items()
-                            if k != "speedup"},
-                # the metrics that hold the cycle from each source the run has (a later
-                # compare takes the one both runs carry)
-                "by_source": {src: {k: m.to_dict() for k, m in ms.items() if k != "speedup"}
-                              for src, ms in self.by_source.items()}}
-
-    @classmethod
-    def from_export(cls, d: dict, label: str, confidence: float = 0.95) -> "Run":
-        if d[EXPORT_KEY] == 1:        # window series: estimated again with today's rules
-            metrics = {}
-            for k, v in d["metrics"].items():
-                e = stats.weighted_mean(np.asarray(v["values"], float),
-                                        np.asarray(v["weights"], float), confidence,
-                                        v.get("source"))
-                name = {"cycle_ms_derived": "cycle_ms"}.get(k, k)
-                if name in metrics:
-                    continue
-                metrics[name] = Metric(name, v["label"], v["unit"], v["better"], e, "v1 export")
-            return cls(d.get("source") or label, d.get("engine", "sglang"),
-                       d.get("config") or {}, metrics, _sizes_of(d.get("batch_sizes")),
-                       _modes_of(d.get("modes")), [], "v1 export")
-        return cls(d.get("source") or label, d.get("engine", "sglang"), d.get("config") or {},
-                   {k: Metric.from_dict(k, v, confidence) for k, v in d["metrics"].items()},
-                   _sizes_of(d.get("batch_sizes")), _modes_of(d.get("modes")),
-                   [(float(b), float(w)) for b, w in d.get("mix") or []],
-                   d.get("cycle_kind", ""),
-                   {str(src): {k: Metric.from_dict(k, v, confidence) for k, v in ms.items()}
-                    for src, ms in (d.get("by_source") or {}).items()})
 
 
 def _mean_metric(name, label, unit, better, values, weights, confidence, source, kind,
@@ -312,37 +219,6 @@ def speedup_of_export(run: Run, base: BaseSide, confidence: float) -> Estimate |
         return stats.insufficient(sp, e.n, confidence)
     return stats.from_log_se(sp, math.hypot(e.se_log, se_b), e.df, e.n, confidence,
                              "export: per-stream rate × baseline step")
-
-
-class _NonFinite(ValueError):
-    pass
-
-
-def _no_constant(name: str):
-    raise _NonFinite(f"a non-finite number: {name}")
-
-
-def _finite_float(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise _NonFinite(f"a number out of range: {text[:40]}")
-    return v
-
-
-def _sizes_of(values) -> list[int]:
-    """An export's batch sizes: whole numbers ≥ 0 (ValueError otherwise)."""
-    out = []
-    for x in values or []:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 or x != int(x):
-            raise ValueError("batch_sizes")
-        out.append(int(x))
-    return out
-
-
-def _modes_of(values) -> list[str]:
-    if not all(isinstance(x, str) for x in values or []):
-        raise ValueError("modes")
-    return list(values or [])
 
 
 def load_export(path: str, confidence: float = 0.95) -> Run | None:

@@ -40,9 +40,7 @@ import pandas as pd
 from .. import stats
 from ..errors import EaglelogError
 from ..stats import Estimate
-from .breakeven import BreakevenResult, _scaled, verdict_of
-from .compare import Metric, Run
-from .summary import SummaryResult
+from .results import BreakevenResult, Metric, Run, SummaryResult, _scaled, verdict_of
 
 TOOL = "llama.cpp"
 COUNTS = ("calls_b", "calls_g", "calls_a", "drafts", "accepted_drafts", "draft_tokens",

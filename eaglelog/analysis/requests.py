@@ -39,8 +39,9 @@ from ..errors import EaglelogError
 from ..schema import REQUEST_COLUMNS
 from .. import stats
 from ..stats import Estimate, insufficient
+from .estimators import (MIN_REQUESTS, _tq, mean_estimate, ratio_estimate,  # noqa: F401
+                         wilson)
 
-MIN_REQUESTS = 2        # fewer requests in a group give no interval (stats.MIN_UNITS)
 PEER_LEAST = 30         # requests a τ_r is judged against (robust_z) …
 PEER_GROUPS = 20        # … in at most this many groups of lengths
 FLAG_ALPHA = 0.05       # a run without loops or garbled output flags a request with at most
@@ -67,50 +68,6 @@ SERVER_ORIGINS = ("sglang", "vllm", "sglang-response", "llamacpp-response")   # 
 
 
 # ----------------------------------------------------------------------------- statistics
-
-def _tq(df: float, confidence: float) -> float:
-    return float(dist.stdtrit(df, 0.5 + confidence / 2))
-
-
-def ratio_estimate(y: np.ndarray, x: np.ndarray, confidence: float,
-                   source: str | None = None) -> Estimate:
-    """Σy / Σx over independent units, with the linearised (ratio-estimator) standard error and
-    a t interval on n − 1 df; insufficient below MIN_REQUESTS units."""
-    n = len(x)
-    sx = float(np.sum(x))
-    r = float(np.sum(y)) / sx if sx > 0 else math.nan
-    if n < MIN_REQUESTS or not math.isfinite(r) or r <= 0:
-        return insufficient(r, n, confidence, source)
-    e = y - r * x
-    se = math.sqrt(n / (n - 1) * float(np.sum(e * e))) / sx
-    t = _tq(n - 1, confidence)
-    return Estimate(r, r - t * se, r + t * se, n, confidence, se / r, n - 1, source)
-
-
-def mean_estimate(v: np.ndarray, confidence: float, source: str | None = None) -> Estimate:
-    """The unweighted mean over independent units with a t interval."""
-    n = len(v)
-    m = float(np.mean(v)) if n else math.nan
-    if n < MIN_REQUESTS or not math.isfinite(m):
-        return insufficient(m, n, confidence, source)
-    se = float(np.std(v, ddof=1)) / math.sqrt(n)
-    t = _tq(n - 1, confidence)
-    return Estimate(m, m - t * se, m + t * se, n, confidence, se / m if m > 0 else None,
-                    n - 1, source)
-
-
-def wilson(k: int, n: int, confidence: float) -> tuple[float, float | None, float | None]:
-    """A share k / n with its Wilson score interval (None below MIN_REQUESTS)."""
-    if n == 0:
-        return math.nan, None, None
-    p = k / n
-    if n < MIN_REQUESTS:
-        return p, None, None
-    z = float(dist.ndtri(0.5 + confidence / 2))
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return p, max(0.0, c - h), min(1.0, c + h)
 
 
 def paired_t(d: np.ndarray, confidence: float) -> dict:

@@ -3,7 +3,7 @@ break-even verdict when a baseline is given."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -14,82 +14,11 @@ from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, ranks, rate
 from .evidence import Evidence
-from .breakeven import (Baseline, BreakevenResult, breakeven, choose_cycle, free_fit, prof_cycle,
+from .breakeven import (Baseline, breakeven, choose_cycle, free_fit, prof_cycle,
                         run_windows, short_note)
+from .results import Phase, SummaryResult  # noqa: F401  (their home: results.py)
 
 CONFIG_KEYS = tuple(kv for kv in CONFIG_LABELS if kv[1] != "decode_log_interval")
-
-
-@dataclass(frozen=True)
-class Phase:
-    phase: str
-    ms_per_cycle: Estimate
-    pct: float
-
-    def to_dict(self) -> dict:
-        return {"phase": self.phase, "ms_per_cycle": self.ms_per_cycle.to_dict(), "pct": self.pct}
-
-
-@dataclass(frozen=True)
-class SummaryResult:
-    source: str
-    confidence: float
-    config: dict
-    lines: int
-    span_s: float | None
-    cycle_ms: Estimate | None
-    blocks: int
-    cycles: int
-    phases: tuple[Phase, ...]
-    bottleneck: str | None
-    accept_sglang: Estimate | None
-    accept_profiler: Estimate | None
-    throughput_all: float | None      # aggregate tok/s over the decode windows' wall time
-    eff_tok_s: Estimate | None        # the rate one request stream gets: 1000 × accept / cycle
-    n_windows: int                    # decode windows of the run (JSON: "windows")
-    windows_used: int                 # decode windows behind the derived cycle
-    breakeven: BreakevenResult | None
-    notes: tuple[str, ...] = ()
-    engine: str | None = None      # the log family (labels only; not in the JSON)
-    # where the phases come from: 'no-sync blocks', 'N sync-mode blocks' (shares only, no
-    # cycle), 'vLLM stage times', or None
-    phases_from: str | None = None
-    cycle_derived: Estimate | None = None     # the rate model's cycle (decode lines)
-    cycle_kind: str | None = None             # clean | corrected | upper bound
-    speculative: bool = True                  # the decode lines print an accept length
-    counted: str = "lines"                    # what ``lines`` counts: log lines, or the
-                                              # windows of a /metrics or Prometheus source
-    cycle_used: Estimate | None = None        # the cycle behind the per-stream rate
-    ranks: int = 1                            # DP ranks / vLLM engines the aggregate adds up
-    by_rank: tuple = ()                       # ranks.RankRow each, where the ranks differ
-    # the decode windows behind the derived cycle and accept length (references; windows())
-    evidence: object = field(default=None, repr=False, compare=False)
-
-    def windows(self) -> pd.DataFrame:
-        """The decode windows behind the derived cycle and the accept length, one row each
-        (analysis/evidence.py; docs/api.md).  With a baseline, ``s.breakeven.windows()`` are
-        those of the verdict."""
-        from .evidence import windows_of
-        return windows_of(self.evidence, self.source)
-
-    def to_dict(self) -> dict:
-        def d(e):
-            return e.to_dict() if e is not None else None
-        return {"source": self.source, "confidence": self.confidence, "config": self.config,
-                "lines": self.lines, "span_s": self.span_s,
-                "cycle_ms": d(self.cycle_ms), "blocks": self.blocks, "cycles": self.cycles,
-                "phases": [p.to_dict() for p in self.phases], "phases_from": self.phases_from,
-                "bottleneck": self.bottleneck,
-                "accept_len": {"sglang": d(self.accept_sglang),
-                               "profiler": d(self.accept_profiler)},
-                "cycle_derived_ms": d(self.cycle_derived), "cycle_kind": self.cycle_kind,
-                "throughput": {"aggregate_tok_s": self.throughput_all,
-                               "per_stream_tok_s": d(self.eff_tok_s),
-                               "windows": self.n_windows, "windows_used": self.windows_used,
-                               "ranks": self.ranks,
-                               "by_rank": [r.to_dict() for r in self.by_rank]},
-                "breakeven": self.breakeven.to_dict() if self.breakeven else None,
-                "notes": list(self.notes)}
 
 
 # vLLM V0 stage-time columns -> phase labels of the cycle breakdown

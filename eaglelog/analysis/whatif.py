@@ -50,7 +50,7 @@ import pandas as pd
 from .. import stats
 from ..errors import EaglelogError, UsageProblem
 from ..stats import Estimate
-from .requests import _tq
+from .estimators import _tq
 # the shared model, re-exported here (its home: whatif_model.py)
 from .whatif_model import (CostModel, Evidence, _d, _lin_se, anchor_of,  # noqa: F401
                            tau_hist, tau_ratio)

@@ -37,7 +37,7 @@ from ..errors import EaglelogError
 from ..stats import Estimate
 from . import engines, rate
 from .cost_step import MIN_SIDE, Step, find_step
-from .requests import _tq
+from .estimators import _tq
 from .whatif_model import CostModel, Evidence, _d, anchor_of, tau_ratio
 
 

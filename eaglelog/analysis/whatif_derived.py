@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cost_step import MIN_SIDE, Step, find_step
-from .requests import _tq
+from .estimators import _tq
 
 COLUMNS = ("1", "B", "S", "B·S", "n²", "step")
 B_SPAN = 1.5          # batch sizes spanning less than this: no batch columns
