@@ -1443,9 +1443,14 @@ def rules_options(f):
               help="Confidence level of every interval.")
 @click.option("--resamples", type=click.IntRange(100, 100_000), default=2000, show_default=True,
               help="Bootstrap resamples B (ITL percentiles and the per-stream tok/s ratio).")
+@click.option("-q", "--quiet", "cmd_quiet", is_flag=True,
+              help="No warnings or notes on stderr (errors only).")
+@click.option("-v", "--verbose", "cmd_verbose", is_flag=True,
+              help="Show tracebacks and every warning.")
 @output_options
 @click.pass_context
-def latency_cmd(ctx, files, slo, attainment, confidence, resamples, fmt, output):
+def latency_cmd(ctx, files, slo, attainment, confidence, resamples, cmd_quiet, cmd_verbose, fmt,
+                output):
     """Latency and goodput under load: speculation against its baseline, per load point.
 
     SPEC... and the BASE... files after --baseline are `vllm bench serve --save-result
@@ -1463,6 +1468,8 @@ def latency_cmd(ctx, files, slo, attainment, confidence, resamples, fmt, output)
           --baseline sample_logs/latency/base-*.json --slo ttft=2s,tpot=50ms
       eaglelog latency spec.json --baseline base.json -f json -o latency.json
     """
+    ctx.obj["quiet"] = ctx.obj.get("quiet") or cmd_quiet
+    ctx.obj["verbose"] = ctx.obj.get("verbose") or cmd_verbose
     spec, baseline, side = [], [], None
     for f in files:
         if f == "--baseline" or f.startswith("--baseline="):

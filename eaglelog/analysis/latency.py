@@ -5,11 +5,20 @@ its baseline (docs/latency.md has the model; this module implements it).
 distribution at its load point; the per-request lists of ``vllm bench serve --save-detailed``
 hold them.  Percentiles are vLLM's own (``numpy.quantile``, linear interpolation): TTFT and
 TPOT over completed requests, ITL over every inter-chunk gap of every completed request
-pooled.  Their intervals are **percentile bootstrap** intervals over requests: B resamples
-(default 2,000) of the run's completed requests with replacement, the percentile recomputed
-on each (for ITL: the pooled gaps of the resampled requests, each request's gaps kept
-together), the interval the α/2 and 1 − α/2 quantiles of the B values.  Differences and
-ratios between speculation and baseline use independent resamples of the two runs.
+pooled.  Their intervals:
+
+* TTFT and TPOT (one value a request): the distribution-free **order-statistic interval**
+  [X_(l), X_(u)], l and u the Binomial(n, q) quantiles at α/2 and 1 − α/2 — its coverage is
+  at least the level whatever the distribution.  A side the sample cannot bound is said to
+  have no bound (p99 needs ≥ 368 requests at 95 %).  (A percentile bootstrap covered the
+  true p99 in only 86 % of simulated runs at 200 requests and 91 % at 1,000.)
+* ITL (several gaps a request, correlated within it): a **percentile bootstrap over
+  requests**: B resamples (default 2,000) of the completed requests with replacement, each
+  request's gaps kept together, the pooled percentile recomputed on each; the interval the
+  α/2 and 1 − α/2 quantiles of the B values.
+* The per-stream tok/s ratio spec / baseline: the same bootstrap of p50 TPOT, the two runs
+  resampled independently.  Differences of TTFT/TPOT percentiles: MOVER from the two
+  order-statistic intervals; of ITL percentiles: the bootstrap.
 
 **Per-stream tok/s** = 1000 / p50 TPOT (ms): what one user sees after the first token.
 **Aggregate tok/s** is the file's own ``output_throughput``, without an interval (one run is
@@ -18,7 +27,7 @@ one number).
 **Goodput** under an SLO (``ttft=2s,tpot=50ms``; keys ttft, tpot, e2el as vLLM's --goodput)
 = requests that completed AND met every bound, per second of the run's duration.  A failed
 request counts as sent and not good; a request of one output token has no TPOT and meets a
-TPOT bound (vLLM: serve.py:658).  Its interval: the share good / sent has a Wilson interval
+TPOT bound (vLLM: serve.py:659, 690).  Its interval: the share good / sent has a Wilson interval
 (binomial over requests), multiplied by sent / duration (the offered rate the run measured).
 A load point **meets** the SLO when the share's lower bound is ≥ the attainment target
 (default 0.9), **fails** when its upper bound is below it, else it is unclear.
@@ -33,6 +42,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -280,12 +290,12 @@ def _quantiles(x: np.ndarray, axis=-1) -> np.ndarray:
     return out[:, 0] if np.ndim(x) == 1 else out
 
 
-_BLOCK = 64
+_BLOCK = 128
 
 
 def _weighted_quantiles(v: np.ndarray, owner: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """numpy.quantile (linear) of the sample holding v[j] counts[b, owner[j]] times, for every
-    row b: (len(QUANTILES), B).  v sorted.  The pooled gaps are cut into blocks of 64: a
+    row b: (len(QUANTILES), B).  v sorted.  The pooled gaps are cut into blocks of 128: a
     matrix product gives each row's count per block, and only the block holding the wanted
     rank is summed gap by gap."""
     B, n = counts.shape
@@ -318,16 +328,16 @@ def _weighted_quantiles(v: np.ndarray, owner: np.ndarray, counts: np.ndarray) ->
 
 
 def _boot(d: _Data, B: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Bootstrap replicates of each metric's quantiles, (len(QUANTILES), B), from one set of
-    resampled requests."""
+    """Bootstrap replicates, (len(QUANTILES), B), of TPOT's quantiles (the per-stream ratio)
+    and ITL's, from one set of resampled requests.  (TTFT's and TPOT's own intervals are
+    order-statistic intervals, which need no resampling.)"""
     n = len(d.ttft)
-    reps = {m: np.empty((len(QUANTILES), B)) for m in METRICS}
+    reps = {m: np.empty((len(QUANTILES), B)) for m in ("tpot", "itl")}
     step = max(1, _CELLS // max(n, 1))
     has_itl = len(d.itl) > 0
     for s in range(0, B, step):
         b = min(step, B - s)
         idx = rng.integers(0, n, size=(b, n))
-        reps["ttft"][:, s:s + b] = _quantiles(d.ttft[idx])
         reps["tpot"][:, s:s + b] = _quantiles(d.tpot[idx])
         if has_itl:
             counts = np.bincount((idx + n * np.arange(b)[:, None]).ravel(),
@@ -356,19 +366,24 @@ def order_interval(x: np.ndarray, q: float, conf: float) -> tuple[float | None, 
     (P(X_(l) ≤ ξ_q ≤ X_(u)) ≥ conf whatever the distribution).  A side the sample cannot bound
     is None: with n values no upper bound of the q-quantile exists while q^n > α/2 (p99: fewer
     than 368 requests at 95 %)."""
-    from scipy.stats import binom
     xs = np.sort(x[np.isfinite(x)])
     n = len(xs)
     if n == 0:
         return None, None
+    k, u = _ranks(n, q, conf)
+    return (float(xs[k]) if k >= 0 else None), (float(xs[u]) if u < n else None)
+
+
+@lru_cache(maxsize=4096)
+def _ranks(n: int, q: float, conf: float) -> tuple[int, int]:
+    """0-based ranks of the order-statistic interval's ends (−1 / n: no bound that side)."""
+    from scipy.stats import binom
     a = (1 - conf) / 2
     k = int(binom.ppf(a, n, q))                    # smallest k with F(k) ≥ α/2
     if binom.cdf(k, n, q) > a:
-        k -= 1                                     # largest k with F(k) ≤ α/2
-    lo = float(xs[k]) if k >= 0 else None          # X_(k+1), 1-based
-    u = int(binom.ppf(1 - a, n, q))                # smallest u with F(u) ≥ 1 − α/2
-    hi = float(xs[u]) if u < n else None           # X_(u+1), 1-based
-    return lo, hi
+        k -= 1                                     # largest k with F(k) ≤ α/2: X_(k+1)
+    u = int(binom.ppf(1 - a, n, q))                # smallest u with F(u) ≥ 1 − α/2: X_(u+1)
+    return k, u
 
 
 def _exact(x: np.ndarray, point: float, q: float, conf: float) -> Estimate:
