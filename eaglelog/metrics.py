@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 from .errors import EaglelogError, InputError
 
-__all__ = ["is_metrics_source", "parse_sources", "read_endpoints", "Recorder", "Scrape",
+__all__ = ["is_metrics_source", "read_endpoints", "Recorder", "Scrape",
            "scrape", "parse_exposition", "tables_of", "FAMILIES", "parse_duration"]
 
 USER_AGENT = "eaglelog (metrics)"
@@ -1001,7 +1001,7 @@ def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = Non
                require: bool = True):
     """A ParsedLog of every run the recorder holds (one SourceInfo per run); a source without
     data becomes an error diagnostic (``require``: an error when no run has any window)."""
-    from .api import ParsedLog, SourceInfo
+    from .model import ParsedLog, SourceInfo
     from .parsers.scan import Diagnostic
     from .schema import TABLES
     from .tables import build_frame, concat_frames
@@ -1128,50 +1128,3 @@ def read_endpoints(urls: list[str], step: float = DEFAULT_STEP,
     return rec
 
 
-def parse_sources(specs: list[str], *, keep_going: bool = True):
-    """A ParsedLog of metrics sources (``http(s)://…/metrics`` endpoints, scraped for their
-    ``duration`` every ``step``; ``prom+http(s)://…`` Prometheus servers, read over ``since``).
-    eaglelog's options ride in each spec's query: ``?step=5s&duration=60s`` or
-    ``?match=job%3D%22sglang%22&since=6h``."""
-    from . import prom
-
-    endpoints: dict[str, dict] = {}
-    proms: list[tuple[str, dict]] = []
-    for spec in specs:
-        url, params = _spec_params(str(spec))
-        if url.startswith("prom+"):
-            proms.append((url, params))
-        else:
-            endpoints[url] = params
-    rec = Recorder()
-    diags: list = []
-    names = []
-    if endpoints:
-        steps = {parse_duration(p.get("step", DEFAULT_STEP), "--step") for p in endpoints.values()}
-        durs = {parse_duration(p.get("duration", DEFAULT_DURATION), "--duration")
-                for p in endpoints.values()}
-        read_endpoints(list(endpoints), step=min(steps), duration=max(durs), recorder=rec)
-        names += list(endpoints)
-    for url, params in proms:
-        prom.read_into(rec, url, match=params.get("match") or (), since=params.get("since"),
-                       until=params.get("until"), step=params.get("step"), diags=diags)
-        names.append(url)
-    return parsed_log(rec, names, diags)
-
-
-def parse_with(paths, parse, **kwargs):
-    """``api.parse`` of a mix: the metrics sources here, the logs by ``parse``; one ParsedLog."""
-    import os
-
-    specs = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, os.PathLike)) else paths)]
-    mine = [s for s in specs if is_metrics_source(s)]
-    logs = [s for s in specs if not is_metrics_source(s)]
-    log = parse_sources(mine, keep_going=kwargs.get("keep_going", True))
-    if not logs:
-        return log
-    other = parse(logs, **kwargs)
-    from .api import ParsedLog
-    from .schema import TABLES
-    from .tables import concat_frames
-    tables = {t: concat_frames(TABLES[t], [log.tables[t], other.tables[t]]) for t in TABLES}
-    return ParsedLog(tables, log.sources + other.sources, log.diagnostics + other.diagnostics)

@@ -165,8 +165,6 @@ def apply(log, source: str | None = None):
     """(the log with every engine correction of docs/engines.md applied to ``source``'s rows,
     the notes that say what was done).  Idempotent: an adjusted log comes back as it is, with
     its notes; the result is remembered on ``log``."""
-    from ..api import ParsedLog
-
     source = source or log.sources[0].name
     done = log.__dict__.get("_engine_notes")
     if done is not None and source in done:
@@ -181,7 +179,7 @@ def apply(log, source: str | None = None):
         rows = _rows(log, source)
         tables = dict(log.tables)
         tables["decode"] = correct_beta_spec(log.decode, rows)
-        out = ParsedLog(tables, log.sources, log.diagnostics)
+        out = type(log)(tables, log.sources, log.diagnostics)     # a ParsedLog (model.py)
         if "_config_path" in log.__dict__:
             out.__dict__["_config_path"] = log.__dict__["_config_path"]
         notes.append(f"accept len corrected by −1 on {b.lines} decode line(s): SGLang "
