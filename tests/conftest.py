@@ -132,6 +132,7 @@ def _needs(item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config, items):
+    _mark_slow(items)
     if os.environ.get("EAGLELOG_REQUIRE_SYSTEM") == "1":
         return                       # CI: a missing part fails its tests
     # (EAGLELOG_PRETEND_MISSING=sshd,chromium: as on a machine without them — to try this)
@@ -154,3 +155,55 @@ def pytest_terminal_summary(terminalreporter):
         pkgs = " ".join(SYSTEM_PARTS[p][2] for p in sorted(_SKIPPED))
         terminalreporter.write_line(f"eaglelog: skipped the tests that need {parts}: install "
                                     f"them with `scripts/test --system` (apt-get install {pkgs})")
+
+
+# ----------------------------------------------------------------------------- the fast subset
+# `pytest -m "not slow"` (scripts/test --fast): the modules that start servers, browsers or
+# process pools, run simulations or fuzz, and the single tests that take seconds, are 'slow'
+SLOW_MODULES = {
+    "test_fuzz", "test_calibration", "test_calibration_small", "test_prom", "test_hostile_servers",
+    "test_workers", "test_remote", "test_remote_hostile", "test_follow", "test_watch_fleet",
+    "test_report_html", "test_notebook", "test_parallel", "test_properties", "test_never_wrong",
+    "test_simulate", "test_short_runs", "test_bounded_requests", "test_compressed_damage",
+    "test_cache_damage", "test_robustness", "test_llamacpp_real", "test_plot", "test_metrics",
+    "test_fastscan", "test_item10_rest", "test_degenerate", "test_within_window", "test_latency",
+    "test_readme",
+}
+# single tests of a second or more (simulated calibrations, whole-CLI runs with plots), by name
+SLOW_TESTS = {
+    "test_breakeven.py::test_intervals_are_calibrated",
+    "test_whatif.py::test_simulated_runs_with_another_verify_shape_are_covered",
+    "test_whatif.py::test_by_batch_predicts_each_bucket_of_a_sweep_from_the_other_runs",
+    "test_whatif.py::test_a_cost_model_that_misfits_says_its_intervals_carry_it",
+    "test_whatif.py::test_the_sweep_predicts_each_run_from_the_others",
+    "test_whatif.py::test_cli_table_json_markdown",
+    "test_requests.py::test_simulation_paired_power_and_false_positives",
+    "test_requests.py::test_a_clean_run_flags_nothing_and_a_fault_is_found",
+    "test_requests.py::test_plot_requests_real_render",
+    "test_batch.py::test_a_batch_equals_the_inputs_typed_one_by_one",
+    "test_cli.py::test_console_entry_exit_codes",
+    "test_cli.py::test_broken_pipe_exits_quietly",
+    "test_schedule.py::test_cli_table_configs_and_plot",
+    "test_api.py::test_selection_on_requests_positions_whatif_and_schedule",
+    "test_vllm.py::test_v0_differencing_reproduces_the_windows",
+    "test_vllm.py::test_any_text_in_a_number_slot_never_raises",
+    "test_vllm.py::test_derived_v0_values_are_never_impossible",
+    "test_vllm.py::test_a_large_log_with_no_family_in_its_head_is_not_split",
+    "test_acceptance.py::test_cli_plot",
+    "test_server_args_dict.py::test_every_command_answers_the_same_on_the_new_shape",
+    "test_schedule_engines.py::test_what_sglang_and_vllm_would_ignore_is_refused",
+    "test_inputs.py::test_corrupt_gzip_half_way",
+    "test_others.py::test_parsers_never_raise",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: seconds or more (servers, browsers, simulations, "
+                                       "fuzz): left out by -m 'not slow' (scripts/test --fast)")
+
+
+def _mark_slow(items):
+    for item in items:
+        name = item.nodeid.split("/")[-1].split("[")[0]
+        if item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES or name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
