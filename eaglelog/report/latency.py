@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysis.latency import METRICS, QNAMES, LatencyResult, slo_text, span
+from ..analysis.latency import LatencyResult, slo_text, span
 from ..stats import Estimate
 from .requests import tabulate
 
