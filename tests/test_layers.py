@@ -13,7 +13,7 @@ layers below, never from one above:
   6 analysis  analysis/* (tables → windows → estimates → verdicts)
   7 library   library (the public analyses), watch, fleet (live applications)
   8 report    report/*, plot, overview (rendering)
-  9 cli       cli, __main__
+  9 cli       cli/* (the shell _base.py and a module a command family), __main__
 
 A package's __init__ is its namespace (re-exports), not a layer of its own; imports under
 ``if TYPE_CHECKING:`` are annotations, not imports at run time.  No circle remains; the one
@@ -39,7 +39,7 @@ KNOWN_UPWARD = {
 
 
 def layer(m: str) -> float:
-    if m in ("eaglelog.cli", "eaglelog.__main__"):
+    if m.startswith("eaglelog.cli") or m == "eaglelog.__main__":
         return 9
     if m.startswith("eaglelog.report") or m in ("eaglelog.plot", "eaglelog.overview"):
         return 8
