@@ -7,7 +7,7 @@
     python benchmarks/calibration.py --grid --reps 200    # issue 33: short runs, power grid
     python benchmarks/calibration.py --dependence --reps 100   # σ and lag-1 of long runs
 
-For each scenario of ``eaglelog.simulate.SCENARIOS`` (docs/simulation.md): simulate R runs
+For each scenario of ``simlab.simulate.SCENARIOS`` (docs/simulation.md): simulate R runs
 (seeds 0 … R−1), give the stated baseline that is exact for them, run the CLI in-process as a
 user would (``eaglelog breakeven -f json``), and compare every estimate with the truth of its
 own run.  Printed per scenario, for the speedup, the cycle time, the accept length and the
@@ -54,13 +54,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from eaglelog.simulate import (SCENARIOS, Scenario, TruthSums, baseline_log,  # noqa: E402
+from simlab.simulate import (SCENARIOS, Scenario, TruthSums, baseline_log,  # noqa: E402
                                baseline_map, simulate, stated_steps)
 
 ROWS = ["reference", "continuous", "continuous_s", "reference_s", "few_think_s",
         "continuous_docker", "continuous_pause", "growing", "varying", "warmup", "prof5",
         "baseline_batch1", "aggregate_baseline", "ar09", "ar095", "few_windows",
-        # issue 33: short runs (eaglelog.simulate.SHORT)
+        # issue 33: short runs (simlab.simulate.SHORT)
         "3blk_prof", "8blk_prof", "8blk_30w", "8blk_30w_s", "15w_stream", "15w_stream_s",
         "30w_stream", "30w_stream_s", "60w_stream", "60w_stream_s", "300w_stream",
         "300w_stream_s", "60w_4clients", "60w_4clients_s",

@@ -2,7 +2,7 @@
 """False flags and power of `eaglelog requests`' per-request flags (docs/requests.md,
 'Outliers'): the repetition-loop suspects and the lowest requests marked 'garbled output?'.
 
-Clean runs come from the request-level simulator (eaglelog/simulate.py, with its Finish: lines):
+Clean runs come from the request-level simulator (simlab/simulate.py, with its Finish: lines):
 no request loops and none is garbled, so any flag is a false one.  The rule's promise is that a
 run without the fault flags a request with at most FLAG_ALPHA (5 %) probability, per kind of
 flag.  Power: into each clean run, one request is made faulty at the table level —
@@ -41,7 +41,7 @@ def one(job):
     """(clean: loop flags, garbled flags; loop found; garbled found) of one simulated run."""
     name, seed, loop_tau, garbled_tau = job
     import eaglelog
-    from eaglelog.simulate import SCENARIOS as SC, simulate
+    from simlab.simulate import SCENARIOS as SC, simulate
     with tempfile.TemporaryDirectory() as d:
         path = simulate(SC[name], seed).write(os.path.join(d, "run.log"))
         table = rq.request_table(eaglelog.parse(path, cache=False))

@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import eaglelog  # noqa: E402
-from eaglelog.simulate import ConvexVerify, Scenario, TiledVerify, simulate  # noqa: E402
+from simlab.simulate import ConvexVerify, Scenario, TiledVerify, simulate  # noqa: E402
 
 STEPS = (1, 2, 3, 5, 7)
 CURVE = (0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46)

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,8 @@ from click.testing import CliRunner
 from eaglelog.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:      # simlab/ (the simulator) sits beside the package
+    sys.path.insert(0, str(ROOT))
 # the canonical block of eagle3_prof.md (its worked example)
 CANON = """EAGLE3_PROF (100 cycles, 114 tok, no sync)
   Draft steps:        0.93 ms/cyc  (  3.4%)

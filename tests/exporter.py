@@ -1,6 +1,6 @@
 """A real exporter process for the metrics tests: prometheus_client serving the metric families
 of SGLang or vLLM, with their real names and labels, driven by a simulated server run
-(eaglelog/simulate.py) whose truth is known.
+(simlab/simulate.py) whose truth is known.
 
     python tests/exporter.py SPEC.json        # serves until killed; prints "ready" when up
 
@@ -52,7 +52,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from eaglelog import simulate as S  # noqa: E402
+from simlab import simulate as S  # noqa: E402
 
 
 class _Capture(S._Sim):
@@ -101,7 +101,7 @@ class Timeline:
         offset = 0.0
         self.k = None
         self.logs = []
-        self.truths = []          # eaglelog.simulate.Truth of each phase
+        self.truths = []          # simlab.simulate.Truth of each phase
         for ph in phases:
             sc = scenario_of(ph)
             sim = _Capture(sc, int(ph.get("seed", 1)), True, True, 1.0, True)

@@ -1,4 +1,4 @@
-"""Paired runs of the request-level simulator (eaglelog/simulate.py) on the same prompts, for the
+"""Paired runs of the request-level simulator (simlab/simulate.py) on the same prompts, for the
 issue-18 simulation test (tests/test_requests.py) and benchmarks/requests_power.py.
 
 A benchmark sends the same questions to two servers (a reference and a changed draft model).
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eaglelog.simulate import Scenario, _Sim
+from simlab.simulate import Scenario, _Sim
 
 # the paired scenario: 8 clients, outputs of about 300 tokens, questions that differ a lot in
 # difficulty (σ 0.8 on the logit scale: per-question τ from about 1.3 to 3.7) and no

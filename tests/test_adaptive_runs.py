@@ -2,7 +2,7 @@
 'Adaptive spec params updated: steps A -> B' every ~10 windows) is answered whole — its
 per-stream rate and verdict need no configuration — and per configuration, every segment of
 one configuration pooled.  And item 2's lifetime from the KV usage (analysis/kv_life.py).
-The logs are the simulator's (eaglelog.simulate, scenarios 'adaptive' and 'long_requests'),
+The logs are the simulator's (simlab.simulate, scenarios 'adaptive' and 'long_requests'),
 with their exact truths."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import eaglelog
 from eaglelog.analysis.breakeven import request_lifetime
 from eaglelog.analysis.kv_life import kv_lifetime
 from eaglelog.api import ConfigSegment, by_configuration, whole_run
-from eaglelog.simulate import SCENARIOS, simulate
+from simlab.simulate import SCENARIOS, simulate
 
 
 @pytest.fixture(scope="module")

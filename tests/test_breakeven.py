@@ -400,7 +400,7 @@ def test_a_slow_high_batch_level_is_not_taken_for_idle_gaps(tmp_path):
     from eaglelog.analysis import rate
     from eaglelog.analysis.breakeven import run_windows
     from eaglelog.library import load
-    from eaglelog.simulate import ConvexVerify, Scenario, simulate
+    from simlab.simulate import ConvexVerify, Scenario, simulate
     sc = Scenario(name="lv", clients=((0.0, 2), (120.0, 8), (240.0, 16)), think_s=0.05,
                   output_median=250.0, output_sigma=0.4, duration_s=360.0, hw=ConvexVerify(),
                   accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46), num_steps=7)
@@ -424,9 +424,9 @@ def test_a_baseline_log_of_many_batch_sizes_gives_a_step_at_each(tmp_path):
     by powers of two, '4–7'; a group's step is the step at no one size, and until 2026-12-04
     the baseline kept only the groups of one size, here size 1 alone: this run at 14 was
     'insufficient data' at 0 % coverage.)  The simulated baseline is noise-free: its step at
-    B is the hardware's b(B) (eaglelog/simulate.py, Hardware.step_ms)."""
+    B is the hardware's b(B) (simlab/simulate.py, Hardware.step_ms)."""
     from eaglelog.analysis.breakeven import size_ranges
-    from eaglelog.simulate import SCENARIOS, baseline_log, ramp, simulate
+    from simlab.simulate import SCENARIOS, baseline_log, ramp, simulate
     sc = SCENARIOS["growing"].replace(duration_s=480.0, clients=ramp(1, 24, 480.0),
                                       log_requests=False)
     base = tmp_path / "base.log"

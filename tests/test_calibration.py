@@ -1,4 +1,4 @@
-"""The estimators against a known truth (the request-level simulator, eaglelog/simulate.py, with
+"""The estimators against a known truth (the request-level simulator, simlab/simulate.py, with
 an exact stated baseline): a fast subset of benchmarks/calibration.py, whose full table
 docs/statistics.md quotes.  Few runs per scenario, so the bounds are those a handful of runs can
 check: no bias beyond 1 %, intervals that cover, no confident claim against the truth, and the

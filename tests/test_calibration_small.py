@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eaglelog.simulate import SCENARIOS, simulate, stated_steps
+from simlab.simulate import SCENARIOS, simulate, stated_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 if "calibration" in sys.modules:

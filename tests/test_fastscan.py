@@ -506,7 +506,7 @@ def test_a_wrapped_log_reads_the_same_both_ways(tmp_path, monkeypatch, wrap):
     file, EAGLE3_PROF blocks printed with print() among its lines: the accelerator reads its
     decode and prefill lines itself (with the wrapper's time), the Python parser the rest, and
     both give the same tables; the blocks are those of the same log unwrapped."""
-    from eaglelog.simulate import SCENARIOS, simulate
+    from simlab.simulate import SCENARIOS, simulate
     run = simulate(SCENARIOS["continuous_docker"].replace(duration_s=60, prof_every=100), 3)
     lines = run.lines
     if wrap == "cri":

@@ -3,7 +3,7 @@ so that it stays true.  Layers, lowest first — a module may import from its ow
 layers below, never from one above:
 
   1 core      errors, schema, stats, distributions, tables, units, engine_schedules, rules,
-              docs, simulate, _lazy, _memory
+              docs, _lazy, _memory (the simulator is simlab/, beside the package)
   3 sources   sources, remote (bytes and lines in)
   4 parsers   parsers/* (lines → records)
   4.5 io      parallel, cache, batch (parsing at scale: workers, the table cache)

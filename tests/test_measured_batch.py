@@ -187,7 +187,7 @@ def test_a_cycle_whose_precision_weights_sit_on_a_still_batch_keeps_its_curve(tm
     got 98 % of the precision weight and their batch barely moved (the corrected matrix was
     singular there: λ = 1.0005), so the cycle was 17.28 ms in [0 … 5·10¹⁶].  The fit now falls
     back to equal precisions, where the curve is identified."""
-    from eaglelog.simulate import SCENARIOS, simulate
+    from simlab.simulate import SCENARIOS, simulate
     p = str(tmp_path / "ar09.log")
     run = simulate(SCENARIOS["ar09"], 5021)
     run.write(p)
@@ -205,7 +205,7 @@ def test_prefills_that_found_the_batch_drained_carry_the_idle_before_them(tmp_pa
     """growing (1 → 32 clients): at one client every request finishes into an empty batch and
     the server waits the client's 3 ms before the next prefill; the drained-prefill regressor
     takes that wait (about 3 ms), so the prefill cost per batch stays the simulator's 6.0."""
-    from eaglelog import simulate as S
+    from simlab import simulate as S
     sc = S.SCENARIOS["growing"].replace(duration_s=300.0, clients=S.ramp(1, 8, 300.0),
                                         log_requests=False)
     run = S.simulate(sc, 3)

@@ -1,11 +1,11 @@
 """Never confidently wrong (issue 34): the cases an independent simulator found, as scenarios of
-eaglelog/simulate.py with exact truths (docs/simulation.md §4)."""
+simlab/simulate.py with exact truths (docs/simulation.md §4)."""
 from __future__ import annotations
 
 import eaglelog
 from eaglelog.analysis import rate
 from eaglelog.analysis.breakeven import run_windows
-from eaglelog.simulate import SCENARIOS, simulate
+from simlab.simulate import SCENARIOS, simulate
 
 
 def windows_of(tmp_path, scenario, seed):

@@ -511,7 +511,7 @@ def test_simulation_paired_power_and_false_positives():
 
 def _clean_table(name, seed, tmp_path):
     """A clean simulated run's requests with a τ_r (no request loops, none is garbled)."""
-    from eaglelog.simulate import SCENARIOS, simulate
+    from simlab.simulate import SCENARIOS, simulate
     path = simulate(SCENARIOS[name], seed).write(tmp_path / f"{name}{seed}.log")
     t = rq.request_table(eaglelog.parse(path, cache=False))
     return t[t["tau"].notna()].reset_index(drop=True)
@@ -576,7 +576,7 @@ def test_the_chain_logit_inverts_a_chains_tokens_per_verify():
 
 
 def test_a_run_without_suspects_says_the_rule_it_applied(run, tmp_path):
-    from eaglelog.simulate import SCENARIOS, simulate
+    from simlab.simulate import SCENARIOS, simulate
     path = simulate(SCENARIOS["reference"].replace(duration_s=300), 1).write(tmp_path / "r.log")
     r = run("requests", "--no-cache", str(path))
     assert r.exit_code == 0, r.stderr

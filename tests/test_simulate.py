@@ -1,4 +1,4 @@
-"""The simulator (eaglelog/simulate.py, docs/simulation.md): its log is what its truth implies.
+"""The simulator (simlab/simulate.py, docs/simulation.md): its log is what its truth implies.
 
 The logs are synthetic (written by the simulator in SGLang's documented formats).  The checks are
 the engine's own arithmetic (SGLang v0.5.10, observability/scheduler_metrics_mixin.py): a decode
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import eaglelog
-from eaglelog.simulate import (SCENARIOS, Scenario, baseline_log, baseline_map,
+from simlab.simulate import (SCENARIOS, Scenario, baseline_log, baseline_map,
                                ramp, simulate, stated_steps)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promserver as P  # noqa: E402
 from test_metrics import start_exporter  # noqa: E402
 
-from eaglelog import simulate as S  # noqa: E402
+from simlab import simulate as S  # noqa: E402
 from eaglelog.cli import main  # noqa: E402
 from eaglelog.watch import Alert, Watcher  # noqa: E402
 

@@ -245,10 +245,10 @@ def test_tree_limits_and_chain_misuse_are_usage_errors(run, tmp_path):
 
 
 def test_simulated_runs_with_another_verify_shape_are_covered():
-    """The simulator (eaglelog.simulate) at batch 1, a verify with a quadratic term and a
+    """The simulator (simlab.simulate) at batch 1, a verify with a quadratic term and a
     falling acceptance curve: single-run predictions from a 5-step run cover the measured rate
     of 1-, 2-, 3- and 7-step runs (docs/whatif.md quotes the larger run of this check)."""
-    from eaglelog.simulate import ConvexVerify, Scenario, simulate
+    from simlab.simulate import ConvexVerify, Scenario, simulate
 
     base = Scenario(name="w", clients=((0.0, 1),), think_s=0.05, output_median=250.0,
                     output_sigma=0.4, duration_s=240.0, prof_every=100, hw=ConvexVerify(),
@@ -304,7 +304,7 @@ def test_a_baseline_per_batch_size_gives_the_verify_growth():
 def _varying_sweep(d, seed):
     """Runs of 1, 2, 3, 5 and 7 steps whose clients step 2 → 8 → 16 (120 s each), on hardware
     whose verify is convex in batch × K (benchmarks/whatif_calibration.py --by-batch)."""
-    from eaglelog.simulate import ConvexVerify, Scenario, simulate
+    from simlab.simulate import ConvexVerify, Scenario, simulate
     sc = Scenario(name="wb", clients=((0.0, 2), (120.0, 8), (240.0, 16)), think_s=0.05,
                   output_median=250.0, output_sigma=0.4, duration_s=360.0, prof_every=100,
                   hw=ConvexVerify(), accept_probs=(0.85, 0.74, 0.66, 0.6, 0.55, 0.5, 0.46))
@@ -321,7 +321,7 @@ def test_by_batch_predicts_each_bucket_of_a_sweep_from_the_other_runs(tmp_path):
     predicted from the other runs (the verify grows with batch × K) holds its measured rate
     in ≥ 80 % of 20 checks over two seeds (benchmarks/whatif_calibration.py --by-batch: 90 %
     on 25 seeds), and the best K falls as the batch grows, as the hardware's truth does."""
-    from eaglelog.simulate import ConvexVerify
+    from simlab.simulate import ConvexVerify
     inside = total = 0
     errs = []
     for seed in (0, 1):
@@ -661,7 +661,7 @@ def test_a_cost_model_that_misfits_says_its_intervals_carry_it(tmp_path):
     """Cells at 15 and 16 running requests (a span under ×1.5: no batch column) scatter beyond
     their own errors; the model line says by how much, and that the prediction intervals hold
     it as model error (whatif_derived: the χ² above 1 is a relative variance of a new cell)."""
-    from eaglelog.simulate import SCENARIOS, simulate
+    from simlab.simulate import SCENARIOS, simulate
     paths = []
     for k in (1, 2, 3, 5):
         p = tmp_path / f"k{k}.log"

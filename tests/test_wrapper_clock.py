@@ -15,7 +15,7 @@ import eaglelog
 from eaglelog.analysis import rate
 from eaglelog.analysis.breakeven import run_windows
 from eaglelog.parsers.prefix import read_prefix
-from eaglelog.simulate import SCENARIOS, simulate
+from simlab.simulate import SCENARIOS, simulate
 
 
 def windows_of(path):

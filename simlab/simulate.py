@@ -1,6 +1,6 @@
 """A request-level simulator of an SGLang EAGLE-3 server, with the truth behind its log.
 
-    >>> from eaglelog.simulate import SCENARIOS, simulate
+    >>> from simlab.simulate import SCENARIOS, simulate
     >>> run = simulate(SCENARIOS["reference"], seed=1)
     >>> run.write("server.log")               # an SGLang v0.5.10-style log
     >>> run.truth.metrics().speedup           # what an estimator of that log should find
@@ -44,7 +44,7 @@ __all__ = ["Hardware", "Scenario", "TruthSums", "TruthMetrics", "Truth", "SimLog
 
 PHASES = ("Draft steps", "Target verify", "Draft re-extend", "Other overhead")
 START = _dt.datetime(2026, 3, 2, 14, 0, 0)
-HEADER = ("# SYNTHETIC LOG written by eaglelog.simulate (scenario {name!r}, seed {seed}); "
+HEADER = ("# SYNTHETIC LOG written by simlab.simulate (scenario {name!r}, seed {seed}); "
           "every line is invented.\n")
 
 
@@ -632,7 +632,7 @@ class _Sim:
     # ----------------------------------------------------------------- the loop
     def run(self) -> None:
         sc = self.sc
-        self.emit(0.0, "Launching the server (synthetic, eaglelog.simulate).", "")
+        self.emit(0.0, "Launching the server (synthetic, simlab.simulate).", "")
         self.emit(0.0, server_args_line(sc, self.spec), "")
         if self.spec and sc.k > 0:
             self.emit(0.0, "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 "
