@@ -792,8 +792,9 @@ def _load_where(what: str) -> tuple[Column, ...]:
 
 LOAD_REQUESTS = Table(
     "load_requests",
-    "one row per request of a `vllm bench serve --save-detailed` result (its per-request "
-    "lists, vllm/benchmarks/serve.py:1318-1340); failed requests kept with ok=False",
+    "one row per request of a load test: `vllm bench serve --save-detailed` or SGLang "
+    "`bench_serving --output-details` lists, aiperf profile_export.jsonl records "
+    "(docs/latency.md §1); failed requests kept with ok=False",
     _load_where("request's run") + (
         C("request", "Int64", "", "0-based index of the request in the file's lists"),
         C("ok", "boolean", "", "completed: no error and output_len > 0 (failed requests count "
@@ -810,15 +811,20 @@ LOAD_REQUESTS = Table(
         C("prompt_tokens", "Int64", "tokens", "input_lens"),
         C("error", "string", "", "the client's error text (truncated to 200 characters); NA "
           "for a success"),
+        C("accept_len", "float64", "tokens/step", "the request's acceptance length, 1 + "
+          "accepted / verify steps (aiperf's spec_decode_acceptance_length)", "higher",
+          core=False),
     ))
 
 LOAD_RUNS = Table(
     "load_runs",
-    "one row per `vllm bench serve --save-result` run: its configuration and its own numbers "
-    "as the tool computed them",
+    "one row per load-test run (vllm bench serve, SGLang bench_serving, aiperf): its "
+    "configuration and its own numbers as the tool computed them",
     _load_where("run") + (
         C("load_kind", "category", "", "'rate' (request_rate) or 'concurrency' "
           "(max_concurrency)"),
+        C("tool", "category", "", "the harness that wrote the file: vllm (bench serve), sglang "
+          "(bench_serving), aiperf", core=False),
         C("request_rate", "float64", "req/s", "configured --request-rate (inf: all at once)"),
         C("max_concurrency", "float64", "requests", "configured --max-concurrency; NaN unset"),
         C("duration_s", "float64", "s", "benchmark duration"),

@@ -231,6 +231,185 @@ def calibrate(runs: int = 200, n: int = 200, resamples: int = 1000, seed: int = 
             "crossover_found": {str(k): found.count(k) for k in sorted(set(found), key=str)}}
 
 
+# ------------------------------------------------------------------ the other harnesses' shapes
+# The same draws as ``result`` (same rng, same arrays) written as SGLang bench_serving and as
+# ai-dynamo aiperf write them, so that every format goes through one calibration path and
+# gives the same numbers.  Synthetic: no server ran.
+
+def _stats(ms: np.ndarray, pcts=(90, 95, 99)) -> dict:
+    return {"mean": float(np.mean(ms)), "median": float(np.median(ms)),
+            "std": float(np.std(ms)), **{f"p{p}": float(np.percentile(ms, p)) for p in pcts}}
+
+
+def sglang_result(arm: str, load: float, n: int, rng: np.random.Generator,
+                  details: bool = True, backend: str = "sglang-oai", **kw) -> dict:
+    """One line of `python -m sglang.bench_serving --output-file X.jsonl [--output-details]`
+    (sglang 0.5.23, sglang/benchmark/serving.py:1855–1966): the run's numbers as
+    calculate_metrics computes them (serving.py:1132–1312: TPOT = (latency − ttft) /
+    (output_len − 1) over successes, ITL the pooled gaps, e2e the latency) and, with
+    details, input_lens, output_lens (0 for a failure), ttfts, itls, generated_texts, errors."""
+    o = result(arm, load, n, rng, **kw)
+    ok = np.array([not e for e in o["errors"]])
+    ttft = np.array(o["ttfts"])[ok]
+    lat = np.array(o["latencies"])[ok]
+    outl = np.array(o["output_lens"])[ok]
+    tp = ((lat - ttft) / np.maximum(outl - 1, 1))[outl > 1]
+    gaps = np.concatenate([np.array(g) for g, k in zip(o["itls"], ok) if k] or [np.zeros(1)])
+    dur = o["duration"]
+    tot_out = int(np.sum(o["output_lens"]))
+    res = {"tag": f"synthetic-{arm}", "backend": backend, "dataset_name": "random",
+           "request_rate": load, "max_concurrency": None, "sharegpt_output_len": None,
+           "random_input_len": 512, "random_output_len": 48, "random_range_ratio": 0.0,
+           "server_info": None, "duration": dur, "completed": int(ok.sum()),
+           "total_input_tokens": 512 * int(ok.sum()),
+           "total_input_text_tokens": 512 * int(ok.sum()), "total_input_vision_tokens": 0,
+           "total_output_tokens": tot_out, "total_output_tokens_retokenized": tot_out,
+           "request_throughput": ok.sum() / dur, "input_throughput": 512 * ok.sum() / dur,
+           "output_throughput": tot_out / dur,
+           "total_throughput": (512 * ok.sum() + tot_out) / dur}
+    for name, vals in (("e2e_latency", lat), ("ttft", ttft), ("tpot", tp), ("itl", gaps)):
+        for k, v in _stats(vals * 1000).items():
+            res[f"{k}_{name}_ms"] = v
+        if name == "itl":
+            res["max_itl_ms"] = float(np.max(vals) * 1000)
+    res.update({"concurrency": float(np.sum(lat) / dur),
+                "accept_length": 2.5 if arm == "spec" else None,
+                "max_output_tokens_per_s": float(tot_out / dur * 1.5),
+                "max_concurrent_requests": 8})
+    if details:
+        res.update({"input_lens": o["input_lens"], "output_lens": o["output_lens"],
+                    "ttfts": o["ttfts"], "itls": o["itls"],
+                    "generated_texts": ["" if not k else "synthetic" for k in ok],
+                    "errors": ["" if k else "Service Unavailable: synthetic overload"
+                               for k in ok]})
+    return res
+
+
+def write_sglang(path, objs) -> None:
+    """SGLang's way: json.dumps(result) + "\n", appended (serving.py:1961–1966)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        for o in objs:
+            fh.write(json.dumps(o) + "\n")
+
+
+def _metric(unit: str, vals) -> dict:
+    """aiperf's JsonMetricResult (export_models.py:25–67) of record values."""
+    v = np.asarray(vals, dtype=float)
+    out = {"unit": unit, "avg": float(np.mean(v))}
+    for p in (1, 5, 10, 25, 50, 75, 90, 95, 99):
+        out[f"p{p}"] = float(np.percentile(v, p))
+    out.update({"min": float(np.min(v)), "max": float(np.max(v)), "std": float(np.std(v)),
+                "count": int(len(v)), "sum": float(np.sum(v))})
+    return out
+
+
+T0_NS = 1_767_225_600_000_000_000          # 2026-01-01T00:00:00Z
+
+
+def aiperf_run(arm: str, load: float, n: int, rng: np.random.Generator, kind: str = "rate",
+               warmup: int = 0, **kw) -> tuple[dict, list]:
+    """(profile_export_aiperf.json, the records of profile_export.jsonl) of one aiperf 0.13
+    run (record_models.py:165–300, 1714–1745; spec_decode_models.py:19–101;
+    export_models.py:281–377): per request metadata, metrics {value, unit} in ms/tokens,
+    inter_chunk_latency the gaps, inter_token_latency the request's TPOT, and for speculation
+    the request's acceptance (each chunk after the first one verify step)."""
+    o = result(arm, load, n, rng, **kw)
+    recs, acc_tot, steps_tot = [], 0, 0
+    for i in range(-warmup, n):
+        j = max(i, 0)
+        ok = not o["errors"][j]
+        start = T0_NS + int(o["start_times"][j] * 1e9)
+        lat = o["latencies"][j]
+        md = {"session_num": i + warmup, "x_request_id": f"synthetic-{i + warmup:05d}",
+              "x_correlation_id": f"synthetic-c{i + warmup:05d}",
+              "conversation_id": f"synthetic-d{j:05d}", "turn_index": 0,
+              "request_start_ns": start, "request_ack_ns": start + 1_000_000,
+              "request_end_ns": start + int((lat if ok else 0.001) * 1e9),
+              "worker_id": "worker_synthetic", "record_processor_id": "record_processor_0",
+              "benchmark_phase": "warmup" if i < 0 else "profiling", "was_cancelled": False}
+        if not ok:
+            recs.append({"metadata": md, "metrics": {"error_isl": {"value": 512,
+                                                                   "unit": "tokens"}},
+                         "error": {"code": 503, "type": "HTTPStatusError",
+                                   "message": "Service Unavailable"}})
+            continue
+        ttft, out, gaps = o["ttfts"][j], o["output_lens"][j], o["itls"][j]
+        m = {"input_sequence_length": {"value": 512, "unit": "tokens"},
+             "time_to_first_token": {"value": ttft * 1000, "unit": "ms"},
+             "request_latency": {"value": lat * 1000, "unit": "ms"},
+             "inter_chunk_latency": {"value": [g * 1000 for g in gaps], "unit": "ms"},
+             "output_sequence_length": {"value": out, "unit": "tokens"},
+             "inter_token_latency": {"value": (lat - ttft) / (out - 1) * 1000, "unit": "ms"},
+             "output_token_throughput_per_user": {"value": (out - 1) / (lat - ttft),
+                                                  "unit": "tokens/sec/user"}}
+        rec = {"metadata": md, "metrics": m}
+        if arm == "spec":
+            steps = len(gaps)                       # one verify step a chunk after the first
+            accepted = (out - 1) - steps            # the tokens beyond one a step
+            per = [accepted // steps + (1 if s < accepted % steps else 0) for s in range(steps)]
+            hist = {str(k): per.count(k) for k in sorted(set(per))}
+            mal = 1 + accepted / steps
+            m["spec_decode_acceptance_length"] = {"value": mal, "unit": "ratio"}
+            rec["spec_decode_acceptance"] = {
+                "engine": "vllm", "mean_acceptance_length": mal,
+                "draft_acceptance_rate": accepted / (3 * steps), "acceptance_histogram": hist,
+                "num_accepted_draft_tokens": accepted, "num_draft_tokens": 3 * steps,
+                "num_spec_steps": steps, "num_spec_tokens": 3, "completion_tokens": out}
+            if i >= 0:
+                acc_tot, steps_tot = acc_tot + accepted, steps_tot + steps
+        recs.append(rec)
+    prof = [r for r in recs if r["metadata"]["benchmark_phase"] == "profiling"]
+    good = [r["metrics"] for r in prof if "error" not in r]
+    dur = o["duration"]
+    tot_out = sum(g["output_sequence_length"]["value"] for g in good)
+    phase = ({"name": "profiling", "kind": "profiling", "type": "poisson", "rate": load,
+              "requests": n} if kind == "rate" else
+             {"name": "profiling", "kind": "profiling", "type": "concurrency",
+              "concurrency": int(load), "requests": n})
+    summ = {"schema_version": "1.4", "aiperf_version": "0.13.0",
+            "benchmark_id": f"synthetic-{arm}-{load:g}",
+            "request_throughput": {"unit": "requests/sec", "avg": len(good) / dur}}
+    for tag in ("request_latency", "time_to_first_token", "inter_token_latency"):
+        summ[tag] = _metric("ms", [g[tag]["value"] for g in good])
+    summ["output_token_throughput"] = {"unit": "tokens/sec", "avg": tot_out / dur}
+    summ["output_sequence_length"] = _metric("tokens", [g["output_sequence_length"]["value"]
+                                                        for g in good])
+    summ["input_sequence_length"] = _metric("tokens", [512] * len(good))
+    summ["inter_chunk_latency"] = _metric("ms", [x for g in good
+                                                 for x in g["inter_chunk_latency"]["value"]])
+    summ.update({"total_output_tokens": {"unit": "tokens", "avg": tot_out},
+                 "benchmark_duration": {"unit": "sec", "avg": dur},
+                 "total_isl": {"unit": "tokens", "avg": 512.0 * len(good)},
+                 "total_osl": {"unit": "tokens", "avg": float(tot_out)},
+                 "request_count": {"unit": "requests", "avg": float(len(good))}})
+    if len(prof) > len(good):
+        summ["error_request_count"] = {"unit": "requests", "avg": float(len(prof) - len(good))}
+    if steps_tot:
+        summ["spec_decode_token_weighted_acceptance_length"] = {
+            "unit": "ratio", "avg": 1 + acc_tot / steps_tot}
+    summ["input_config"] = {"models": {"strategy": "round_robin",
+                                       "items": [{"name": "synthetic/model"}]},
+                            "phases": [phase]}
+    summ["run_info"] = {"benchmark_id": summ["benchmark_id"], "run_label": f"synthetic-{arm}"}
+    summ["was_cancelled"] = False
+    summ["is_complete"] = True
+    return summ, recs
+
+
+def write_aiperf(directory, summary: dict, records: list) -> tuple:
+    """An aiperf artifact directory: profile_export_aiperf.json (indented, as
+    metrics_json_exporter.py:199–205) and profile_export.jsonl (one record a line)."""
+    import pathlib
+    d = pathlib.Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "profile_export_aiperf.json").write_text(json.dumps(summary, indent=2),
+                                                  encoding="utf-8")
+    with open(d / "profile_export.jsonl", "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r, separators=(",", ":")) + "\n")
+    return d / "profile_export_aiperf.json", d / "profile_export.jsonl"
+
+
 SAMPLE_LOADS = (2.0, 4.0, 6.0, 8.0)
 
 
@@ -260,7 +439,51 @@ def make_samples(directory, n: int = 400, seed: int = 39) -> list:
     return paths
 
 
+FIXTURE_LOADS = (2.0, 6.0)
+
+
+def _round_tree(x, nd: int):
+    if isinstance(x, float):
+        return round(x, nd)
+    if isinstance(x, list):
+        return [_round_tree(v, nd) for v in x]
+    if isinstance(x, dict):
+        return {k: _round_tree(v, nd) for k, v in x.items()}
+    return x
+
+
+def make_format_fixtures(directory, n: int = 50, seed: int = 41) -> list:
+    """tests/fixtures/loadtest/: SGLang bench_serving --output-details JSONL (a spec and a
+    baseline file, the runs at 2 and 6 req/s appended in each, as SGLang appends) and aiperf
+    artifact directories (summary and records, 2 warmup records each) of the same shape,
+    5 % failed requests.  Synthetic (this simulator); times rounded to the microsecond."""
+    import pathlib
+    d = pathlib.Path(directory)
+    rng = np.random.default_rng(seed)
+    paths = []
+    for arm, name in (("spec", "spec"), ("baseline", "base")):
+        p = d / "sglang" / f"{name}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.unlink(missing_ok=True)
+        for x in FIXTURE_LOADS:
+            o = sglang_result(arm, x, n, rng, p_fail=0.05)
+            o["ttfts"] = [round(v, 6) for v in o["ttfts"]]
+            o["itls"] = [[round(g, 6) for g in r] for r in o["itls"]]
+            write_sglang(p, [o])
+        paths.append(p)
+        for x in FIXTURE_LOADS:
+            summ, recs = aiperf_run(arm, x, n, rng, p_fail=0.05, warmup=2)
+            paths.extend(write_aiperf(d / "aiperf" / f"{name}-{x:g}qps", _round_tree(summ, 6),
+                                      _round_tree(recs, 3)))
+    return paths
+
+
 if __name__ == "__main__":
     import sys
+    if sys.argv[1:2] == ["--fixtures"]:
+        for p in make_format_fixtures(sys.argv[2] if len(sys.argv) > 2 else
+                                      "tests/fixtures/loadtest"):
+            print(p)
+        sys.exit()
     for p in make_samples(sys.argv[1] if len(sys.argv) > 1 else "sample_logs/latency"):
         print(p)

@@ -85,7 +85,7 @@ def test_without_save_detailed_the_files_numbers_only(tmp_path):
     ('{"duration": 1, "completed": 1}\n{"duration": 2,\n', "x.json:2: invalid JSON"),
     ('{\n  "duration": 1,\n  "completed": \n}', "x.json:4: invalid JSON"),
     ('[1, 2]', "x.json:1: a JSON int"),
-    ('{"date": "x"}', "not a vllm bench serve --save-result object"),
+    ('{"date": "x"}', "none of the load-test results eaglelog reads"),
     ('{"duration": 10, "completed": 2, "request_rate": 1, "ttfts": [0.1, 0.2], '
      '"output_lens": [3]}', "'output_lens' holds 1 entries, 'ttfts' 2"),
     ('{"duration": -1, "completed": 2, "request_rate": 1}', "bad value '-1' for 'duration'"),
@@ -213,6 +213,48 @@ def test_no_common_load_point(tmp_path):
 
 
 # ------------------------------------------------------------------ calibration
+
+def test_sglang_and_aiperf_go_through_the_same_path(tmp_path):
+    """The simulator's draws written as vLLM, SGLang (bench_serving --output-details) and
+    aiperf (summary + records) write them give the same numbers, and the crossover found is
+    within one load step of the simulator's true one."""
+    loads = (2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+    results = {}
+    for fmt in ("vllm", "sglang", "aiperf"):
+        rng = np.random.default_rng(5)
+        arms = {"spec": [], "baseline": []}
+        for arm in arms:
+            for x in loads:
+                p = tmp_path / fmt / f"{arm}-{x:g}"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                if fmt == "vllm":
+                    S.write(f"{p}.json", [S.result(arm, x, 370, rng, p_fail=0.01)])
+                    arms[arm].append(f"{p}.json")
+                elif fmt == "sglang":
+                    S.write_sglang(f"{p}.jsonl", [S.sglang_result(arm, x, 370, rng,
+                                                                  p_fail=0.01)])
+                    arms[arm].append(f"{p}.jsonl")
+                else:
+                    S.write_aiperf(p, *S.aiperf_run(arm, x, 370, rng, p_fail=0.01))
+                    arms[arm].append(str(p))
+        results[fmt] = A.latency(arms["spec"], arms["baseline"], slo=S.SLO, resamples=300,
+                                 seed=1)
+    ref = results["vllm"]
+    assert abs(ref.crossover["overall"] - S.true_crossover(loads=loads)) <= 1.0
+    for fmt in ("sglang", "aiperf"):
+        r = results[fmt]
+        assert r.crossover == ref.crossover and r.meets_up_to == ref.meets_up_to
+        assert [p.pays for p in r.points] == [p.pays for p in ref.points]
+        for p, q in zip(r.points, ref.points):
+            for a, b in ((p.spec, q.spec), (p.baseline, q.baseline)):
+                for m in ("ttft", "tpot", "itl"):
+                    for qn in ("p50", "p90", "p99"):
+                        e, f = a.quantiles[m][qn], b.quantiles[m][qn]
+                        assert e.estimate == pytest.approx(f.estimate, rel=1e-9), (fmt, m, qn)
+                        assert (e.ci_low is None) == (f.ci_low is None)
+                assert a.goodput.estimate == pytest.approx(b.goodput.estimate)
+            assert p.stream_ratio.ci_low == pytest.approx(q.stream_ratio.ci_low, rel=1e-9)
+
 
 def test_calibration():
     """200 simulated spec/baseline load tests (6 load points, 370 requests each — enough for

@@ -425,7 +425,8 @@ def _arm(name: str, load: float, runs: list[LoadRun], slo: dict, attainment: flo
         med = qs["tpot"]["p50"].estimate
         pst = Estimate(1000.0 / med if med and math.isfinite(med) else math.nan, None, None,
                        None, conf, source="file")
-        return Arm(name, load, sources, completed + sum(int(r.run["failed"]) for r in runs),
+        failed = sum(int(r.run["failed"] or 0) for r in runs)     # SGLang saves none
+        return Arm(name, load, sources, completed + failed,
                    completed, duration, False, qs, pst, out_tok_s, None, accept_len), None
     d = _data(runs)
     n = len(d.ttft)
@@ -538,7 +539,9 @@ def _point_verdict(p_load, kind, spec: Arm | None, base: Arm | None, ratio, diff
     if gdiff is not None:
         parts.append(f"goodput {spec.goodput.estimate:.2f} vs {base.goodput.estimate:.2f} req/s")
     tail = {"yes": "speculation pays", "no": "speculation does not pay",
-            "unclear": "not significant", "n/a": "no intervals (needs --save-detailed)"}[pays]
+            "unclear": "not significant",
+            "n/a": "no intervals (needs the per-request data: vLLM's --save-detailed, SGLang's "
+                   "--output-details, aiperf's profile_export.jsonl)"}[pays]
     return f"{where}: speculation: " + ", ".join(parts) + f" — {tail}"
 
 
@@ -547,8 +550,9 @@ def latency(spec, baseline, *, slo=None, attainment: float = 0.9, confidence: fl
     """Latency, per-stream and aggregate tok/s and goodput of a speculative load test against
     its baseline, per load point, with the crossover load (docs/latency.md).
 
-    ``spec`` and ``baseline``: ``vllm bench serve --save-result`` files (a path or a list;
-    one run per file, or one per line with --append-result), or LoadRun objects
+    ``spec`` and ``baseline``: ``vllm bench serve --save-result`` files, SGLang
+    ``bench_serving --output-file`` JSONL, aiperf ``profile_export_aiperf.json`` /
+    ``profile_export.jsonl`` (a path or a list; one run per file or per line), or LoadRun objects
     (``eaglelog.parsers.loadtest.read``).  ``slo``: ``"ttft=2s,tpot=50ms"`` or {key: ms}.
     ``resamples``: bootstrap resamples B; ``seed`` makes them reproducible.
 

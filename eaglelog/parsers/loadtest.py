@@ -31,6 +31,16 @@ make a single line of megabytes (and a pretty-printed copy, ``jq .``, spans many
 `latency` has this reader of its own: a file is read whole, as one JSON value (an object, or a
 list of objects) or else as JSON lines; every problem is one ``EaglelogError`` naming the file
 and, where it applies, the line.
+
+SGLang ``python -m sglang.bench_serving --output-file X.jsonl`` (checked in the sglang 0.5.23
+wheel: bench_serving.py re-exports sglang/benchmark/serving.py) writes the same kind of object
+with other names, one a line (appended, serving.py:1961–1966): ``tag`` for the label,
+``*_e2e_latency_ms`` for e2el, ``accept_length`` (the server's ``avg_spec_accept_length``,
+serving.py:1645–1662), no ``failed``, no ``latencies``; with ``--output-details`` the lists
+``input_lens``, ``output_lens`` (0 for a failure, serving.py:1190), ``ttfts``, ``itls``,
+``generated_texts``, ``errors`` (serving.py:1945–1952).  ``sglang_to_vllm`` renames it and the
+vLLM path reads it.  ai-dynamo aiperf's ``profile_export_aiperf.json`` summary and its
+``profile_export.jsonl`` records are read by parsers/aiperf.py, paired here by their names.
 """
 from __future__ import annotations
 
@@ -44,11 +54,20 @@ import pandas as pd
 
 from ..errors import EaglelogError, InputError
 from ..schema import LOAD_REQUESTS, LOAD_RUNS, Table
+from . import aiperf
 
 METRICS = ("ttft", "tpot", "itl", "e2el")
 LISTS = ("ttfts", "itls", "input_lens", "output_lens", "errors", "latencies")
-NOT_YET = ("SGLang bench_serving JSONL, aiperf profile_export, specdec_bench timing.json and "
-           "/metrics histograms are not read yet")
+NOT_YET = "specdec_bench timing.json and /metrics histograms are not read yet"
+KNOWN = ("none of the load-test results eaglelog reads: vllm bench serve --save-result (an object "
+         "with 'duration', 'completed' and '*_e2el_ms'), SGLang bench_serving --output-file "
+         "('duration', 'completed', '*_e2e_latency_ms'), aiperf profile_export_aiperf.json "
+         "(metric objects such as 'request_latency': {'unit', 'avg', …}) or profile_export.jsonl "
+         "('metadata' and 'metrics' a line); " + NOT_YET)
+HINT = {"vllm": "run vllm bench serve with --save-detailed",
+        "sglang": "run sglang bench_serving with --output-details",
+        "aiperf": "keep aiperf's profile_export.jsonl (--export-level records) beside the "
+                  "summary"}
 
 
 @dataclass
@@ -62,6 +81,7 @@ class LoadRun:
     itl_ms: np.ndarray = field(default_factory=lambda: np.zeros(0))
     itl_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     notes: list = field(default_factory=list)
+    key: str | None = None          # one run read from two files (aiperf's pair): read once
 
     @property
     def load(self) -> float:
@@ -112,8 +132,8 @@ def read_values(path: str) -> list[tuple[object, int]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text (byte {e.start}); a vllm bench serve "
-                         "result is JSON") from None
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}); a load-test result is "
+                         "JSON") from None
     if not text.strip():
         raise InputError(f"{path}: empty file")
     try:
@@ -134,17 +154,183 @@ def read_values(path: str) -> list[tuple[object, int]]:
             if not out:
                 break
             msg = e.msg if isinstance(e, json.JSONDecodeError) else "nested too deeply"
-            raise InputError(f"{path}:{i}: invalid JSON ({msg}); a vllm bench serve result "
-                             "file holds one JSON object per line") from None
+            raise InputError(f"{path}:{i}: invalid JSON ({msg}); a load-test result file of "
+                             "JSON lines holds one JSON object per line") from None
     else:
         return out
     raise InputError(f"{path}:{whole.lineno}: invalid JSON ({whole.msg} at column "
-                     f"{whole.colno}); not a vllm bench serve --save-result file?")
+                     f"{whole.colno}); not a load-test result (vllm bench serve, SGLang "
+                     "bench_serving, aiperf profile_export)?")
 
 
 def read_runs(path: str) -> list[LoadRun]:
-    """Every run of one file."""
-    return [from_result(obj, path, line) for obj, line in read_values(path)]
+    """Every run of one file: vLLM and SGLang results (one a line, or one document), an
+    aiperf summary (with the records beside it when they are there) or aiperf records (with
+    the summary beside them, which says the load point and duration).  A directory is an
+    aiperf artifact directory: its profile_export_aiperf.json."""
+    if os.path.isdir(path):
+        summary = os.path.join(path, "profile_export_aiperf.json")
+        if not os.path.isfile(summary):
+            raise InputError(f"{path}: is a directory without profile_export_aiperf.json (an "
+                             "aiperf artifact directory); give the result files")
+        path = summary
+    values = read_values(path)
+    if aiperf.is_record(values[0][0]):
+        return [_aiperf_from_records(path, values)]
+    return [_aiperf_from_summary(path, obj, line, len(values)) if aiperf.is_summary(obj)
+            else from_result(obj, path, line) for obj, line in values]
+
+
+def aiperf_pair(path: str) -> str | None:
+    """The other file of an aiperf run: profile_export.jsonl ↔ profile_export_aiperf.json, or
+    <prefix>.jsonl ↔ <prefix>.json (--profile-export-prefix, aiperf config/artifacts.py:281–318)."""
+    d, name = os.path.split(path)
+    if name.endswith(".jsonl"):
+        stem = name[:-len(".jsonl")]
+        return os.path.join(d, "profile_export_aiperf.json" if stem == "profile_export"
+                            else stem + ".json")
+    if name.endswith(".json"):
+        stem = name[:-len(".json")]
+        return os.path.join(d, "profile_export.jsonl" if stem == "profile_export_aiperf"
+                            else stem + ".jsonl")
+    return None
+
+
+def _aiperf_from_records(path: str, values: list) -> LoadRun:
+    spath = aiperf_pair(path)
+    if spath is None or not os.path.isfile(spath):
+        raise InputError(f"{path}: aiperf per-request records carry no load point or duration; "
+                         f"its summary {os.path.basename(spath or 'profile_export_aiperf.json')}"
+                         " is not beside it — give the run's artifact directory as aiperf "
+                         "wrote it")
+    summ = read_values(spath)
+    if len(summ) != 1 or not aiperf.is_summary(summ[0][0]):
+        raise InputError(f"{spath}: not an aiperf summary (profile_export_aiperf.json), which "
+                         f"{os.path.basename(path)} needs for its load point")
+    return from_aiperf(summ[0][0], f"{spath}:1", values, path, path,
+                       key=os.path.realpath(spath))
+
+
+def _aiperf_from_summary(path: str, obj: dict, line: int, count: int) -> LoadRun:
+    rpath = aiperf_pair(path) if count == 1 else None
+    recs = None
+    if rpath is not None and os.path.isfile(rpath):
+        recs = read_values(rpath)
+        if not aiperf.is_record(recs[0][0]):
+            raise InputError(f"{rpath}:{recs[0][1]}: not an aiperf record (an object with "
+                             f"'metadata' and 'metrics'), beside the summary {path}")
+    return from_aiperf(obj, f"{path}:{line}", recs, rpath, path, line,
+                       key=os.path.realpath(path))
+
+
+def from_aiperf(summary: dict, where: str, recs=None, rec_source: str | None = None,
+                source: str | None = None, line_no: int = 1, key: str | None = None) -> LoadRun:
+    """One aiperf run: its summary object (``where`` names it) and, when given, the values
+    [(record, line)] of its records file."""
+    source = source or where.rsplit(":", 1)[0]
+    cfg = summary.get("input_config")
+    rate, conc = aiperf.load_point(cfg, where)
+    fields = aiperf.summary_fields(summary, where)
+    extra = fields.pop("extra", None)
+    info = summary.get("run_info") if isinstance(summary.get("run_info"), dict) else {}
+    label = info.get("run_label")
+    run = {"source": source, "line_no": line_no, "tool": "aiperf",
+           "run": None if label is None else str(label)[:200],
+           "load": rate if rate is not None else conc,
+           "load_kind": "rate" if rate is not None else "concurrency",
+           "request_rate": rate, "max_concurrency": conc, "num_prompts": None,
+           "model": aiperf.model_name(cfg), **fields}
+    if extra:
+        run["extra"] = json.dumps(extra, sort_keys=True)
+    if recs is None:
+        run["detailed"] = False
+        return LoadRun(source, line_no, run, frame(LOAD_REQUESTS, {}), key=key,
+                       notes=[f"{where}: no per-request records ({HINT['aiperf']}): only the "
+                              "file's own percentiles, no intervals"])
+    c = aiperf.records(recs, rec_source)
+    n, ok, notes = c["n"], c["ok"], list(c["notes"])
+    ttft, e2el, outl = c["ttft_ms"], c["e2el_ms"], c["output_tokens"]
+    gaps, owner, chunks, itl_sum = [], [], np.zeros(n), np.full(n, np.nan)
+    for i, g in enumerate(c["itl"]):
+        if g is None or not ok[i]:
+            continue
+        if not np.all(np.isfinite(g) & (g >= 0)):
+            ok[i] = False
+            notes.append(f"{rec_source}: request {i}: a non-finite or negative gap in "
+                         "'inter_chunk_latency'; the request is left out")
+            continue
+        gaps.append(g)
+        owner.append(np.full(len(g), i, dtype=np.int64))
+        chunks[i], itl_sum[i] = len(g), float(g.sum())
+    bad = ok & ~(np.isfinite(ttft) & (ttft >= 0) & np.isfinite(e2el) & (e2el >= ttft - 1e-6))
+    if bad.any():
+        notes.append(f"{rec_source}: {int(bad.sum())} completed request(s) with an unusable "
+                     f"time_to_first_token or request_latency (first: request "
+                     f"{int(np.flatnonzero(bad)[0])}); left out")
+        ok &= ~bad
+    if run["completed"] is None:
+        run["completed"] = int(ok.sum())
+    elif ok.sum() != run["completed"]:
+        notes.append(f"{rec_source}: {int(ok.sum())} completed requests in the records, the "
+                     f"summary's request_count says {run['completed']}")
+    if c["pooled_accept_len"] is not None:
+        run["accept_len"] = c["pooled_accept_len"]
+    run["detailed"] = True
+    with np.errstate(invalid="ignore", divide="ignore"):
+        itl_mean = np.where(chunks > 0, itl_sum / np.maximum(chunks, 1), np.nan)
+    if gaps:
+        keep = ok[np.concatenate(owner)]
+        itl_ms, itl_owner = np.concatenate(gaps)[keep], np.concatenate(owner)[keep]
+    else:
+        itl_ms, itl_owner = np.zeros(0), np.zeros(0, dtype=np.int64)
+    cols = {"source": [rec_source] * n, "line_no": [line_no] * n, "run": [run["run"]] * n,
+            "load": np.full(n, run["load"]), "request": np.arange(n), "ok": ok,
+            "ttft_ms": np.where(ok, ttft, np.nan), "tpot_ms": np.where(ok, c["tpot_ms"], np.nan),
+            "itl_mean_ms": np.where(ok, itl_mean, np.nan), "itl_chunks": np.where(ok, chunks, 0),
+            "e2el_ms": np.where(ok, e2el, np.nan),
+            "output_tokens": np.where(np.isfinite(outl), outl, 0).astype(np.int64),
+            "prompt_tokens": pd.array([None if not math.isfinite(x) else int(x)
+                                       for x in c["prompt_tokens"]], dtype="Int64"),
+            "error": c["error"]}
+    if np.isfinite(c["accept_len"]).any():
+        cols["accept_len"] = np.where(ok, c["accept_len"], np.nan)
+    return LoadRun(source, line_no, run, frame(LOAD_REQUESTS, cols), itl_ms, itl_owner, notes,
+                   key=key)
+
+
+def sglang_to_vllm(obj: dict, where: str) -> dict:
+    """An SGLang bench_serving result object in vLLM's names (serving.py:1855–1952): ``tag`` →
+    label, ``*_e2e_latency_ms`` → ``*_e2el_ms``, ``accept_length`` →
+    ``spec_decode_acceptance_length``, ``failed`` = the lists' length − completed."""
+    if obj.get("request_rate") == "trace":
+        raise EaglelogError(f"{where}: a trace replay (request_rate 'trace', "
+                            "--use-trace-timestamps) has no single load point")
+    out = {(k[:-len("_e2e_latency_ms")] + "_e2el_ms" if k.endswith("_e2e_latency_ms") else k): v
+           for k, v in obj.items()}
+    out["label"] = obj.get("tag")
+    acc = obj.get("accept_length")
+    out["spec_decode_acceptance_length"] = acc if acc else None
+    out.pop("latencies", None)
+    if isinstance(obj.get("ttfts"), list) and isinstance(obj.get("completed"), int):
+        out["failed"] = max(len(obj["ttfts"]) - obj["completed"], 0)
+    return out
+
+
+def tool_of(obj) -> str | None:
+    """Which harness wrote this JSON value: "vllm", "sglang", "aiperf" (a summary),
+    "aiperf-record", or None."""
+    if not isinstance(obj, dict):
+        return None
+    if aiperf.is_record(obj):
+        return "aiperf-record"
+    if aiperf.is_summary(obj):
+        return "aiperf"
+    if "duration" in obj and "completed" in obj:
+        if any(k.endswith("_e2e_latency_ms") for k in obj) or "accept_length" in obj \
+                or "server_info" in obj:
+            return "sglang"
+        return "vllm"
+    return None
 
 
 # ------------------------------------------------------------------ one result object
@@ -184,28 +370,38 @@ def _load(obj: dict, where: str) -> tuple[float, str]:
 
 
 def from_result(obj, source: str, line_no: int = 1) -> LoadRun:
-    """One ``vllm bench serve`` result object → a LoadRun.  Raises EaglelogError naming
-    ``source:line_no`` for anything that is not that shape or carries an unusable value."""
+    """One result object → a LoadRun: ``vllm bench serve``'s, SGLang bench_serving's (renamed
+    by ``sglang_to_vllm``) or an aiperf summary's (without its records).  Raises
+    EaglelogError naming ``source:line_no`` for anything that is none of them or carries an
+    unusable value."""
     where = f"{source}:{line_no}"
     if not isinstance(obj, dict):
-        raise EaglelogError(f"{where}: a JSON {type(obj).__name__}, not a vllm bench serve "
-                            "result object")
-    if "duration" not in obj or "completed" not in obj:
-        raise EaglelogError(f"{where}: not a vllm bench serve --save-result object (no "
-                            f"'duration' and 'completed'); {NOT_YET}")
+        raise EaglelogError(f"{where}: a JSON {type(obj).__name__}, not a load-test result "
+                            "object")
+    tool = tool_of(obj)
+    if tool is None:
+        raise EaglelogError(f"{where}: {KNOWN}")
+    if tool == "aiperf":
+        return from_aiperf(obj, where, source=source, line_no=line_no)
+    if tool == "aiperf-record":
+        raise EaglelogError(f"{where}: an aiperf per-request record: read its file "
+                            "(profile_export.jsonl), with the summary beside it")
+    if tool == "sglang":
+        obj = sglang_to_vllm(obj, where)
     duration = _num(obj["duration"], "duration", where, positive=True)
     completed = int(_num(obj["completed"], "completed", where))
     load, kind = _load(obj, where)
     label = obj.get("label") or obj.get("backend")
-    run = {"source": source, "line_no": line_no, "run": None if label is None else
-           str(label)[:200], "load": load, "load_kind": kind,
+    run = {"source": source, "line_no": line_no, "tool": tool, "run": None if label is None
+           else str(label)[:200], "load": load, "load_kind": kind,
            "request_rate": (math.inf if obj.get("request_rate") in ("inf", math.inf) else
                             _num(obj.get("request_rate"), "request_rate", where,
                                  allow_none=True)),
            "max_concurrency": _num(obj.get("max_concurrency"), "max_concurrency", where,
                                    allow_none=True),
            "duration_s": duration, "completed": completed,
-           "failed": int(_num(obj.get("failed", 0) or 0, "failed", where)),
+           "failed": None if obj.get("failed") is None else
+           int(_num(obj["failed"], "failed", where)),
            "num_prompts": obj.get("num_prompts") if isinstance(obj.get("num_prompts"), int)
            and not isinstance(obj.get("num_prompts"), bool) else None,
            "total_output_tokens": _num(obj.get("total_output_tokens"), "total_output_tokens",
@@ -240,8 +436,8 @@ def from_result(obj, source: str, line_no: int = 1) -> LoadRun:
     run["detailed"] = len(has) == 2
     if not run["detailed"]:
         return LoadRun(source, line_no, run, frame(LOAD_REQUESTS, {}),
-                       notes=[f"{where}: no per-request lists (run vllm bench serve with "
-                              "--save-detailed): only the file's own percentiles, no intervals"])
+                       notes=[f"{where}: no per-request lists ({HINT[tool]}): only the "
+                              "file's own percentiles, no intervals"])
     req, itl, owner, notes = _requests(obj, run, where)
     return LoadRun(source, line_no, run, req, itl, owner, notes)
 
@@ -352,7 +548,14 @@ def read(paths) -> list[LoadRun]:
     """Every run of these files (a path or a list of them)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    out = []
+    out, seen = [], {}
     for p in paths:
-        out.extend(read_runs(os.fspath(p)))
+        for r in read_runs(os.fspath(p)):
+            if r.key is not None and r.key in seen:
+                seen[r.key].notes.append(f"{r.source} and {seen[r.key].source} are one aiperf "
+                                         "run (summary and records): read once")
+                continue
+            if r.key is not None:
+                seen[r.key] = r
+            out.append(r)
     return out
