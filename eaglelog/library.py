@@ -227,6 +227,8 @@ def breakeven_rows(r) -> list[dict]:
     from .analysis.breakeven import ESTIMATES as keys
 
     ranges = any(not b.batch.isdigit() for b in (r.by_batch or ()))
+    # the mean context per running request (#token / #running-req) where the log prints it
+    ctx = any(getattr(b, "context", None) is not None for b in (r.by_batch or ()))
 
     from .analysis.rate import bucket_range
 
@@ -236,6 +238,8 @@ def breakeven_rows(r) -> list[dict]:
                "running_req": lo}
         if ranges:
             row["running_req_max"] = hi
+        if ctx:
+            row["context"] = getattr(obj, "context", None) if batch is not None else None
         for k in keys:
             e = getattr(obj, k)
             row.update({k: e.estimate, f"{k}_ci_low": e.ci_low, f"{k}_ci_high": e.ci_high})

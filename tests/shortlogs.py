@@ -35,9 +35,11 @@ def prof_block(total: float, verify_share: float = 0.9545, draft: float = 0.95,
 
 
 def decode_line(t: _dt.datetime, rr: int, accept: float, tput: float, ms: bool = True,
-                tag: str = "TP0") -> str:
+                tag: str = "TP0", tokens: int | None = None) -> str:
+    """``tokens``: the '#token' printed (KV slots in use; 900 + 50 per request unless given)."""
     stamp = t.strftime("%Y-%m-%d %H:%M:%S") + (f".{t.microsecond // 1000:03d}" if ms else "")
-    return (f"[{stamp} {tag}] Decode batch, #running-req: {rr}, #token: {900 + rr * 50}, "
+    tok = 900 + rr * 50 if tokens is None else tokens
+    return (f"[{stamp} {tag}] Decode batch, #running-req: {rr}, #token: {tok}, "
             f"token usage: 0.01, accept len: {accept:.2f}, accept rate: {accept / 6:.2f}, "
             f"cuda graph: True, gen throughput (token/s): {tput:.2f}, #queue-req: 0\n")
 

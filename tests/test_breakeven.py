@@ -328,7 +328,7 @@ def test_cli_by_batch_table(run):
     out = run("-q", "breakeven", "--baseline-log", SAMPLES / "batch_baseline.log", "--by",
               "batch", SAMPLES / "batch_eagle3.log").stdout
     table = out[out.index("running_req    windows"):].splitlines()
-    assert table[0].split()[:3] == ["running_req", "windows", "cycle"]
+    assert table[0].split()[:4] == ["running_req", "windows", "context", "cycle"]   # #token
     assert table[2].split()[0] == "1" and table[2].split()[-1] == "above"
     assert table[7].split()[0] == "32" and table[7].split()[-1] == "below"
 

@@ -736,12 +736,21 @@ NO_DATA = ("no per-position acceptance in the input(s): looked for SGLang Finish
            "vLLM offline example's 'acceptance at token i'")
 
 
-def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto") -> AcceptanceResult:
+def acceptance(logs, *, confidence: float = 0.95, engine: str = "auto",
+               by: str | None = None) -> AcceptanceResult:
     """The per-position acceptance curve of every source in every run of ``logs`` (a ParsedLog
-    or paths).  Raises EaglelogError when no input prints per-position acceptance."""
+    or paths).  Raises EaglelogError when no input prints per-position acceptance.
+
+    ``by='context'``: a ``context.ContextResult`` instead — the curve per prompt-length bucket
+    of the requests, and the accept length per bucket of the decode windows' mean context per
+    running request with its trend (analysis/context.py, docs/acceptance.md 'By context')."""
     from .requests import _load
 
+    if by is not None and by != "context":
+        raise EaglelogError(f"--by {by!r}: acceptance groups by 'context' only")
     log = _load(logs, engine=engine)
+    if by == "context":
+        return by_context(log, confidence)
     curves: list[Curve] = []
     for run, sub in log.units():
         t = sub.tables
@@ -813,3 +822,112 @@ def depth_path_note(b: pd.DataFrame | None) -> str | None:
             "rates divide by every verification step, so a position beyond the depth then in "
             "force reads as rejected: at the deep positions P(accept ≥ i) and the conditional "
             "rates are lower bounds (common/speculative.cpp, ggml-org/llama.cpp 001d906a)")
+
+
+# ----------------------------------------------------------------------------- by context
+
+NO_CONTEXT = ("no acceptance with a context length in the input(s): looked for requests with "
+              "prompt_tokens and a per-request acceptance (SGLang Finish lines with "
+              "spec_accept_histogram, saved vLLM responses with an acceptance_histogram, "
+              "llama.cpp per-request lines) and SGLang decode lines with '#token' and accept len")
+
+
+def _request_series(run: str, origin: str, frame: pd.DataFrame, prompt: np.ndarray,
+                    total: np.ndarray, weight: np.ndarray, build, confidence: float):
+    """The context buckets (by prompt length) of one request source; ``build(rows)`` makes the
+    acceptance curve of a subset of ``frame``."""
+    from . import context as cx
+
+    codes, edges = cx.context_buckets(prompt, cx.MIN_REQUESTS)
+    out = []
+    for g, (lo, hi) in enumerate(edges):
+        idx = np.flatnonzero(codes == g)
+        if not len(idx):
+            continue
+        c = build(frame.iloc[idx])
+        if c is None:
+            continue
+        w = weight[idx]
+        if not (np.isfinite(w).all() and w.sum() > 0):
+            w = np.ones(len(idx))
+        mean = float(np.dot(w, prompt[idx]) / w.sum())
+        tot = total[idx]
+        mean_t = float(np.dot(w, tot) / w.sum()) if np.isfinite(tot).all() else None
+        out.append(cx.ContextBucket(cx.bucket_label(lo, hi), lo, hi, "request", c.samples,
+                                    c.drafts, mean, c.identity.tau, mean_t, c))
+    if not out:
+        return None
+    missing = int((~np.isfinite(prompt)).sum())
+    notes = [f"{missing:,} request(s) without a prompt length left out"] if missing else []
+    if len(out) == 1 and len(edges) == 1:
+        notes.append(f"one bucket: buckets of context need ≥ {cx.MIN_REQUESTS} requests each")
+    notes.append("per bucket, requests are the units (their verifies pooled inside them): "
+                 "the curve and τ of acceptance's request model; the context is the "
+                 "verify-weighted mean prompt length, prompt + output beside it")
+    return cx.ContextSeries(run, origin, "request", "prompt tokens of the request",
+                            MODELS["request"], tuple(out), None, tuple(notes))
+
+
+def _num_col(df: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in df.columns:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def by_context(log, confidence: float = 0.95):
+    """acceptance(…, by='context') of a ParsedLog: a context.ContextResult."""
+    from . import context as cx
+    from .windows import decode_interval, rows_where, windows
+
+    series = []
+    for run, sub in log.units():
+        t = sub.tables
+        cfg = sub.config(sub.sources[0].name)
+        req = t.get("requests")
+        if req is not None and len(req) and "accept_histogram" in req.columns and \
+                "prompt_tokens" in req.columns:
+            r = req[req["accept_histogram"].notna().to_numpy(dtype=bool)]
+            if len(r):
+                p = _num_col(r, "prompt_tokens")
+                nd = non_draft_tokens(cfg)
+                s = _request_series(run, "sglang-histogram", r, p,
+                                    p + _num_col(r, "completion_tokens"),
+                                    _num_col(r, "verify_ct"),
+                                    lambda rows: _sglang_curve(run, rows, confidence, nd),
+                                    confidence)
+                if s is not None:
+                    series.append(s)
+        b = t.get("bench")
+        if b is not None and len(b) and "prompt_tokens" in b.columns:
+            scope = (b["scope"].astype(str) == "request").to_numpy()
+            tool = b["tool"].astype(str)
+            for origin, which, build in (
+                    ("vllm-response", "vllm.response",
+                     lambda rows: _vllm_response_curve(run, rows, confidence, cfg)),
+                    ("llamacpp-request", "llama.cpp",
+                     lambda rows: _llama_request_curve(run, rows, confidence))):
+                rows = b[scope & (tool == which).to_numpy()]
+                if not len(rows):
+                    continue
+                p = _num_col(rows, "prompt_tokens")
+                if not np.isfinite(p).any():
+                    continue
+                w = _num_col(rows, "steps") if origin == "vllm-response" else \
+                    _num_col(rows, "drafts")
+                s = _request_series(run, origin, rows, p, p + _num_col(rows, "output_tokens"),
+                                    w, build, confidence)
+                if s is not None:
+                    series.append(s)
+        dec = t.get("decode")
+        if dec is not None and len(dec) and cx.token_column(dec) is not None:
+            src = sub.sources[0].name
+            d = rows_where(dec, dec["source"] == src)
+            pre = t.get("prefill")
+            pre = rows_where(pre, pre["source"] == src) if pre is not None and len(pre) \
+                else dec.iloc[:0]
+            s = cx.window_series(run, windows(d, pre, decode_interval(cfg)), d, confidence)
+            if s is not None:
+                series.append(s)
+    if not series:
+        raise EaglelogError(NO_CONTEXT)
+    return cx.ContextResult(tuple(series), confidence)

@@ -17,6 +17,7 @@ break-even accept length has its interval; the speedup needs the accept length).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from ..api import ParsedLog
 from ..baseline import Baseline  # noqa: F401 - re-exported: analysis.breakeven.Baseline
 from ..errors import EaglelogError
 from ..stats import Estimate
-from . import adaptive_slots, draft_len, engines, rate
+from . import adaptive_slots, context, draft_len, engines, rate
 from .windows import decode_interval, rows_where, windows
 from .configs import within_configs
 from .evidence import Evidence
@@ -519,6 +520,8 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                 verdict, reason = "mixed", where
         if not (by_batch or wide or verdict == "mixed"):
             buckets = None
+    if buckets:
+        buckets = with_context(log, source, win, whole, buckets, confidence, facts, notes)
     if buckets and slot_plan is not None:
         buckets, more = adaptive_slots.label_buckets(buckets, win.r, slot_plan)
         notes.extend(more)
@@ -669,6 +672,29 @@ def _buckets(win, fit, base: BaseSide, confidence: float):
         yield BucketResult(bk.label, bk.windows, cyc, step, be, acc, sp,
                            verdict_of(sp) if math.isfinite(step.estimate) else "no baseline",
                            bk.share, _scaled(r, 1000.0, "1000 × accept length / cycle"))
+
+
+def with_context(log: ParsedLog, source: str, win: "rate.Windows", fit: "rate.RateFit",
+                 buckets: tuple, confidence: float, facts: dict, notes: list[str]) -> tuple:
+    """Where the decode lines print #token: each batch-size bucket's mean context per running
+    request (#token / #running-req, request-step weighted), and the accept length's trend with
+    the context over the windows (facts['context_trend']; a note when its interval excludes
+    0).  analysis/context.py, docs/acceptance.md 'By context'."""
+    dec = rows_where(log.decode, log.decode["source"] == source)
+    tok = context.tokens_at(dec, win.line)
+    if tok is None or not np.isfinite(tok).any():
+        return buckets
+    ctx = context.window_context(tok, win.r, win.series)
+    codes, labels = rate.bucket_of(win.r)
+    per = context.bucket_context(ctx, win.w, codes, labels, fit.use | fit.acc)
+    buckets = tuple(dataclasses.replace(b, context=per.get(b.batch)) for b in buckets)
+    if win.spec:
+        tr = context.trend(win.a, win.w, ctx, confidence, mask=fit.acc)
+        facts["context_trend"] = tr.to_dict()
+        note = context.trend_note(tr)
+        if note:
+            notes.append(note)
+    return buckets
 
 
 def needs_accept_reason(log: ParsedLog, source: str) -> str:

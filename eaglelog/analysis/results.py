@@ -63,11 +63,14 @@ class BucketResult:
     share: float = math.nan      # the bucket's share of the run's request-steps
     eff_tok_s: Estimate | None = None   # the per-stream rate at this batch size (tokens/s)
     steps: str | None = None     # the K it ran under adaptive slots (analysis/adaptive_slots.py)
+    context: float | None = None  # mean context per running request, tokens: #token /
+                                  # #running-req, request-step weighted (analysis/context.py)
 
     def to_dict(self) -> dict:
         batch = int(self.batch) if self.batch.isdigit() else self.batch
         return {"running_req": batch, "windows": self.windows, "share": _num(self.share),
                 **({"steps": self.steps} if self.steps is not None else {}),
+                **({"context": _num(self.context)} if self.context is not None else {}),
                 **_estimates(self), "verdict": self.verdict}
 
 

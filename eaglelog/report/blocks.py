@@ -46,12 +46,15 @@ def by_batch_table(r) -> str:
 
     rows = []
     k = any(b.steps is not None for b in r.by_batch)     # an adaptive run's K per bucket
+    cx = any(getattr(b, "context", None) is not None for b in r.by_batch)   # #token printed
     for b in r.by_batch:
         rows.append([b.batch, *([b.steps or "?"] if k else []), b.windows,
+                     *([f"{b.context:,.0f}" if b.context is not None else "—"] if cx else []),
                      num(b.cycle_ms.estimate), num(b.baseline_step_ms.estimate),
                      num(b.breakeven_accept_len.estimate), num(b.accept_len.estimate),
                      f"{num(b.speedup.estimate, 3)} {ci(b.speedup, 3)}", b.verdict])
-    return tabulate(rows, headers=["running_req", *(["K"] if k else []), "windows", "cycle ms",
+    return tabulate(rows, headers=["running_req", *(["K"] if k else []), "windows",
+                                   *(["context"] if cx else []), "cycle ms",
                                    "step ms", "break-even", "accept len", "speedup [CI]",
                                    "verdict"],
                     tablefmt="simple", disable_numparse=True)
