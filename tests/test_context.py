@@ -19,6 +19,7 @@ from eaglelog.analysis.context import (ContextResult, context_buckets, trend,
 from eaglelog.errors import EaglelogError
 from eaglelog.library import breakeven_rows
 from eaglelog.report.blocks import by_batch_table
+from eaglelog.report.context import context_block, markdown_tables
 from shortlogs import short_log
 
 
@@ -115,7 +116,12 @@ def test_windows_bucketed_by_context_with_the_trend(tmp_path):
     X = np.c_[np.ones_like(x), x] * np.sqrt(w)[:, None]
     beta = np.linalg.lstsq(X, a * np.sqrt(w), rcond=None)[0][1]
     assert t.slope == pytest.approx(beta, rel=1e-6)
-    assert any("falls with the context" in n for n in ser.notes)
+    block = context_block(r)
+    assert "accept len [CI]" in block
+    assert f"{t.slope:+.3f} tokens of accept length per doubling" in block
+    assert ": falls (401 windows" in block
+    md = markdown_tables(r)
+    assert [row["context (tokens)"] for row in md[0]] == [b.label for b in ser.buckets]
 
 
 def test_no_trend_said_as_such(tmp_path):

@@ -438,14 +438,9 @@ def window_series(run: str, frame: pd.DataFrame, dec: pd.DataFrame,
                  "being prefilled — with shared prefixes the ratio is below each request's own "
                  "context")
     tr = trend(a, w, c, confidence)
-    note = trend_note(tr)
     if tr.verdict == "insufficient data":
-        notes.append(f"{tr.windows} window(s) with a context: the trend needs ≥ {MIN_TREND}")
-    elif note is None:
-        notes.append(f"no trend detected: {tr.slope:+.3f} tokens per doubling of the context "
-                     f"({confidence:.0%} interval [{tr.ci_low:+.3f}, {tr.ci_high:+.3f}])")
-    else:
-        notes.append(note)
+        notes.append(f"{tr.windows} window(s) with a context: the trend needs ≥ {MIN_TREND}"
+                     if tr.windows < MIN_TREND else "one context: no trend to fit")
     return ContextSeries(run, "sglang-windows", "window",
                          f"mean context per running request, {'#full token' if col == 'full_token' else '#token'}"
                          " / #running-req (KV slots in use)", WINDOW_MODEL, buckets, tr,
