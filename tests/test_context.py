@@ -215,3 +215,17 @@ def test_trend_interval_calibration(windows, phi, ctx_phi):
         assert power1 >= 0.4
     print({k: (round(v[0], 3), round(v[1], 3)) for k, v in out.items()})
     assert all(math.isfinite(v[0]) for v in out.values())
+
+
+def test_cli_acceptance_by_context():
+    from click.testing import CliRunner
+    from conftest import SAMPLES
+    from eaglelog.cli import main
+    log = str(SAMPLES / "eagle3_5step.log")
+    res = CliRunner().invoke(main, ["acceptance", "--by", "context", log])
+    assert res.exit_code == 0, res.output
+    assert "sglang-windows" in res.output and "tokens of accept length per doubling" in res.output
+    row = [ln.split() for ln in res.output.splitlines() if ln.startswith("≥ 0 ")]
+    assert [r[2] for r in row] == ["40", "106"]          # requests, then windows
+    res = CliRunner().invoke(main, ["acceptance", "--by", "context", "--plot", "x.png", log])
+    assert res.exit_code == 2 and "it goes without --by" in res.output

@@ -340,9 +340,14 @@ def requests_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseli
 @click.option("--plot", "plot_to", type=click.Path(dir_okay=False, writable=True), default=None,
               metavar="FILE", help="Also draw the curves: FILE.png, FILE.svg or FILE.pdf "
                                    "(needs matplotlib: pip install 'eaglelog[plot]').")
+@click.option("--by", "by", type=click.Choice(["context"]), default=None,
+              help="context: acceptance per context-length bucket (requests by prompt length, "
+                   "SGLang decode windows by #token / #running-req) and its trend per doubling "
+                   "of the context (docs/acceptance.md).")
 @output_options
 @click.pass_context
-def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to, fmt, output):
+def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to, by, fmt,
+                   output):
     """Acceptance by position: P(accept ≥ i) and P(accept ≥ i | accept ≥ i−1) with intervals.
 
     From SGLang Finish lines (spec_accept_histogram, --log-requests), vLLM 'Per-position
@@ -358,7 +363,10 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
       eaglelog acceptance server.log
       eaglelog acceptance --plot positions.png vllm.log
       eaglelog acceptance -f csv -o positions.csv server.log
+      eaglelog acceptance --by context server.log       # does acceptance fall with context?
     """
+    if plot_to and by:
+        raise click.UsageError("--plot draws the curves of the whole run: it goes without --by")
     if plot_to:
         from ..report import plot as _plot
         picture_output(plot_to, PLOT_SUFFIXES, "plots")
@@ -368,6 +376,12 @@ def acceptance_cmd(ctx, logs, engine, keep_going, base_date, confidence, plot_to
     from .. import library
     from ..report.acceptance import acceptance_block, acceptance_figure, markdown_rows
 
+    if by == "context":
+        from ..report.context import context_block, markdown_tables
+        result = library.acceptance(log, confidence=confidence, by="context")
+        render_result(result, fmt, output, context_block, markdown_tables)
+        finish(ctx, log)
+        return
     result = library.acceptance(log, confidence=confidence)
     render_result(result, fmt, output, acceptance_block, lambda r: [markdown_rows(r)])
     if plot_to:
