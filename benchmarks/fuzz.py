@@ -1376,7 +1376,7 @@ def run_case(seed: int, index: int, workdir: str, commands: list[str] | None = N
         invs.append(("differential", ["parse", "-f", "json", "--table", "T", a.name], None,
                      time.perf_counter() - t0))
     if large:
-        from eaglelog import parallel
+        from eaglelog.io import parallel
         data = large_input(r, parallel.MIN_PARALLEL + (1 << 20))
         p = d / "large.log"
         p.write_bytes(data)

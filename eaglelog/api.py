@@ -12,14 +12,14 @@ from .parsers import (ENGINES, choose_engine, chosen_where, engine_named, found_
                       reported_families, sniffing_scanner)
 from .parsers.scan import Diagnostic
 from .schema import TABLES
-from .sources import CHUNK_SIZE, iter_chunks, open_source
-from . import parallel
-from .batch import SMALL, BATCH_BYTES, Batch
+from .io.sources import CHUNK_SIZE, iter_chunks, open_source
+from .io import parallel
+from .io.batch import SMALL, BATCH_BYTES, Batch
 from .parsers.scan import Scanner
 from .tables import concat_frames, conform
 
 if TYPE_CHECKING:
-    from .remote import RemoteOptions
+    from .io.remote import RemoteOptions
 
 # the model (its home: model.py), re-exported: eaglelog.api.ParsedLog and the rest stay
 from .model import (ConfigSegment, ParsedLog, SourceInfo, WholeRun, _plain,  # noqa: F401
@@ -42,7 +42,7 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     local file's tables come from the table cache when the file is unchanged, and a file that
     grew is scanned only from the cache's last safe point.  With ``batch``, a small SGLang
     input's rows are added to it and None is returned (its tables come from Batch.frames)."""
-    from . import cache
+    from .io import cache
 
     state = cache.file_state(spec) if use_cache and spec != "-" else None
     cdir = cache.table_dir(spec, engine, base_date) if state else None
@@ -190,7 +190,7 @@ def _finish_scan(info: SourceInfo, frames, st, scan_diags, diags: list[Diagnosti
                  requested: str = "auto", sniffed: bytes = b"", counts: dict | None = None):
     """Counts, the no-record errors, and the table cache, for both scan paths (``frames`` None:
     a batched input, its row ``counts`` given)."""
-    from . import cache
+    from .io import cache
 
     name = info.name
     info.bytes, info.lines, info.skipped, info.first_skipped = (st.bytes, st.lines, st.skipped,
@@ -260,14 +260,14 @@ def _cached_frames(cdir: str, meta: dict, upto: int | None = None, columns: dict
     try:
         return _read_cached(cdir, meta, upto, columns, pq)
     except (OSError, ValueError, TypeError, KeyError, pa.ArrowException) as e:
-        from .cache import CacheDamage      # truncated, a directory, bad pages, wrong types …
+        from .io.cache import CacheDamage      # truncated, a directory, bad pages, wrong types …
         raise CacheDamage(str(e)) from None
     finally:
         pa.set_memory_pool(default_pool)
 
 
 def _read_cached(cdir: str, meta: dict, upto: int | None, columns: dict | None, pq):
-    from .cache import check_table
+    from .io.cache import check_table
     frames = {}
     for t in TABLES:
         path = os.path.join(cdir, f"{t}.parquet")
@@ -324,15 +324,15 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 diagnostic instead of an exception; the records read before a corruption are
                 kept.
     base_date:  the date of the first line for logs whose prefixes carry only a time of day.
-    remote:     how to reach remote logs (eaglelog.remote.RemoteOptions); defaults apply.
-    cache:      use the table cache in $XDG_CACHE_HOME/eaglelog (eaglelog/cache.py) for local
+    remote:     how to reach remote logs (eaglelog.io.remote.RemoteOptions); defaults apply.
+    cache:      use the table cache in $XDG_CACHE_HOME/eaglelog (eaglelog/io/cache.py) for local
                 files; the CLI turns it on unless --no-cache.
     columns:    {table: columns} to keep of those tables (the others whole), e.g.
                 ``eaglelog.schema.ANALYSIS_COLUMNS``: what the analyses need of a large log.
     """
     import tempfile
 
-    from .remote import RemoteOptions, fetch_progressive, is_glob, parse_remote
+    from .io.remote import RemoteOptions, fetch_progressive, is_glob, parse_remote
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -343,7 +343,7 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                           chunk_size=chunk_size, remote=remote, cache=cache, columns=columns)
     if not specs:
         raise EaglelogError("no input given")
-    from .sources import export_refusal, looks_like_export
+    from .io.sources import export_refusal, looks_like_export
     for s in specs:
         if looks_like_export(s):         # one run's estimates, not log lines (issue 36 item 11)
             raise EaglelogError(export_refusal(s))

@@ -1,4 +1,4 @@
-"""Small inputs typed together (eaglelog/batch.py) give the tables that typing each input on its
+"""Small inputs typed together (eaglelog/io/batch.py) give the tables that typing each input on its
 own gives: same rows, order, columns, dtypes and diagnostics."""
 import pandas as pd
 import pytest

@@ -102,7 +102,7 @@ def test_engine_choices_match_the_registry():
 
 
 def test_a_large_grown_log_resumes_after_a_parallel_scan(cache_on, tmp_path, monkeypatch):
-    from eaglelog import parallel
+    from eaglelog.io import parallel
     monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
     monkeypatch.setenv("EAGLELOG_WORKERS", "3")
     log = tmp_path / "big.log"
@@ -156,7 +156,7 @@ def test_large_cached_tables_read_a_column_at_a_time(cache_on, tmp_path, monkeyp
 def _edit_away_from_the_samples(data: bytes) -> int:
     """The offset of an 'accept len: 2.' in a part of the file that neither the head, the tail
     nor a sampled block covers: only ctime (or the content) can tell the edit."""
-    from eaglelog import cache
+    from eaglelog.io import cache
     fp = cache.FP_BYTES
     n, blk = getattr(cache, "SAMPLES", 16), getattr(cache, "SAMPLE_BYTES", 4096)
     span = len(data) - 2 * fp - blk
@@ -194,7 +194,7 @@ def _rewrite_in_place(log, data: bytes, at: int, new: bytes, how: str) -> None:
 def test_an_edit_away_from_head_tail_and_samples_is_seen(cache_on, tmp_path, monkeypatch, how):
     """Same size, mtime and inode, the edit far from every sampled block: the inode change
     time tells (the state is not racy here, so no content check helps)."""
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 0, raising=False)
     log = tmp_path / "m.log"
     data = FIVE.read_bytes() * 8
@@ -211,7 +211,7 @@ def test_an_edit_away_from_head_tail_and_samples_is_seen(cache_on, tmp_path, mon
 
 def test_the_result_cache_sees_an_edit_that_keeps_size_and_mtime(cache_on, tmp_path, run,
                                                                  monkeypatch):
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 0, raising=False)
     log = tmp_path / "r.log"
     data = FIVE.read_bytes() * 8
@@ -228,7 +228,7 @@ def test_the_result_cache_sees_an_edit_that_keeps_size_and_mtime(cache_on, tmp_p
 def test_a_racy_state_is_checked_by_content(cache_on, tmp_path, monkeypatch):
     """A file changed less than RACY_NS before its state was taken: an edit within the same
     ctime tick (simulated: the same stat identity) is seen by the content CRC."""
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 10 ** 18)
     log = tmp_path / "racy.log"
     data = FIVE.read_bytes() * 8
@@ -246,7 +246,7 @@ def test_a_racy_state_is_checked_by_content(cache_on, tmp_path, monkeypatch):
 
 def test_a_racy_result_entry_is_checked_by_content_and_then_settled(cache_on, tmp_path,
                                                                     monkeypatch):
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 10 ** 18)
     log = tmp_path / "racy.log"
     data = FIVE.read_bytes() * 2
@@ -273,7 +273,7 @@ def test_a_racy_result_entry_is_checked_by_content_and_then_settled(cache_on, tm
 
 def test_a_racy_table_entry_is_served_after_a_content_check_and_settled(cache_on, tmp_path,
                                                                         monkeypatch):
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 10 ** 18)
     log = tmp_path / "s.log"
     log.write_bytes(FIVE.read_bytes())
@@ -291,7 +291,7 @@ def test_a_racy_table_entry_is_served_after_a_content_check_and_settled(cache_on
 
 def test_a_large_racy_file_is_not_served_from_the_caches(cache_on, tmp_path, monkeypatch):
     """A big log being written: no content check (it would read it all), so no cache hit."""
-    from eaglelog import cache
+    from eaglelog.io import cache
     monkeypatch.setattr(cache, "RACY_NS", 10 ** 18)
     monkeypatch.setattr(cache, "RACY_CRC_MAX", 1000)
     log = tmp_path / "live.log"
@@ -305,7 +305,7 @@ def test_a_large_racy_file_is_not_served_from_the_caches(cache_on, tmp_path, mon
 # (issue 16).  Real entries written by the cache's own functions; their last use is their
 # modification time, set here with os.utime to give a known order.
 
-from eaglelog import cache as _cache   # noqa: E402
+from eaglelog.io import cache as _cache   # noqa: E402
 
 OLD = 1_600_000_000.0        # a last use long ago (2020-09-13)
 

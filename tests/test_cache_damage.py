@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import eaglelog
-from eaglelog import cache
+from eaglelog.io import cache
 from conftest import SAMPLES
 
 FIVE = SAMPLES / "eagle3_5step.log"

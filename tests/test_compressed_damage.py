@@ -13,7 +13,7 @@ import pytest
 from conftest import SAMPLES
 
 from eaglelog.errors import InputError
-from eaglelog.sources import iter_chunks, open_source
+from eaglelog.io.sources import iter_chunks, open_source
 
 FIVE = SAMPLES / "eagle3_5step.log"
 KIND = {"gzip": "gzip", "xz": "xz", "bzip2": "bzip2", "zstd": "zstd"}

@@ -169,7 +169,7 @@ def test_a_signal_during_a_snapshot_loses_nothing(tmp_path, monkeypatch):
     """SIGINT used to raise KeyboardInterrupt wherever the loop was: inside a snapshot (which
     takes the rows out of the scanner and puts them back) it lost them, and the final view was
     empty or short (the flaky JSONDecodeError of these tests under load)."""
-    from eaglelog import follow
+    from eaglelog.io import follow
     from eaglelog.parsers import scan
     log = tmp_path / "server.log"
     log.write_bytes(FIVE)
@@ -192,7 +192,7 @@ def test_a_signal_during_a_snapshot_loses_nothing(tmp_path, monkeypatch):
 
 
 def test_a_second_signal_while_the_final_view_is_made_is_ignored(tmp_path):
-    from eaglelog import follow
+    from eaglelog.io import follow
     log = tmp_path / "server.log"
     log.write_bytes(FIVE)
     views, finals = [], []
@@ -231,7 +231,7 @@ def test_follow_refuses_a_remote_glob_before_ssh_runs(run, tmp_path, monkeypatch
 
 
 def test_an_existing_file_is_read_in_chunks_across_a_rotation(tmp_path):
-    from eaglelog.follow import LocalTail
+    from eaglelog.io.follow import LocalTail
     log = tmp_path / "server.log"
     log.write_bytes(FIVE * 3)
     tail = LocalTail(str(log), chunk=64 << 10)
@@ -249,7 +249,7 @@ def test_an_existing_file_is_read_in_chunks_across_a_rotation(tmp_path):
 
 
 def test_a_rotation_after_a_line_without_newline_keeps_the_lines_apart(tmp_path):
-    from eaglelog.follow import LocalTail
+    from eaglelog.io.follow import LocalTail
     log = tmp_path / "server.log"
     log.write_bytes(b"one\ntwo")
     tail = LocalTail(str(log))

@@ -240,7 +240,7 @@ def test_fuzz_differential(tmp_path, index):
 def test_fuzz_differential_large_log(tmp_path):
     """A log past the real parallel threshold (32 MiB): 1 vs 2 workers (3 and more: the long
     run, and tests/test_workers.py)."""
-    from eaglelog import parallel
+    from eaglelog.io import parallel
 
     r = fuzz.case_rng(7, 100)
     data = fuzz.large_input(r, parallel.MIN_PARALLEL + (1 << 20), mutated=1, fast=True)
@@ -394,7 +394,7 @@ def test_remote_reduce_keeps_the_lines_before_a_failed_decompression(sshd, monke
     read names), and the lines received before the failure stay in Fetched.partial, at their
     numbers: parsed, they are the records a local --keep-going read of the same file keeps."""
     import eaglelog
-    from eaglelog.remote import RemoteOptions, fetch_one, parse_remote
+    from eaglelog.io.remote import RemoteOptions, fetch_one, parse_remote
 
     monkeypatch.setenv("EAGLELOG_SSH", sshd.ssh)
     path, local = _cut_gz(tmp_path, sshd)

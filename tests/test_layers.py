@@ -4,11 +4,11 @@ layers below, never from one above:
 
   1 core      errors, schema, stats, distributions, tables, units, engine_schedules, rules,
               docs, _lazy, _memory (the simulator is simlab/, beside the package)
-  3 sources   sources, remote (bytes and lines in)
+  3 sources   io/sources, io/remote (bytes and lines in)
   4 parsers   parsers/* (lines → records)
-  4.5 io      parallel, cache, batch (parsing at scale: workers, the table cache)
+  4.5 io      io/parallel, io/cache, io/batch (parsing at scale: workers, the table cache)
   4.8 model   model (ParsedLog, SourceInfo, configuration segments)
-  5 readers   api (parse, load), baseline, follow, metrics, prom, live_sources (/metrics and
+  5 readers   api (parse, load), baseline, io/follow, metrics, prom, live_sources (/metrics and
               Prometheus read into a ParsedLog)
   6 analysis  analysis/* (tables → windows → estimates → verdicts)
   7 library   library (the public analyses), watch, fleet (live applications)
@@ -47,16 +47,16 @@ def layer(m: str) -> float:
         return 7
     if m.startswith("eaglelog.analysis"):
         return 6
-    if m in ("eaglelog.api", "eaglelog.baseline", "eaglelog.follow", "eaglelog.metrics",
+    if m in ("eaglelog.api", "eaglelog.baseline", "eaglelog.io.follow", "eaglelog.metrics",
              "eaglelog.prom", "eaglelog.live_sources"):
         return 5
     if m == "eaglelog.model":
         return 4.8
-    if m in ("eaglelog.parallel", "eaglelog.cache", "eaglelog.batch"):
+    if m in ("eaglelog.io.parallel", "eaglelog.io.cache", "eaglelog.io.batch"):
         return 4.5
     if m.startswith("eaglelog.parsers"):
         return 4
-    if m in ("eaglelog.sources", "eaglelog.remote"):
+    if m in ("eaglelog.io.sources", "eaglelog.io.remote"):
         return 3
     return 1
 

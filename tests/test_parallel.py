@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 import eaglelog
-from eaglelog import parallel
+from eaglelog.io import parallel
 from conftest import mixed_log
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import eaglelog
-from eaglelog.remote import RemoteOptions, parse_remote
+from eaglelog.io.remote import RemoteOptions, parse_remote
 from conftest import SAMPLES
 
 FIVE = SAMPLES / "eagle3_5step.log"

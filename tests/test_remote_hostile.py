@@ -17,7 +17,7 @@ import time
 import pytest
 
 import eaglelog
-from eaglelog.remote import RemoteOptions, RemoteSpecError, parse_remote
+from eaglelog.io.remote import RemoteOptions, RemoteSpecError, parse_remote
 from conftest import SAMPLES
 
 FIVE = (SAMPLES / "eagle3_5step.log").read_bytes()
@@ -322,7 +322,7 @@ def test_a_glob_of_many_files_uses_one_connection(sshd, counted_ssh, tmp_path, m
 # ----------------------------------------------------------------- the protocol, offline
 
 def _stream(mode, chunks, tmp_path):
-    from eaglelog.remote import _Stream
+    from eaglelog.io.remote import _Stream
     st = _Stream(parse_remote("gpu7:/logs/*"), RemoteOptions(fetch=mode == "fetch",
                                                              cache_dir=str(tmp_path)),
                  str(tmp_path), mode)
@@ -366,7 +366,7 @@ def test_a_file_is_handed_over_whole_once_the_next_one_begins(tmp_path):
     file to on_ready only when the next FILE section starts (its STATUS line, a decompressor
     that failed, comes before that), and the list at the end is the same items, in order."""
     sep = b"\x1eEAGLELOG "
-    from eaglelog.remote import _Stream
+    from eaglelog.io.remote import _Stream
     st = _Stream(parse_remote("gpu7:/logs/*"), RemoteOptions(cache_dir=str(tmp_path)),
                  str(tmp_path), "reduce")
     ready = []
@@ -392,7 +392,7 @@ def test_a_file_is_handed_over_whole_once_the_next_one_begins(tmp_path):
 
 
 def test_arrivals_yield_what_came_then_the_rest_and_again_on_a_second_reading():
-    from eaglelog.remote import Arrivals
+    from eaglelog.io.remote import Arrivals
     arr = Arrivals()
     arr.q.put(("item", "a"))
     arr.q.put(("item", "b"))

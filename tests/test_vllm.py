@@ -658,7 +658,7 @@ def test_a_large_log_with_no_family_in_its_head_is_not_split(tmp_path, monkeypat
     lines goes to the sequential scan, which looks further: a 33 MiB log whose vLLM lines come
     after the noise is read whole."""
     monkeypatch.setenv("EAGLELOG_WORKERS", "2")
-    from eaglelog import parallel
+    from eaglelog.io import parallel
     pre = noise(parallel.MIN_PARALLEL / (1 << 20) + 1)
     p = tmp_path / "big.log"
     p.write_bytes(pre + (FIXTURES / "vllm" / "v1e_dp.log").read_bytes())

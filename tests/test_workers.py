@@ -26,9 +26,9 @@ import pandas as pd
 import pytest
 
 import eaglelog
-from eaglelog import parallel
+from eaglelog.io import parallel
 from eaglelog.parsers import scan
-from eaglelog.sources import MAX_LINE
+from eaglelog.io.sources import MAX_LINE
 from conftest import CANON, SAMPLES
 
 WORKERS = range(2, 9)

@@ -25,7 +25,7 @@ from ..stats import Estimate
 def refuse(specs, command: str | None = None) -> None:
     """One line, naming the file, for an eaglelog export given to a command that needs the
     log's lines (sources.export_refusal)."""
-    from ..sources import export_refusal, looks_like_export
+    from ..io.sources import export_refusal, looks_like_export
     for spec in specs:
         if looks_like_export(os.fspath(spec)):
             raise EaglelogError(export_refusal(os.fspath(spec), command))

@@ -164,7 +164,7 @@ def input_options(f):
     @functools.wraps(f)
     def wrapper(*args, cmd_quiet=False, cmd_verbose=False, ssh_options=(), connect_timeout=10,
                 fetch=False, no_cache=False, **kwargs):
-        from ..remote import RemoteOptions
+        from ..io.remote import RemoteOptions
 
         ctx = click.get_current_context()
         ctx.ensure_object(dict)
@@ -270,7 +270,7 @@ def metrics_options(f):
 
 def cached_result(ctx: click.Context, body):
     """Run a command, or print its output from the result cache when the command, its options
-    and every input file are unchanged (eaglelog/cache.py)."""
+    and every input file are unchanged (eaglelog/io/cache.py)."""
     import contextlib
     import io
 
@@ -279,7 +279,7 @@ def cached_result(ctx: click.Context, body):
     if ctx.obj.get("no_cache") or p.get("output") or p.get("follow") or \
             ctx.command.name == "export" or not logs or os.environ.get("EAGLELOG_NO_RESULT_CACHE"):
         return body()
-    from ..cache import load_result, result_key, store_result
+    from ..io.cache import load_result, result_key, store_result
 
     params = {k: v for k, v in p.items()}
     params.update(quiet=ctx.obj.get("quiet"), verbose=ctx.obj.get("verbose"))
@@ -323,7 +323,7 @@ def follow_options(f):
 
 def run_follow(ctx, logs, base_date, render, final_render=None, output=None):
     """Follow one log; refreshes go to stdout (the screen is cleared on a terminal)."""
-    from ..follow import follow, screen_view
+    from ..io.follow import follow, screen_view
 
     if len(logs) != 1:
         raise click.UsageError("--follow reads one log")
@@ -414,7 +414,7 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
     from ..api import parse
 
     from ..schema import ANALYSIS_COLUMNS
-    from ..sources import export_refusal, looks_like_export
+    from ..io.sources import export_refusal, looks_like_export
     for spec in logs:
         if looks_like_export(spec):
             raise EaglelogError(export_refusal(spec, ctx.command.name))

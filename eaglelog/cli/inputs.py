@@ -196,7 +196,7 @@ def cache_info_cmd(fmt: str) -> None:
       eaglelog cache info -f json
     """
     import json
-    from .. import cache
+    from ..io import cache
     got = cache.info()
     click.echo(json.dumps(got, indent=2, ensure_ascii=False) if fmt == "json"
                else cache.info_text(got).rstrip("\n"))
@@ -214,7 +214,7 @@ def cache_clear_cmd(fmt: str) -> None:
       eaglelog cache clear
     """
     import json
-    from .. import cache
+    from ..io import cache
     got = cache.clear()
     click.echo(json.dumps(got, indent=2, ensure_ascii=False) if fmt == "json"
                else cache.clear_text(got).rstrip("\n"))

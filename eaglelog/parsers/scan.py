@@ -489,7 +489,7 @@ class Scanner(ScannerBase):
                 return e, text
         return end, line
 
-    # the state that lets a later run resume after the last chunk (eaglelog/cache.py)
+    # the state that lets a later run resume after the last chunk (eaglelog/io/cache.py)
     _STATE = ("_line", "startup", "_day_offset", "_last_tod", "time_only")
 
     def _resumable(self) -> bool:
@@ -544,7 +544,7 @@ class Scanner(ScannerBase):
 
     def finish_rows(self) -> tuple["FastRows", dict[str, list[dict]], dict[str, list]]:
         """The end of a small input whose rows are typed together with other inputs' (a batch,
-        eaglelog/batch.py): blocks closed; (the C accelerator's rows as column arrays, the
+        eaglelog/io/batch.py): blocks closed; (the C accelerator's rows as column arrays, the
         Python parser's rows per table not yet typed, the frames flushed before).  Only for an
         input with full dates (no time-only prefixes to shift); the scanner keeps nothing."""
         self.blocks.finish()

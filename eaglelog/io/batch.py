@@ -9,9 +9,9 @@ concatenated (tests/test_batch.py).
 """
 from __future__ import annotations
 
-from ._lazy import np, pd
-from .schema import TABLES
-from .tables import build_frame, concat_frames
+from .._lazy import np, pd
+from ..schema import TABLES
+from ..tables import build_frame, concat_frames
 
 SMALL = 8 << 20          # inputs up to this many bytes are batched
 BATCH_BYTES = 256 << 20  # a batch is typed when its inputs reach this size (memory stays bounded)

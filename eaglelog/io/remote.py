@@ -44,7 +44,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .errors import EaglelogError, InputError
+from ..errors import EaglelogError, InputError
 
 MAX_PARALLEL = 8
 SEP = b"\x1eEAGLELOG "

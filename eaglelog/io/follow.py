@@ -26,9 +26,9 @@ import threading
 import time
 from typing import Callable
 
-from .api import ParsedLog, SourceInfo
-from .errors import InputError
-from .parsers import choose_engine
+from ..api import ParsedLog, SourceInfo
+from ..errors import InputError
+from ..parsers import choose_engine
 from .remote import (SEP, RemoteOptions, RemoteSpecError, _quote_path, awk_program, is_glob,
                      parse_remote, printable, split_numbered)
 
@@ -387,8 +387,8 @@ def _follow(spec, r, render, emit, base_date, remote, interval, stop_after, fina
 
 
 def _as_log(spec: str, scanner, frames) -> ParsedLog | None:
-    from .schema import TABLES
-    from .tables import concat_frames
+    from ..schema import TABLES
+    from ..tables import concat_frames
 
     counts = {t: len(f) for t, f in frames.items()}
     if not any(counts.values()):

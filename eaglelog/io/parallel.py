@@ -24,11 +24,11 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-from ._lazy import pd
-from .parsers import engine_named, holds_any
-from .schema import TABLES
+from .._lazy import pd
+from ..parsers import engine_named, holds_any
+from ..schema import TABLES
 from .sources import MAX_LINE
-from .tables import concat_frames
+from ..tables import concat_frames
 
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
 OVERRUN_STEP = 1 << 16
@@ -103,8 +103,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     """The range's rows, diagnostics and counts (scan_parallel unpacks them), or None when it
     holds a line longer than MAX_LINE: sources.iter_chunks drops such a line by a rule of its
     own (and rejects a file that starts with one), so the file is the sequential scan's."""
-    from .parsers import ENGINES, SERVER_LABEL, WATCH_LITERALS
-    from .parsers.scan import MARKERS
+    from ..parsers import ENGINES, SERVER_LABEL, WATCH_LITERALS
+    from ..parsers.scan import MARKERS
 
     sc = engine_named(engine).scanner(name, base_date, columns)
     # the families not read: each one's first line in the range is reported as the sequential
@@ -188,8 +188,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
 def _a_record(raw: bytes) -> bool:
     """Whether a line with a record marker gives a record or a report when no block is open
     (Scanner._dispatch's reading of it, without its side effects)."""
-    from .parsers.prefix import strip_ansi
-    from .parsers.scan import LINE_PARSERS, kind_of
+    from ..parsers.prefix import strip_ansi
+    from ..parsers.scan import LINE_PARSERS, kind_of
 
     for part in strip_ansi(raw.decode("utf-8", "replace")).split("\r"):
         kind = kind_of(part)
@@ -237,9 +237,9 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
     when the file holds time-only prefixes (their dates need one sequential pass) or a line
     longer than MAX_LINE (the sequential scan's rule for it)."""
-    from .parsers.scan import ScanStats
+    from ..parsers.scan import ScanStats
 
-    from .parsers.scan import fast_available
+    from ..parsers.scan import fast_available
 
     spans = ranges(path, workers)
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
@@ -261,7 +261,7 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
         sys.setswitchinterval(switch)
     if any(r is None or r[5] for r in results):
         return None
-    from ._memory import trim
+    from .._memory import trim
     trim()                      # the workers' scan buffers, before their frames are merged
     line_base, startup_base = 0, 0
     results = list(results)
@@ -332,7 +332,7 @@ def merge_diagnostics(name: str, range_diags) -> list:
     (each range kept its own first MAX_KEPT, so the file's first are among them), the rest
     counted in one diagnostic per kind (Diagnostic.more).  What is listed and counted is then
     the same for every worker count."""
-    from .parsers.scan import ScannerBase
+    from ..parsers.scan import ScannerBase
 
     acc = ScannerBase()
     acc.source = name

@@ -67,7 +67,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-from .errors import EaglelogError
+from ..errors import EaglelogError
 
 VERSION = 2           # bump when the cached formats or the parsers' output change
 FP_BYTES = 64 << 10
@@ -305,7 +305,7 @@ def result_key(command: str, params: dict, files: list[str]) -> str | None:
                 return None             # changing now, too large to check: not cached
             checks[s["path"]] = crc
         states.append(s)
-    from . import __version__
+    from .. import __version__
     blob = json.dumps({"v": VERSION, "eaglelog": __version__, "code": code_version(),
                        "command": command,
                        "params": params, "files": states}, sort_keys=True, default=str)
@@ -389,7 +389,7 @@ def _valid_state(s) -> bool:
 
 
 def _known_engine(name) -> bool:
-    from .parsers import engine_named
+    from ..parsers import engine_named
     try:
         return isinstance(name, str) and engine_named(name) is not None
     except (KeyError, IndexError, ValueError):
@@ -398,7 +398,7 @@ def _known_engine(name) -> bool:
 
 def _valid_meta(meta, key: str) -> bool:
     """The shape and types of a meta.json as store_tables writes it."""
-    from .schema import TABLES
+    from ..schema import TABLES
     if not isinstance(meta, dict) or meta.get("version") != VERSION or meta.get("key") != key:
         return False
     body = {k: v for k, v in meta.items() if k != "sum"}
@@ -523,7 +523,7 @@ def check_table(pf, table, entry: dict, projection: dict | None) -> None:
         raise CacheDamage(f"{table.name}: no column {missing[0]}")
 
 
-TOKEN = b"eaglelog.cache"     # parquet key-value metadata: the entry's token for this table
+TOKEN = b"eaglelog.io.cache"     # parquet key-value metadata: the entry's token for this table
 
 
 def store_tables(d: str, meta: dict, frames: dict) -> None:

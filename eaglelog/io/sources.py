@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
-from .errors import InputError
+from ..errors import InputError
 
 CHUNK_SIZE = 8 << 20
 READ_SIZE = 1 << 20
