@@ -29,6 +29,9 @@ FIGURES = {
                                           for k in (1, 2, 3, 5, 7)],
     "compare": ["sample_logs/eagle3_5step.log", "sample_logs/eagle3_2step.log"],
     "requests": ["tests/fixtures/requests/specbench_new.jsonl"],     # issue 18 (synthetic)
+    "latency": [f"sample_logs/latency/spec-{x}qps.json" for x in (2, 4, 6, 8)] + ["--baseline"]
+               + [f"sample_logs/latency/base-{x}qps.json" for x in (2, 4, 6, 8)]
+               + ["--slo", "ttft=2s,tpot=50ms"],                       # issue 39 (synthetic)
     # not a plot kind: `eaglelog schedule --plot` (issue 17)
     "schedule": ["--baseline-log", "sample_logs/batch_baseline.log"] +
                 [f"sample_logs/schedule/steps{k}.log" for k in (1, 3, 5)],

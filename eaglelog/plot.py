@@ -25,12 +25,12 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["KINDS", "timeline", "phases", "breakeven", "sweep", "compare", "requests",
-           "acceptance", "schedule", "caption", "save"]
+           "latency", "acceptance", "schedule", "caption", "save"]
 
 # every picture: the CLI's ``plot --kind`` ones (eaglelog.report.plot.KINDS), then those of
 # ``acceptance --plot`` and ``schedule --plot`` (a test keeps them in step)
-KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests", "acceptance",
-         "schedule")
+KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests", "latency",
+         "acceptance", "schedule")
 
 
 def _figures():
@@ -152,6 +152,34 @@ def requests(result, **kwargs: Any) -> "Figure":
     else:
         _no_kwargs("requests", kwargs)
     return figures.requests_figure(result)
+
+
+def latency(result, baseline=None, *, slo=None, part: str = "all", **kwargs: Any) -> "Figure":
+    """Latency and goodput against the load, speculation vs baseline (``eaglelog plot --kind
+    latency``): TTFT and TPOT p50/p99 with their intervals, and goodput under ``slo`` with its
+    interval (per-stream tok/s without an SLO), the crossover load marked.  ``result``:
+    ``eaglelog.latency(...)``, or the speculative load-test files (a path or a list) with
+    ``baseline=`` the baseline's and latency's keyword arguments (``slo``, ``attainment``,
+    ``confidence``, ``resamples``, ``seed``).  ``part``: ``"all"`` (three panels),
+    ``"percentiles"`` (TTFT and TPOT) or ``"goodput"`` — the report draws the last two.
+
+        >>> fig = eaglelog.plot.latency(glob.glob("spec-*.json"),
+        ...                             baseline=glob.glob("base-*.json"), slo="ttft=2s")
+    """
+    from . import library
+    from .analysis.latency import LatencyResult
+
+    figures = _figures()
+    if not isinstance(result, LatencyResult):
+        if baseline is None:
+            raise TypeError("eaglelog.plot.latency: give the baseline's load-test files "
+                            "(baseline=...) with the speculative ones, or a LatencyResult")
+        result = library.latency(result, baseline, slo=slo, **kwargs)
+    else:
+        _no_kwargs("latency", {**kwargs, **({"baseline": baseline} if baseline is not None
+                                            else {}), **({"slo": slo} if slo is not None
+                                                         else {})})
+    return figures.latency_figure(result, part)
 
 
 def acceptance(result, **kwargs: Any) -> "Figure":

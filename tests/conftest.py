@@ -170,7 +170,7 @@ SLOW_MODULES = {
     "test_simulate", "test_short_runs", "test_bounded_requests", "test_compressed_damage",
     "test_cache_damage", "test_robustness", "test_llamacpp_real", "test_plot", "test_metrics",
     "test_fastscan", "test_item10_rest", "test_degenerate", "test_within_window", "test_latency",
-    "test_readme",
+    "test_readme", "test_latency_plot",
 }
 # single tests of a second or more (simulated calibrations, whole-CLI runs with plots), by name
 SLOW_TESTS = {

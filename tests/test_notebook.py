@@ -90,7 +90,7 @@ def test_the_public_plot_module_is_a_lazy_facade():
     kinds = out.split(",")
     assert set(figures.KINDS) <= set(kinds) and set(PLOT_KINDS) <= set(kinds)
     assert kinds == ["timeline", "phases", "breakeven", "sweep", "compare", "requests",
-                     "acceptance", "schedule"]
+                     "latency", "acceptance", "schedule"]
 
 
 def test_every_figure_from_a_result_or_from_the_logs(five, tmp_path):

@@ -1,6 +1,7 @@
 """Commands that draw: `plot` (a figure) and `report` (the self-contained HTML page)."""
 from __future__ import annotations
 
+import os
 
 import click
 
@@ -13,10 +14,71 @@ from .analyses import (compare_of)
 
 # the kinds of eaglelog.report.plot.KINDS (a test keeps them in step; importing the module here
 # would import pandas before any command runs)
-PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
+PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests", "latency")
+LOAD_TESTS = ("load-test results (vllm bench serve --save-result JSON, SGLang bench_serving "
+              "JSONL, aiperf profile_export files)")
+# plot and report take `--baseline BASE...` after their inputs as `eaglelog latency` does: the
+# baseline runs of a load test (click has no option with any number of values, and a shell glob
+# after --baseline must not spill into the inputs)
+LATENCY_METAVAR = "LOG... | SPEC.json... --baseline BASE.json..."
 
 
-@main.command("plot")
+def split_baseline(args) -> tuple[list[str], list[str], bool]:
+    """(inputs, baseline load tests, whether --baseline was given) of the arguments of a command
+    that passes unknown options through: every argument after --baseline is a baseline run; any
+    other option-like argument is a usage error, as click would say."""
+    inputs, base, seen = [], [], False
+    for a in args:
+        if a == "--baseline" or a.startswith("--baseline="):
+            seen = True
+            if a.startswith("--baseline="):
+                base.append(a.split("=", 1)[1])
+        elif a.startswith("-") and a != "-":
+            raise click.NoSuchOption(a.split("=", 1)[0])
+        else:
+            (base if seen else inputs).append(a)
+    return inputs, base, seen
+
+
+def looks_like_load_test(path: str) -> bool:
+    """Whether an input is a load-test result rather than a log, from its first bytes: an aiperf
+    artifact directory, or a (gzipped) file whose text starts with a JSON object or array.  An
+    input that cannot be opened is not one (its reader says why)."""
+    if path == "-":
+        return False
+    if os.path.isdir(path):
+        return os.path.isfile(os.path.join(path, "profile_export_aiperf.json"))
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if head[:2] == b"\x1f\x8b":
+        import zlib
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
+        except zlib.error:
+            return False
+    head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head[:1] in (b"{", b"[")
+
+
+def _latency_of(spec: list[str], base: list[str], slo, confidence: float, what: str):
+    """analysis.latency of the load tests, a usage error in one line when they are not."""
+    if not spec:
+        raise click.UsageError(f"{what} needs the speculative load-test files (SPEC.json... "
+                               "--baseline BASE.json...)")
+    if not base:
+        raise click.UsageError(f"{what} needs the baseline's load-test files after --baseline "
+                               "(SPEC.json... --baseline BASE.json...)")
+    for f in spec + base:
+        if os.path.exists(f) and not looks_like_load_test(f):
+            raise click.UsageError(f"{f} is not one of the {LOAD_TESTS} that {what} draws")
+    from .. import library
+    return library.latency(spec, base, slo=slo, confidence=confidence)
+
+
+@main.command("plot", context_settings={"ignore_unknown_options": True})
 @input_options
 @selection_options
 @baseline_option
@@ -26,7 +88,13 @@ PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
                    "against the break-even band (per batch size with --baseline-log); sweep: "
                    "effective tok/s against the varying config key; compare: ratio of each "
                    "metric to the first run; requests: the accept length of every request per "
-                   "group and against its output length.")
+                   "group and against its output length; latency: TTFT/TPOT p50 and p99 and "
+                   "goodput against the load of SPEC load tests and the BASE ones after "
+                   "--baseline, the crossover load marked.")
+@click.option("--slo", default=None, metavar="KEY=VALUE,...",
+              help="--kind latency: the service-level objective of goodput, e.g. "
+                   "ttft=2s,tpot=50ms (as eaglelog latency; without it the lower panel is "
+                   "per-stream tok/s).")
 @click.option("--key", "keys", multiple=True, metavar="NAME",
               help="--kind sweep: server_args key on the x axis (repeatable; default: the keys "
                    "that differ between the runs).")
@@ -37,11 +105,14 @@ PLOT_KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
                    "the format).")
 @click.pass_context
 def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, kind, keys,
-             confidence, output):
-    """Draw a picture of the analysis: a timeline, the phases, the break-even, a sweep, a compare.
+             slo, confidence, output):
+    """Draw a picture of the analysis: a timeline, the phases, the break-even, a sweep, a
+    compare, the requests, or latency under load.
 
     Needs matplotlib (pip install 'eaglelog[plot]'). The numbers are those the text commands
-    print; the same logs give the same file.
+    print; the same logs give the same file. --kind latency reads load-test results, not logs:
+    the speculative runs, then --baseline and the baseline runs, as `eaglelog latency` does
+    (docs/latency.md).
 
     \b
     Examples:
@@ -51,10 +122,32 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
       eaglelog plot --kind sweep --baseline-toks 90 -o sweep.pdf steps-*.log
       eaglelog plot --kind compare -o compare.png before.log after.log
       eaglelog plot --kind requests --baseline-toks 90 -o requests.png server.log
+      eaglelog plot --kind latency -o latency.png spec-*qps.json --baseline base-*qps.json \\
+          --slo ttft=2s,tpot=50ms
     """
     from ..report import plot
 
     fmt = picture_output(output, PLOT_SUFFIXES, "plots")
+    logs, base_runs, with_base = split_baseline(logs)
+    if kind == "latency":
+        if baseline_toks or baseline_log:
+            raise click.UsageError("--kind latency takes its baseline load tests after "
+                                   "--baseline, not --baseline-toks or --baseline-log")
+        if keys:
+            raise click.UsageError("--key is for --kind sweep")
+        plot._mpl()
+        ctx.obj["inputs"] = tuple(logs) + tuple(base_runs)
+        fig = plot.latency_figure(_latency_of(logs, base_runs, slo, confidence,
+                                              "--kind latency"))
+        save_picture(fig, output, fmt)
+        return
+    if with_base:
+        raise click.UsageError(f"--baseline BASE... is for --kind latency (load tests); --kind "
+                               f"{kind} takes --baseline-toks or --baseline-log")
+    if slo:
+        raise click.UsageError("--slo is for --kind latency")
+    if not logs:
+        raise click.UsageError("Missing argument 'LOG...'.")
     if (baseline_toks or baseline_log) and kind not in ("breakeven", "sweep", "compare",
                                                         "requests"):
         raise click.UsageError(f"--kind {kind} takes no baseline (breakeven, sweep, compare "
@@ -95,6 +188,9 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
     save_picture(fig, output, fmt)
     if log is not None:
         finish(ctx, log)
+
+
+next(p for p in plot_cmd.params if p.name == "logs").metavar = LATENCY_METAVAR
 
 
 @main.command("report")

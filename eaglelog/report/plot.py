@@ -11,11 +11,13 @@
     sweep      effective tok/s against the varying config key, with intervals and the baseline
     compare    each metric's ratio changed / reference with its interval, 1.0 marked
     requests   the per-request accept length τ_r per group, and τ_r against output length
+    latency    TTFT and TPOT p50/p99 and goodput against the load of a load test, speculation
+               vs baseline, with intervals; the crossover load marked (analysis.latency)
 
 The figures draw the numbers of the result objects the text commands print (summarize,
-breakeven, sweep, compare, the decode windows); nothing is recomputed here.  matplotlib is an
-optional extra (``pip install 'eaglelog[plot]'``), imported on first use; figures are built with
-the object API (no pyplot state, no GUI backend) and saved deterministically: the same input
+breakeven, sweep, compare, latency, the decode windows); nothing is recomputed here.  matplotlib
+is an optional extra (``pip install 'eaglelog[plot]'``), imported on first use; figures are built
+with the object API (no pyplot state, no GUI backend) and saved deterministically: the same input
 gives the same SVG, PDF and PNG bytes.  ``caption(fig)`` is a sentence saying what a figure
 draws (only what is drawn); matplotlib's warnings are kept on ``fig.eaglelog_warnings``, never
 printed.
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from ..analysis.sweep import SweepResult
     from ..api import ParsedLog
 
-KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests")
+KINDS = ("timeline", "phases", "breakeven", "sweep", "compare", "requests", "latency")
 FORMATS = ("png", "svg", "pdf")
 INSTALL_HINT = ("plotting needs matplotlib: pip install 'eaglelog[plot]' "
                 "(in a checkout: pip install '.[plot]')")
@@ -982,4 +984,250 @@ def requests_figure(result: "RequestsResult") -> "Figure":
         fig.legend(h1 + handles, n1 + names, loc="outside lower center", frameon=False,
                    ncols=min(5, len(names) + len(n1)))
     fig.suptitle(f"requests: {_logs_title([r.run for r in result.runs], 100)}")
+    return fig
+
+
+# ----------------------------------------------------------------------------- latency
+
+LATENCY_PARTS = ("all", "percentiles", "goodput")
+ARM_COLOUR = {"spec": MEASURED, "baseline": BAND}        # speculation blue, baseline vermillion
+ARM_NAME = {"spec": "speculation", "baseline": "baseline"}
+QUANTILE_STYLE = {"p50": {"ls": "-", "marker": "o"}, "p99": {"ls": "--", "marker": "s"}}
+
+
+def _load_axis(result) -> tuple[np.ndarray, list[str], str]:
+    """The x of each load point, the tick labels and the axis label.  A request rate of inf
+    ('all at once') is drawn one step past the largest finite load, its tick '∞'."""
+    loads = np.array([p.load for p in result.points], dtype=float)
+    finite = loads[np.isfinite(loads)]
+    x = loads.copy()
+    if (~np.isfinite(loads)).any():
+        step = float(np.min(np.diff(np.unique(finite)))) if len(finite) > 1 else \
+            (float(finite[0]) if len(finite) else 1.0)
+        x[~np.isfinite(loads)] = (float(finite.max()) if len(finite) else 0.0) + step
+    ticks = ["∞" if not math.isfinite(v) else f"{v:g}" for v in loads]
+    label = "request rate (req/s)" if result.load_kind == "rate" else \
+        "max concurrency (requests)"
+    return x, ticks, label
+
+
+def _dodge(x: np.ndarray) -> float:
+    """How far the two arms' points sit left and right of their load: their error bars apart."""
+    span = float(np.ptp(x)) if len(x) > 1 else max(abs(float(x[0])), 1.0) if len(x) else 1.0
+    return 0.012 * span if span > 0 else 0.05
+
+
+def _arm_estimates(result, arm: str, get) -> list:
+    """``get(Arm)`` (an Estimate or None) at every load point, None where the arm was not run."""
+    out = []
+    for p in result.points:
+        a = p.spec if arm == "spec" else p.baseline
+        out.append(None if a is None else get(a))
+    return out
+
+
+def _errorbar(ax, x, ests, colour, label, **style) -> tuple[int, int]:
+    """Draw estimates with their intervals at ``x``; a side without a bound ('no bound': too
+    few requests for that quantile) has no whisker and an open triangle pointing that way.
+    Returns how many points lack an upper and a lower bound."""
+    y = np.array([math.nan if e is None or e.estimate is None else float(e.estimate)
+                  for e in ests], dtype=float)
+    lo = np.array([0.0 if e is None or e.ci_low is None or not math.isfinite(e.estimate)
+                   else max(0.0, e.estimate - e.ci_low) for e in ests])
+    hi = np.array([0.0 if e is None or e.ci_high is None or not math.isfinite(e.estimate)
+                   else max(0.0, e.ci_high - e.estimate) for e in ests])
+    ax.errorbar(x, y, yerr=np.vstack([lo, hi]), color=colour, ms=5, capsize=3, lw=1.5,
+                label=label, zorder=3, **style)
+    no_hi = np.array([e is not None and e.ci_low is not None and e.ci_high is None
+                      for e in ests])
+    no_lo = np.array([e is not None and e.ci_high is not None and e.ci_low is None
+                      for e in ests])
+    for mask, marker in ((no_hi, "^"), (no_lo, "v")):
+        if mask.any():
+            off = 9 if marker == "^" else -9
+            for xi, yi in zip(x[mask], y[mask]):
+                ax.annotate("", (xi, yi), xytext=(0, off), textcoords="offset points",
+                            arrowprops={"arrowstyle": "<-", "color": colour, "lw": 1.2})
+    return int(no_hi.sum()), int(no_lo.sum())
+
+
+def _crossover_line(ax, result, xs: dict, text: bool) -> bool:
+    """The crossover load as a vertical line (labelled in the legend; with ``text`` also
+    beside the line).  False when there is none."""
+    c = result.crossover.get("overall")
+    if c is None:
+        return False
+    x = xs.get(c)
+    if x is None:
+        return False
+    from ..analysis.latency import _load_word
+
+    why = [w for k, w in (("per_stream", "per-stream tok/s"), ("goodput", "goodput"))
+           if result.crossover.get(k) == c]
+    label = f"crossover at {_load_word(c, result.load_kind)}"
+    ax.axvline(x, color=OKABE_ITO["black"], ls=":", lw=1.4, label=label, zorder=2)
+    if text:
+        ax.annotate(f"{label}\n({' and '.join(why)} below the baseline)", (x, 1.0),
+                    xycoords=("data", "axes fraction"), xytext=(4, -4),
+                    textcoords="offset points", ha="left", va="top", fontsize=8,
+                    bbox={"boxstyle": "square,pad=0.2", "fc": "white", "ec": "none",
+                          "alpha": 0.85})
+    return True
+
+
+def _percentile_panel(ax, result, metric: str, x, ticks, xlabel, dodge) -> tuple[int, int]:
+    from ..analysis.latency import slo_text
+
+    missing = [0, 0]
+    for k, arm in enumerate(("spec", "baseline")):
+        shift = -dodge if arm == "spec" else dodge
+        for q in ("p50", "p99"):
+            ests = _arm_estimates(result, arm, lambda a: a.quantiles[metric][q])
+            a, b = _errorbar(ax, x + shift, ests, ARM_COLOUR[arm],
+                             f"{ARM_NAME[arm]} {q}", mfc="white" if q == "p99" else None,
+                             **QUANTILE_STYLE[q])
+            missing[0] += a
+            missing[1] += b
+    bound = result.slo.get(metric)
+    if bound is not None:
+        ax.axhline(bound, color=GREY, lw=1.6, ls="-.", zorder=1,
+                   label=f"SLO {slo_text({metric: bound})}")
+    name = {"ttft": "TTFT", "tpot": "TPOT"}[metric]
+    ax.set_title(f"{name} p50 and p99 ({result.confidence:.0%} intervals)")
+    ax.set_ylabel(f"{name} (ms)")
+    ax.set_xticks(x, ticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(bottom=0)
+    return missing[0], missing[1]
+
+
+def _goodput_panel(ax, result, x, ticks, xlabel, dodge, xs) -> str:
+    """Goodput of both arms with their intervals (with an SLO), else per-stream tok/s; the
+    crossover marked.  Returns what the panel draws, for the caption."""
+    from ..analysis.latency import slo_text
+
+    conf = f"{result.confidence:.0%}"
+    if result.slo:
+        for arm in ("spec", "baseline"):
+            ests = _arm_estimates(result, arm, lambda a: a.goodput)
+            _errorbar(ax, x + (-dodge if arm == "spec" else dodge), ests, ARM_COLOUR[arm],
+                      f"{ARM_NAME[arm]} goodput", marker="o", ls="-")
+        if result.load_kind == "rate":
+            fin = np.isfinite([p.load for p in result.points])
+            if fin.any():
+                xr = np.array([float(np.min(x[fin])), float(np.max(x[fin]))])
+                ax.plot(xr, xr, color=GREY, lw=1.0, ls="--", zorder=1,
+                        label="goodput = request rate")
+        ax.set_title(f"goodput under the SLO {slo_text(result.slo)} ({conf} intervals; a "
+                     f"load meets it when ≥ {result.attainment:.0%} of requests do)",
+                     wrap=True)
+        ax.set_ylabel("goodput (requests/s meeting the SLO)")
+        what = "goodput"
+    else:
+        for arm in ("spec", "baseline"):
+            ests = _arm_estimates(result, arm, lambda a: a.per_stream_tok_s)
+            _errorbar(ax, x + (-dodge if arm == "spec" else dodge), ests, ARM_COLOUR[arm],
+                      f"{ARM_NAME[arm]}", marker="o", ls="-")
+        ax.set_title(f"per-stream tok/s = 1000 / p50 TPOT ({conf} intervals; no SLO given: "
+                     "no goodput)", wrap=True)
+        ax.set_ylabel("per-stream tok/s")
+        what = "per-stream tok/s (no SLO given, so no goodput)"
+    crossed = _crossover_line(ax, result, xs, text=True)
+    ax.set_xticks(x, ticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylim(bottom=0)
+    if crossed:
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi * 1.18)            # room for the crossover's label
+    return what
+
+
+@_styled
+def latency_figure(result, part: str = "all") -> "Figure":
+    """analysis.latency's LatencyResult against the load: TTFT and TPOT p50/p99 of speculation
+    and the baseline with their intervals (order statistics; a side the sample cannot bound
+    has an arrow instead of a whisker), and goodput under the SLO of both arms with their
+    Wilson intervals (per-stream tok/s without an SLO); the crossover load a dotted vertical
+    line, the SLO's bounds dash-dotted.  The two arms sit a little left and right of their
+    load so that their whiskers do not overlap.  ``part``: 'all' (three panels), 'percentiles'
+    (TTFT and TPOT) or 'goodput' (one panel)."""
+    from ..errors import EaglelogError
+
+    if part not in LATENCY_PARTS:
+        raise ValueError(f"part {part!r}: one of {', '.join(LATENCY_PARTS)}")
+    if not result.points:
+        raise EaglelogError("no load point to draw")
+    x, ticks, xlabel = _load_axis(result)
+    xs = {p.load: float(xi) for p, xi in zip(result.points, x)}
+    dodge = _dodge(x)
+    if part == "all":
+        fig = _new_figure(10.0, 8.0)
+        axd = fig.subplot_mosaic([["ttft", "tpot"], ["goodput", "goodput"]])
+        pct_axes = [axd["ttft"], axd["tpot"]]
+        good_ax = axd["goodput"]
+    elif part == "percentiles":
+        fig = _new_figure(10.0, 4.6)
+        pct_axes = list(fig.subplots(1, 2))
+        good_ax = None
+    else:
+        fig = _new_figure(10.0, 4.6)
+        pct_axes = []
+        good_ax = fig.subplots()
+    no_hi = no_lo = 0
+    for ax, metric in zip(pct_axes, ("ttft", "tpot")):
+        a, b = _percentile_panel(ax, result, metric, x, ticks, xlabel, dodge)
+        no_hi, no_lo = no_hi + a, no_lo + b
+        _crossover_line(ax, result, xs, text=False)
+    what = _goodput_panel(good_ax, result, x, ticks, xlabel, dodge, xs) \
+        if good_ax is not None else None
+    if pct_axes:
+        # one legend for both panels: the arms and quantiles, the SLO's bounds, the crossover
+        found: dict = {}
+        for ax in pct_axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                found.setdefault(lab, h)
+        order = sorted(found, key=lambda lab: (lab.startswith("SLO"),
+                                               lab.startswith("crossover")))
+        handles, labels = [found[lab] for lab in order], order
+        if no_hi or no_lo:
+            from matplotlib.lines import Line2D
+            handles.append(Line2D([], [], ls="", marker=r"$\uparrow$", color=GREY, ms=9))
+            labels.append("no upper bound (too few requests)")
+        if good_ax is None:
+            fig.legend(handles, labels, loc="outside lower center", frameon=False,
+                       ncols=min(4, len(labels)))
+        else:
+            # the percentiles grow with the load: the upper left is where the data is not
+            pct_axes[0].legend(handles, labels, loc="upper left", frameon=True,
+                               framealpha=0.85, fontsize=8)
+    if good_ax is not None:
+        good_ax.legend(loc="upper left", frameon=True, framealpha=0.85, fontsize=8)
+    def files(arm: str) -> str:
+        names = [os.path.basename(s.rsplit(":", 1)[0] if re.search(r":\d+$", s) else s)
+                 for a in _arm_estimates(result, arm, lambda a: a) if a is not None
+                 for s in a.sources]
+        return _logs_title(names, 45)
+
+    head = {"all": "latency under load", "percentiles": "latency percentiles under load",
+            "goodput": "goodput under load" if result.slo else "per-stream tok/s under load"}
+    fig.suptitle(f"{head[part]}: speculation ({files('spec')}) vs baseline "
+                 f"({files('baseline')})", wrap=True)
+    # the caption: what is drawn, nothing else
+    unit = "request rate" if result.load_kind == "rate" else "max concurrency"
+    parts = []
+    if pct_axes:
+        parts.append("TTFT and TPOT p50 (solid) and p99 (dashed) of speculation (blue) and the "
+                     f"baseline (vermillion) with their {result.confidence:.0%} intervals")
+    if what:
+        parts.append(f"{what} of both with {result.confidence:.0%} intervals")
+    text = _and(parts) + f" against the {unit}"
+    if result.slo and pct_axes:
+        text += "; the SLO's bounds dash-dotted"
+    c = result.crossover.get("overall")
+    if c is not None:
+        from ..analysis.latency import _load_word
+        text += f"; the crossover at {_load_word(c, result.load_kind)} dotted"
+    if no_hi:
+        text += "; an arrow where a percentile has no upper bound (too few requests)"
+    fig.eaglelog_caption = text[0].upper() + text[1:] + "."
     return fig
