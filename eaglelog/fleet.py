@@ -6,7 +6,9 @@ analysed by ``breakeven`` as a log would be.  Rows are sorted by speedup, best f
 one request stream gets when there is no baseline); an instance whose verdict is ``below`` is
 marked ``BELOW`` (``below?`` when only its estimate is under 1); **outliers** are instances whose
 speedup (or accept length) is far from the fleet's: more than 3.5 robust z-scores (median and
-MAD scaled to σ) away, and more than 5 % off the median.
+MAD scaled to σ) away, and more than 5 % off the median.  Each row also carries the TTFT and
+TPOT quantiles of the instance's latency histograms over the span read (eaglelog/histograms.py:
+p50/p90/p99, each the interpolated value and the bucket it lies in; the table shows p99).
 
     >>> from eaglelog.fleet import fleet
     >>> f = fleet("prom+http://prometheus:9090?match=job%3D%22sglang%22&since=1h",
@@ -19,6 +21,9 @@ import math
 from dataclasses import dataclass
 
 from .errors import EaglelogError
+from .histograms import EMPTY as _NO_LATENCY
+from .histograms import NOTE as LATENCY_NOTE
+from .histograms import LatencySummary, summarize
 from .metrics import cell
 
 __all__ = ["fleet", "FleetRow", "FleetResult", "outliers"]
@@ -43,9 +48,13 @@ class FleetRow:
     mark: str                          # 'BELOW', 'below?' or ''
     outlier: str | None                # why the instance stands out, or None
     error: str | None = None
+    latency: LatencySummary | None = None   # TTFT and TPOT quantiles over the span read
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        lat = d.pop("latency")
+        d.update(lat.flat() if lat is not None else _NO_LATENCY)
+        return d
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,7 @@ class FleetResult:
         rows = []
         for r in self.rows:
             if r.error:
-                rows.append(["", cell(r.instance), cell(r.engine), "", "", "", "",
+                rows.append(["", cell(r.instance), cell(r.engine), "", "", "", "", "", "",
                              cell(f"error: {r.error}")])
                 continue
             sp = ""
@@ -87,10 +96,12 @@ class FleetResult:
             rows.append([r.rank, cell(r.instance), cell(r.engine), r.windows,
                          "" if r.accept_len is None else f"{r.accept_len:.3f}",
                          "" if r.rate is None else f"{r.rate:.1f}", sp,
+                         r.latency.cell("ttft") if r.latency else "",
+                         r.latency.cell("tpot") if r.latency else "",
                          " ".join(x for x in (r.mark, r.verdict if not r.mark else "",
                                               f"OUTLIER: {r.outlier}" if r.outlier else "") if x)])
         head = ["#", "instance", "engine", "windows", "accept_len", "tok/s/stream", "speedup",
-                "verdict"]
+                "TTFT p99", "TPOT p99", "verdict"]
         out = tabulate(rows, head, disable_numparse=True) + "\n"
         n_below = len(self.below)
         live = [r for r in self.rows if not r.error]
@@ -99,6 +110,8 @@ class FleetResult:
             out += (f"{len(live)} instance{'s' if len(live) != 1 else ''}; median speedup "
                     f"{self.median_speedup:.3f}×; {n_below} below break-even"
                     + (f"; {none} without a verdict" if none else "") + "\n")
+        if any(r.latency for r in self.rows):
+            out += LATENCY_NOTE + "\n"
         for n in self.notes:
             out += f"note: {cell(n, 400)}\n"
         return out
@@ -145,6 +158,7 @@ def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.9
             continue
         sub = log.subset(info.name)
         cfg = sub.config(info.name) if hasattr(sub, "config") else {}
+        lat = summarize(sub.tables.get("latency_hist"))
         p = pooled(sub.decode, sub.tables.get("vllm_spec"))
         try:
             r = breakeven(sub, base, confidence=confidence)
@@ -168,7 +182,7 @@ def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.9
                         speedup=_fin(sp.estimate) if sp is not None else None,
                         speedup_low=_fin(sp.ci_low) if sp is not None else None,
                         speedup_high=_fin(sp.ci_high) if sp is not None else None,
-                        verdict=r.verdict if baseline is not None else None))
+                        verdict=r.verdict if baseline is not None else None, latency=lat))
     live = [x for x in raw if "error" not in x]
     key = "speedup" if baseline is not None else "rate"
     if baseline is None:
@@ -189,7 +203,7 @@ def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.9
         rows.append(FleetRow(i, x["instance"], x["engine"], x.get("model"), x["windows"],
                              x.get("accept_len"), x.get("rate"), x.get("speedup"),
                              x.get("speedup_low"), x.get("speedup_high"), x.get("verdict"),
-                             mark, why or None))
+                             mark, why or None, latency=x.get("latency")))
     for x in raw:
         if "error" in x:
             rows.append(FleetRow(0, x["instance"], x["engine"], None, 0, None, None, None, None,

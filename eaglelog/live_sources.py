@@ -53,4 +53,5 @@ def parse_with(paths, parse, **kwargs):
     from .schema import TABLES
     from .tables import concat_frames
     tables = {t: concat_frames(TABLES[t], [log.tables[t], other.tables[t]]) for t in TABLES}
+    tables.update({t: df for t, df in log.tables.items() if t not in TABLES})  # latency_hist
     return ParsedLog(tables, log.sources + other.sources, log.diagnostics + other.diagnostics)

@@ -84,6 +84,19 @@ FAMILIES: dict[str, tuple[str, str, str | None]] = {
     "vllm:spec_decode_num_emitted_tokens_total": ("vllm", "v0_emitted", None),
     "vllm:spec_decode_efficiency": ("vllm", "v0_efficiency", None),
 }
+# Latency histograms (docs/formats-metrics.md §9): the family (its samples are NAME_bucket{le},
+# NAME_count, NAME_sum) -> (engine, metric).  TPOT is the per-request one, (last token − first)
+# / (tokens − 1); the inter-token-latency histograms are not TPOT under speculation (vLLM's
+# observes one interval per step, whatever its tokens) and are not read
+HISTOGRAMS: dict[str, tuple[str, str]] = {
+    "sglang:time_to_first_token_seconds": ("sglang", "ttft"),
+    "sglang:request_time_per_output_token_seconds": ("sglang", "tpot"),
+    "vllm:time_to_first_token_seconds": ("vllm", "ttft"),
+    "vllm:request_time_per_output_token_seconds": ("vllm", "tpot"),
+}
+HIST_SAMPLES: dict[str, tuple[str, str, str]] = {
+    f"{fam}_{part}": (eng, key, part) for fam, (eng, key) in HISTOGRAMS.items()
+    for part in ("bucket", "count", "sum")}
 COUNTERS = {"tokens", "passes", "req_generation_tokens", "req_finished", "req_verify_calls",
             "gen_tokens", "prompt_tokens", "drafts", "draft_tokens", "accepted", "pos",
             "v0_emitted"}
@@ -95,20 +108,26 @@ SGLANG_PREFILL_PASSES = ("prefill_cuda_graph", "prefill_none")
 # Prometheus may hold the names with '_' for ':' ("sglang_num_running_reqs"): prometheus_client
 # releases with OpenMetrics escaping (0.26.0 among them) write the sample lines so when the
 # scraper negotiates OpenMetrics 1.0 (client_python issue 1177); both spellings are read
-NAME_REGEX = "(sglang|vllm)[:_](" + "|".join(re.escape(n.split(":", 1)[1]) for n in FAMILIES) \
-    + ")"
+NAME_REGEX = "(sglang|vllm)[:_](" + "|".join(dict.fromkeys(
+    re.escape(n.split(":", 1)[1]) for n in (*FAMILIES, *HIST_SAMPLES))) + ")"
 
 
 def canonical(name: str) -> str:
     """The engine's own spelling of a sample name ('vllm_x_total' -> 'vllm:x_total')."""
-    if name in FAMILIES:
+    if name in FAMILIES or name in HIST_SAMPLES:
         return name
     for eng in ("sglang_", "vllm_"):
         if name.startswith(eng):
             alt = eng[:-1] + ":" + name[len(eng):]
-            if alt in FAMILIES:
+            if alt in FAMILIES or alt in HIST_SAMPLES:
                 return alt
     return name
+
+
+def ours(name: str) -> bool:
+    """A sample of eaglelog's families or latency histograms (either spelling)."""
+    c = canonical(name)
+    return c in FAMILIES or c in HIST_SAMPLES
 
 
 def is_metrics_source(spec: str) -> bool:
@@ -190,6 +209,7 @@ class Run:
     series: dict = field(default_factory=dict)     # series key (tuple) -> Series
     notes: list = field(default_factory=list)
     ignored: dict = field(default_factory=dict)    # why -> [samples, first example]
+    resets: list = field(default_factory=list)     # times of the counter resets (tables_of)
 
     def ignore(self, why: str, example: str) -> None:
         got = self.ignored.get(why)
@@ -224,6 +244,18 @@ def implausible(name: str, key: str, t, value) -> str | None:
     if not isinstance(value, (int, float)) or not math.isfinite(value):
         return "value not finite (+Inf, -Inf or NaN)"
     base, _, sub = key.partition(":")
+    if base == "h":                                 # h:<metric>:<le>|count|sum
+        if not 0 <= value <= (MAX_COUNT if not key.endswith(":sum") else 1e15):
+            return "histogram count or sum out of range (0 … 2^53)"
+        le = key.rsplit(":", 1)[1]
+        if le not in ("count", "sum"):
+            try:
+                ok = float(le) >= 0 and le == le.strip()
+            except ValueError:
+                ok = False
+            if not ok:
+                return "histogram bucket bound (le) not a number ≥ 0 or +Inf"
+        return None
     if base in COUNTERS:
         if not 0 <= value <= MAX_COUNT:
             return "counter out of range (0 … 2^53)"
@@ -244,7 +276,23 @@ def implausible(name: str, key: str, t, value) -> str | None:
 def split_sample(name: str, labels: dict):
     """(engine, run labels, series key, series labels, value key) of one sample, or None for a
     sample that is not one of FAMILIES."""
-    fam = FAMILIES.get(canonical(name))
+    cname = canonical(name)
+    hist = HIST_SAMPLES.get(cname)
+    if hist is not None:
+        engine, metric, part = hist
+        if part == "bucket":
+            le = labels.get("le")
+            if le is None or len(le) > 40:
+                return None
+            key = f"h:{metric}:{le}"
+        else:
+            key = f"h:{metric}:{part}"
+        run = tuple((k, labels[k]) for k in RUN_LABELS if labels.get(k) not in (None, ""))
+        # one series per label set (SGLang: is_streaming, priority; vLLM: engine)
+        rest = tuple(sorted((k, v) for k, v in labels.items()
+                            if k not in RUN_LABELS and k != "le"))
+        return engine, run, ("hist", rest), dict(rest), key
+    fam = FAMILIES.get(cname)
     if fam is None:
         return None
     engine, key, by = fam
@@ -276,7 +324,7 @@ def parse_exposition(text: str, where: str = "") -> list[tuple[str, dict, float,
     try:
         for fam in text_string_to_metric_families(text):
             for s in fam.samples:
-                if canonical(s.name) in FAMILIES:
+                if ours(s.name):
                     ts = s.timestamp
                     if ts is not None and not isinstance(ts, (int, float)):
                         ts = float(getattr(ts, "sec", 0)) + float(getattr(ts, "nsec", 0)) / 1e9
@@ -558,7 +606,7 @@ def _read_lines(resp, dl: _Deadline, lim: Limits, budget: int) -> list[bytes]:
         nonlocal series
         for m in _OURS.finditer(block):
             kept.append(m.group(0))
-            if not m.group(1) and canonical(m.group(2).decode("utf-8", "replace")) in FAMILIES:
+            if not m.group(1) and ours(m.group(2).decode("utf-8", "replace")):
                 series += 1
                 if series > lim.max_series:
                     raise FetchError(f"more than {lim.max_series:,} series of eaglelog's "
@@ -795,7 +843,7 @@ def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], d
                       "length", "warning"))
     k_seen: set[int] = set()
     for skey, s in run.series.items():
-        if skey == ("tokenizer",) or len(s.t) < 1:
+        if skey and skey[0] in ("tokenizer", "hist") or len(s.t) < 1:
             continue
         prev = None
         for t, vals in zip(s.t, s.values):
@@ -822,6 +870,7 @@ def tables_of(run: Run) -> tuple[dict, list[tuple[int | None, str, str, str]], d
             windows.append((t, pt, skey, s.labels, vals, d, dt))
     # start-ups: a counter reset anywhere in the run is a restart
     reset_times = sorted(set(resets))
+    run.resets = reset_times
     for t in reset_times:
         notes.append((None, "restart", f"counters reset between the samples before "
                       f"{_local(t)[:19]} (the server restarted): the windows from there are "
@@ -996,6 +1045,47 @@ def _config(run: Run, k_seen: set[int]) -> dict:
     return cfg
 
 
+# --------------------------------------------------------------------------- histograms
+def _le(text: str) -> float:
+    return float(text)
+
+
+def hist_rows(run: Run) -> list[dict]:
+    """The ``latency_hist`` rows of a run: per histogram series and metric, one row per pair
+    of consecutive samples that hold every bucket (histograms.increments of the pair)."""
+    from .histograms import increments
+    rows = []
+    for skey, s in run.series.items():
+        if not (skey and skey[0] == "hist"):
+            continue
+        label = ",".join(f"{k}={v}" for k, v in skey[1])
+        for metric in ("ttft", "tpot"):
+            pre = f"h:{metric}:"
+            samples = []
+            for t, vals in zip(s.t, s.values):
+                les = [k[len(pre):] for k in vals if k.startswith(pre)
+                       and k[len(pre):] not in ("count", "sum")]
+                try:
+                    les.sort(key=_le)
+                except ValueError:                 # (implausible() left such samples out)
+                    continue
+                if not les or not math.isinf(_le(les[-1])):
+                    continue                       # no +Inf bucket at this time: not whole
+                samples.append((t, les, [vals[pre + le] for le in les],
+                                vals.get(pre + "sum", math.nan)))
+            for a, b in zip(samples, samples[1:]):
+                got = increments([a, b])
+                if got is None or b[0] <= a[0]:
+                    continue
+                bounds, counts, dsum, resets = got
+                rows.append({"startup": sum(1 for r in run.resets if r <= b[0]),
+                             "metric": metric, "series": label, "t_start": a[0],
+                             "t_end": b[0], "bounds": json.dumps(bounds),
+                             "counts": json.dumps(counts), "requests": counts[-1],
+                             "sum_s": dsum, "reset": bool(resets)})
+    return rows
+
+
 # --------------------------------------------------------------------------- ParsedLog
 def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = None,
                require: bool = True):
@@ -1006,7 +1096,10 @@ def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = Non
     from .schema import TABLES
     from .tables import build_frame, concat_frames
 
+    from .schema import LATENCY_HIST
+
     parts: dict[str, list] = {t: [] for t in TABLES}
+    hists: list = []
     infos, diags = [], list(extra_diags or [])
     failed = []
     for src in list(sources) + [s for s in rec.extra_sources if s not in sources]:
@@ -1044,12 +1137,18 @@ def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = Non
                 r["source"] = run.name
             if rws:
                 parts[t].append(build_frame(TABLES[t], rws))
+        hrows = hist_rows(run)
+        for r in hrows:
+            r["source"] = run.name
+        if hrows:
+            hists.append(build_frame(LATENCY_HIST, hrows))
         info.counts = {t: len(rows.get(t, ())) for t in TABLES}
         info.lines = len(rows["decode"])
     if require and not any(any(i.counts.values()) for i in infos if i.counts):
         raise EaglelogError("no input could be read: " + "; ".join(failed) if failed else
                             "no window in any source")
     tables = {t: concat_frames(TABLES[t], parts[t]) for t in TABLES}
+    tables["latency_hist"] = concat_frames(LATENCY_HIST, hists)
     return ParsedLog(tables, infos, diags)
 
 

@@ -851,3 +851,30 @@ LOAD_RUNS = Table(
     ))
 
 LOAD_TABLES: dict[str, Table] = {t.name: t for t in (LOAD_REQUESTS, LOAD_RUNS)}
+
+
+# ------------------------------------------------------------------ latency histograms (live)
+# Made by metrics.parsed_log from the engines' TTFT and TPOT histograms (docs/formats-metrics.md
+# §9) beside TABLES (a log has none): ParsedLog.tables["latency_hist"] of metrics sources.
+LATENCY_HIST = Table(
+    "latency_hist",
+    "one row per window (two consecutive samples) of one histogram series of a metrics source: "
+    "the increments of its buckets (eaglelog/histograms.py reads the quantiles from them)",
+    (
+        C("source", "category", "", "the run the row belongs to (as the decode table's)"),
+        C("startup", "Int32", "", "the run's start-up (counter resets, as the decode table's)"),
+        C("metric", "category", "", "'ttft' (time_to_first_token_seconds) or 'tpot' "
+          "(request_time_per_output_token_seconds)"),
+        C("series", "string", "", "the series' other labels (SGLang is_streaming, vLLM engine)"),
+        C("t_start", "float64", "s", "the window's first sample (Unix time)"),
+        C("t_end", "float64", "s", "the window's last sample (Unix time)"),
+        C("bounds", "string", "", "JSON list of the buckets' upper bounds as exposed (le), "
+          "the last '+Inf'"),
+        C("counts", "string", "", "JSON list of the window's increment of each bucket "
+          "(cumulative in le, as the buckets are)"),
+        C("requests", "float64", "requests", "the window's increment of the +Inf bucket: the "
+          "requests observed"),
+        C("sum_s", "float64", "s", "the window's increment of the histogram's _sum"),
+        C("reset", "boolean", "", "a count fell (a restart): the increment is the later "
+          "sample's counts"),
+    ))

@@ -12,6 +12,14 @@ accept_rate, speedup, rate (tok/s per stream), throughput (tok/s); ops < <= > >=
 an instance when the metric computed over the windows that ended in the last ``alert_for``
 seconds of its samples satisfies it (the pooled value over that span, not one sample).
 
+Latency alerts (``tpot_p99>50ms``; ttft_p50/p90/p99, tpot_p50/p90/p99; VALUE in ms or s, a bare
+number is ms) read the engines' TTFT and TPOT histograms (eaglelog/histograms.py) over the same
+span, on **speculating instances only**.  A histogram places the quantile in one bucket,
+(lower, upper], and no closer: the alert **fires** (exit 3) only when the whole bucket satisfies
+the condition (for ``>``: even its lower edge is at or above the SLO, so the quantile certainly
+exceeds it); when the SLO lies inside the bucket it is a line ``ALERT? … possibly holds`` that
+names the bucket and does not fire.
+
     >>> from eaglelog.watch import Watcher, Alert
     >>> w = Watcher(["http://gpu7:30000/metrics"], alerts=[Alert.parse("accept_len<1.5")])
     >>> view = w.refresh()          # scrape now; a view once two scrapes exist
@@ -27,13 +35,18 @@ import time
 from dataclasses import dataclass
 
 from .errors import EaglelogError
+from .histograms import EMPTY as _NO_LATENCY
+from .histograms import NOTE as LATENCY_NOTE
+from .histograms import LatencySummary, summarize
 from .metrics import CELL, Recorder, _spec_params, cell, parse_duration, parsed_log, scrape_all
 
 __all__ = ["Alert", "Firing", "InstanceView", "WatchView", "Watcher", "pooled"]
 
-METRICS = ("accept_len", "accept_rate", "speedup", "rate", "throughput")
+LATENCY = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p50", "tpot_p90", "tpot_p99")
+METRICS = ("accept_len", "accept_rate", "speedup", "rate", "throughput") + LATENCY
 _OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-_ALERT = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|<|>)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*$")
+_ALERT = re.compile(r"^\s*([a-z_0-9]+)\s*(<=|>=|<|>)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)"
+                    r"\s*(ms|s)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -47,15 +60,32 @@ class Alert:
         m = _ALERT.match(text)
         if not m or m.group(1) not in METRICS:
             raise ValueError(f"{text!r} is not a condition: write METRIC OP VALUE, e.g. "
-                             f"'speedup<1' or 'accept_len<1.5' (metrics: {', '.join(METRICS)}; "
-                             "ops: < <= > >=)")
-        return cls(m.group(1), m.group(2), float(m.group(3)))
+                             f"'speedup<1', 'accept_len<1.5' or 'tpot_p99>50ms' (metrics: "
+                             f"{', '.join(METRICS)}; ops: < <= > >=)")
+        value, unit = float(m.group(3)), m.group(4)
+        if unit and m.group(1) not in LATENCY:
+            raise ValueError(f"{text!r}: {m.group(1)} takes a plain number (a unit only for "
+                             f"the latency metrics {', '.join(LATENCY)})")
+        return cls(m.group(1), m.group(2), value * 1000 if unit == "s" else value)
+
+    @property
+    def latency(self) -> bool:
+        """A quantile of a latency histogram (value in ms)."""
+        return self.metric in LATENCY
 
     def holds(self, v: float | None) -> bool:
         return v is not None and math.isfinite(v) and _OPS[self.op](v, self.value)
 
+    def judge(self, summary: LatencySummary | None):
+        """(the bucket quantile, 'certain' | 'possible' | None) of a latency alert."""
+        if summary is None:
+            return None, None
+        metric, p = self.metric.split("_p")
+        bq = summary.get(metric, int(p) / 100)
+        return bq, (bq.holds(self.op, self.value / 1000) if bq is not None else None)
+
     def __str__(self) -> str:
-        return f"{self.metric}{self.op}{self.value:g}"
+        return f"{self.metric}{self.op}{self.value:g}" + ("ms" if self.latency else "")
 
 
 @dataclass(frozen=True)
@@ -66,11 +96,24 @@ class Firing:
     span_s: float
     windows: int
     at: str                        # the end of the span (time of the latest sample)
+    certain: bool = True           # False: a latency alert whose SLO lies inside the bucket
+    bounds: str | None = None      # a latency alert: where its quantile lies ('in (10, 15] ms')
+    requests: int | None = None    # a latency alert: the requests its histogram counted
 
     def line(self) -> str:
-        return (f"ALERT {cell(self.source)}: {self.alert} holds: {self.alert.split('<')[0].split('>')[0]} "
-                f"= {self.value:.4g} over the last {self.span_s:g} s ({self.windows} window"
+        name = self.alert.split('<')[0].split('>')[0]
+        span = (f"over the last {self.span_s:g} s ({self.windows} window"
                 f"{'s' if self.windows != 1 else ''} to {self.at})")
+        if self.bounds is None:
+            return f"ALERT {cell(self.source)}: {self.alert} holds: {name} = {self.value:.4g} {span}"
+        slo = self.alert[len(name):].lstrip("<>=")
+        where = f"{name} {self.bounds}"
+        how = (f"holds: {where}" if self.certain else
+               f"possibly holds: {where}, a bucket that holds {slo}: its counts cannot tell on "
+               "which side the quantile lies")
+        return (f"ALERT{'' if self.certain else '?'} {cell(self.source)}: {self.alert} {how} "
+                f"(interpolated {self.value:.4g} ms; {self.requests} "
+                f"request{'s' if self.requests != 1 else ''}) {span}")
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -91,10 +134,13 @@ class InstanceView:
     verdict: str | None
     throughput: float | None
     error: str | None = None
+    latency: LatencySummary | None = None    # TTFT and TPOT quantiles over the view's span
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["per_position"] = list(self.per_position) if self.per_position else None
+        lat = d.pop("latency")
+        d.update(lat.flat() if lat is not None else _NO_LATENCY)
         return d
 
 
@@ -104,10 +150,12 @@ class WatchView:
     instances: tuple[InstanceView, ...]
     firings: tuple[Firing, ...] = ()
     notes: tuple[str, ...] = ()
+    possible: tuple[Firing, ...] = ()        # latency alerts whose SLO lies inside the bucket
 
     def to_dict(self) -> dict:
         return {"at": self.at, "instances": [i.to_dict() for i in self.instances],
-                "firings": [f.to_dict() for f in self.firings], "notes": list(self.notes)}
+                "firings": [f.to_dict() for f in self.firings],
+                "possible": [f.to_dict() for f in self.possible], "notes": list(self.notes)}
 
     def to_frame(self):
         import pandas as pd
@@ -119,7 +167,7 @@ class WatchView:
         rows = []
         for i in self.instances:
             if i.error:
-                rows.append([cell(i.source), cell(i.engine or ""), "", "", "", "", "",
+                rows.append([cell(i.source), cell(i.engine or ""), "", "", "", "", "", "", "",
                              cell(f"error: {i.error}")])
                 continue
             sp = ""
@@ -129,11 +177,15 @@ class WatchView:
                     sp += f" [{i.speedup_low:.3f}, {i.speedup_high:.3f}]"
             rows.append([cell(i.source), cell(i.engine), i.windows, _f(i.accept_len, 3),
                          " ".join(f"{p:.2f}" for p in i.per_position) if i.per_position else "",
-                         _f(i.rate, 1), sp, cell((i.verdict or "") + (f"  last {i.last[11:19]}"
-                                                                      if i.last else ""))])
+                         _f(i.rate, 1), sp,
+                         i.latency.cell("ttft") if i.latency else "",
+                         i.latency.cell("tpot") if i.latency else "",
+                         cell((i.verdict or "") + (f"  last {i.last[11:19]}" if i.last else ""))])
         head = ["instance", "engine", "windows", "accept_len", "per-position", "tok/s/stream",
-                "speedup", "verdict"]
+                "speedup", "TTFT p99", "TPOT p99", "verdict"]
         out = tabulate(rows, head, disable_numparse=True) + "\n"
+        if any(i.latency for i in self.instances):
+            out += LATENCY_NOTE + "\n"
         for n in self.notes:
             out += f"note: {cell(n, 2 * CELL)}\n"
         return out
@@ -245,7 +297,7 @@ class Watcher:
         self.refreshes += 1
         rec, diags = self._read()
         names = self.endpoints + [u for u, _ in self.proms]
-        views, firings, notes = [], [], []
+        views, firings, notes, possible = [], [], [], []
         try:
             log = parsed_log(rec, names, diags, require=False)
         except EaglelogError as e:                 # pragma: no cover - require=False
@@ -258,9 +310,12 @@ class Watcher:
                                           None, None, None, None, None, None, error=info.error))
                 continue
             sub = log.subset(info.name)
-            view, fired = self._instance(info, sub)
+            view, fired, maybe, note = self._instance(info, sub)
             views.append(view)
             firings += fired
+            possible += maybe
+            if note:
+                notes.append(note)
         for d in log.diagnostics:
             if d.kind in ("restart", "metrics") and d.severity != "error":
                 notes.append(str(d))
@@ -275,7 +330,8 @@ class Watcher:
                          "--window gives one")
         if any(not v.error for v in views):
             self.answered += 1
-        return WatchView(time.time(), tuple(views), tuple(firings), tuple(dict.fromkeys(notes)))
+        return WatchView(time.time(), tuple(views), tuple(firings), tuple(dict.fromkeys(notes)),
+                         tuple(possible))
 
     def _span(self, sub, seconds: float):
         """(sub-log, windows, first line): the windows that ended in the last ``seconds`` of
@@ -331,8 +387,24 @@ class Watcher:
                                        r.verdict)
         view = InstanceView(info.name, info.engine or "", n_view, last, p["accept_len"],
                             p["per_position"], _fin(rate), _fin(sp), _fin(lo), _fin(hi), verdict,
-                            p["throughput"])
-        fired = []
+                            p["throughput"], latency=_latency(sub, self.window)[0])
+        fired, maybe, note = [], [], None
+        lat_alerts = [a for a in self.alerts if a.latency]
+        if lat_alerts:
+            cfg = sub.config(info.name)
+            if cfg.get("speculative_algorithm"):
+                summary, n_lat, at = _latency(sub, self.alert_for)
+                for a in lat_alerts:
+                    bq, how = a.judge(summary)
+                    if how is None:
+                        continue
+                    f = Firing(info.name, str(a), bq.value * 1000, self.alert_for, n_lat, at,
+                               certain=how == "certain", bounds=bq.bounds_text(),
+                               requests=bq.n)
+                    (fired if how == "certain" else maybe).append(f)
+            else:
+                note = (f"{', '.join(str(a) for a in lat_alerts)}: checked on speculating "
+                        "instances only; " + cell(info.name, 120) + " does not speculate")
         if self.alerts:
             a_sub, n, a_first = self._span(sub, self.alert_for)
             ar, ap = self._analyse(a_sub, a_first)
@@ -343,10 +415,25 @@ class Watcher:
                     "speedup": _fin(ar.speedup.estimate) if ar is not None and
                     self.baseline is not None else None}
             for a in self.alerts:
-                if n and a.holds(vals[a.metric]):
+                if not a.latency and n and a.holds(vals[a.metric]):
                     fired.append(Firing(info.name, str(a), float(vals[a.metric]),
                                         self.alert_for, n, last[:19] if last else ""))
-        return view, fired
+        return view, fired, maybe, note
+
+
+def _latency(sub, seconds: float):
+    """(LatencySummary or None, windows, end) of the latency histograms' windows that ended
+    in the last ``seconds`` of the instance's histogram samples."""
+    import datetime as _dt
+    df = sub.tables.get("latency_hist")
+    if df is None or not len(df):
+        return None, 0, ""
+    t_end = df["t_end"].to_numpy(dtype=float)
+    top = float(t_end.max())
+    since = top - seconds + 1e-3
+    n = len(set(t_end[t_end > since].tolist()))
+    at = _dt.datetime.fromtimestamp(top).isoformat(sep=" ", timespec="seconds")
+    return summarize(df, since=since), n, at
 
 
 def _fin(v):

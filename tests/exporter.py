@@ -38,6 +38,12 @@ changed acceptance, say).  What is exposed at simulated time s (ms), per engine:
   _num_accepted_tokens_per_pos{position}, generation_tokens (emitted), prompt_tokens; gauges
   num_requests_running (the latest step's batch), num_requests_waiting, kv_cache_usage_perc
   (a fraction).  Labels model_name, engine.
+* Both: the latency histograms time_to_first_token_seconds (observed when a request's first
+  token comes: the end of its prefill batch − its arrival) and
+  request_time_per_output_token_seconds (observed when it finishes: (finish − first token) /
+  (tokens − 1)), with each engine's default buckets (SGLang 0.5.23
+  observability/metrics_collector.py, vLLM 0.34.0 v1/metrics/buckets.py; SGLang's carry
+  is_streaming="false", as the simulated requests do not stream).
 """
 from __future__ import annotations
 
@@ -55,6 +61,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from simlab import simulate as S  # noqa: E402
 
 
+# the engines' default buckets (docs/formats-metrics.md §9)
+BUCKETS = {
+    ("sglang", "ttft"): (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400),
+    ("sglang", "tpot"): (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035,
+                         0.040, 0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000,
+                         4.000, 6.000, 8.000),
+    ("vllm", "ttft"): (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+                       2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0),
+    ("vllm", "tpot"): (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+                       5.0, 7.5, 10.0, 20.0, 40.0, 80.0),
+}
+
+
 class _Capture(S._Sim):
     """The simulator, keeping what its log does not print: every prefill batch's time and
     tokens, every finished request, and the accepted drafts of every verify by position."""
@@ -64,15 +83,23 @@ class _Capture(S._Sim):
         self.prefills: list[tuple[float, int, int]] = []
         self.finishes: list[tuple[float, int, int]] = []
         self.accepts: list[tuple[int, np.ndarray]] = []
+        self.first: dict = {}                       # request id -> its first token's time
+        self.ttfts: list[tuple[float, float]] = []  # (time observed, TTFT) in ms
+        self.tpots: list[tuple[float, float]] = []  # (time observed, TPOT) in ms
 
     def prefill_line(self, admit, new_tok, running, queue, kv_before, kv_after, t_sched, t_end,
                      it):
         self.prefills.append((t_end, int(new_tok), int(sum(r.cached for r in admit))))
+        for r in admit:
+            self.first[r.rid] = t_end
+            self.ttfts.append((t_end, t_end - r.arrive))
         return super().prefill_line(admit, new_tok, running, queue, kv_before, kv_after,
                                     t_sched, t_end, it)
 
     def finish_line(self, r, t):
         self.finishes.append((t, int(r.out_len), int(r.prompt)))
+        if r.out_len > 1 and r.rid in self.first:
+            self.tpots.append((t, (t - self.first.pop(r.rid)) / (r.out_len - 1)))
         return super().finish_line(r, t)
 
     def trajectory(self, r, s):
@@ -98,6 +125,7 @@ class Timeline:
                                "used", "queue")}
         pre_t, pre_tok, pre_cached, fin_t, fin_out, fin_prompt = [], [], [], [], [], []
         it_q, it_kv = [], []
+        lat = {"ttft": [], "tpot": []}
         offset = 0.0
         self.k = None
         self.logs = []
@@ -140,6 +168,8 @@ class Timeline:
                 pre_t.append(t + offset)
                 pre_tok.append(tok)
                 pre_cached.append(cached)
+            for m, obs in (("ttft", sim.ttfts), ("tpot", sim.tpots)):
+                lat[m] += [(t + offset, v) for t, v in obs]
             for t, out, prompt in sim.finishes:
                 fin_t.append(t + offset)
                 fin_out.append(out)
@@ -167,6 +197,22 @@ class Timeline:
         self.cum_fin_out = np.cumsum(fin_out) if fin_out else np.zeros(0)
         self.cum_fin_prompt = np.cumsum(fin_prompt) if fin_prompt else np.zeros(0)
         self.kv_capacity = scenario_of(phases[0]).kv_capacity
+        # per latency metric: observation times (ms, sorted), values (s), running sums
+        self.lat = {}
+        for m, obs in lat.items():
+            obs.sort()
+            t = np.asarray([o[0] for o in obs], dtype=float)
+            v = np.asarray([o[1] / 1000.0 for o in obs], dtype=float)
+            self.lat[m] = (t, v, np.cumsum(v) if len(v) else np.zeros(0))
+
+    def histogram(self, metric: str, engine: str, s: float):
+        """(cumulative count per bucket bound incl. +Inf, sum) of the observations by ``s``."""
+        t, v, cs = self.lat[metric]
+        i = int(np.searchsorted(t, s, side="right"))
+        bounds = BUCKETS[(engine, metric)]
+        seen = np.sort(v[:i])
+        counts = [float(np.searchsorted(seen, b, side="right")) for b in bounds] + [float(i)]
+        return counts, float(cs[i - 1]) if i else 0.0
 
     @staticmethod
     def _at(times, cum, s):
@@ -227,12 +273,17 @@ class Instance:
         return max(0.0, (now - self.t0) * self.speed * 1000.0) if math.isfinite(self.t0) else 0.0
 
     def collect(self):
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                            HistogramMetricFamily)
         s = self.now_ms()
         c = self.tl.counters(s)
+        hist = {m: self.tl.histogram(m, self.engine, s) for m in ("ttft", "tpot")}
         if self.restart_ms is not None and s >= self.restart_ms:
             base = self.tl.counters(self.restart_ms)
             c = {k: v - base[k] for k, v in c.items()}
+            for m, (cnt, sm) in hist.items():
+                bc, bs = self.tl.histogram(m, self.engine, self.restart_ms)
+                hist[m] = ([x - y for x, y in zip(cnt, bc)], sm - bs)
         g = self.tl.gauges(s, self.engine)
         # the scrape clock stamps its simulated time; the real clock the instant it computed
         # the values (time compressed SPEED times would turn a scrape's latency into SPEED
@@ -250,6 +301,19 @@ class Instance:
             for sub, v in values:
                 f.add_metric(list(labels.values()) + ([sub] if by else []), v, timestamp=ts)
             out.append(f)
+
+        def histogram(name, doc, labels, metric):
+            counts, total = hist[metric]
+            les = [str(float(b)) for b in BUCKETS[(self.engine, metric)]] + ["+Inf"]
+            f = HistogramMetricFamily(name, doc, labels=list(labels))
+            f.add_metric(list(labels.values()), list(zip(les, counts)), total, timestamp=ts)
+            out.append(f)
+        lat_labels = ({"model_name": self.model, "is_streaming": "false"}
+                      if self.engine == "sglang" else {"model_name": self.model, "engine": "0"})
+        histogram(f"{self.engine}:time_to_first_token_seconds", "Histogram of time to first "
+                  "token in seconds.", lat_labels, "ttft")
+        histogram(f"{self.engine}:request_time_per_output_token_seconds", "Histogram of "
+                  "time_per_output_token_seconds per request.", lat_labels, "tpot")
         if self.engine == "sglang":
             lab = {"model_name": self.model, "engine_type": "unified", "tp_rank": "0",
                    "pp_rank": "0", "moe_ep_rank": "0"}

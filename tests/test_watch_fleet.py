@@ -165,3 +165,101 @@ def test_watch_through_prometheus_fires_only_for_the_collapsed_instance(tmp_path
     assert al == pytest.approx(1 + P.COLLAPSED + P.COLLAPSED ** 2 + P.COLLAPSED ** 3, rel=0.05)
     view = r.stderr.split("\n", 1)[1]                # the view: every instance, on stderr
     assert sum(1 for x in view.splitlines() if "instance=127.0.0.1:" in x) == 20
+
+
+# ------------------------------------------------------------------ latency (issue 39)
+# The exporter exposes each engine's TTFT and TPOT histograms (default buckets of SGLang 0.5.23
+# and vLLM 0.34.0) from the simulated requests; the truth is the simulated latencies themselves.
+def _observed(ports_phases, metric, lo_s, hi_s):
+    """The simulated observations of ``metric`` (s) made in (lo_s, hi_s] simulated seconds."""
+    import numpy as np
+    from exporter import Timeline
+    t, v, _ = Timeline(ports_phases).lat[metric]
+    return np.sort(v[(t > lo_s * 1000) & (t <= hi_s * 1000)])
+
+
+def _nearest_rank(x, q):
+    import math
+    return float(x[math.ceil(q * len(x)) - 1])
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_watch_view_has_ttft_and_tpot_quantiles_with_their_buckets(served, engine):
+    w = Watcher([url(served, f"{engine}_steady")], window=60, interval=5)
+    views = [w.refresh() for _ in range(17)]      # 17 scrapes: simulated 5 … 85 s
+    v = views[-1].instances[0]
+    lat = v.latency
+    top = 17 * ADVANCE                           # (the steady runs last 80 s and 200 s)
+    for metric in ("ttft", "tpot"):
+        truth = _observed([{**GOOD, "overrides": {"duration_s": 80.0 if engine == "sglang"
+                                                  else 200.0}}], metric, top - 60, top)
+        assert getattr(lat, f"{metric}_requests") == len(truth) > 20
+        for q in (0.5, 0.9, 0.99):
+            bq = lat.get(metric, q)
+            t = _nearest_rank(truth, q)
+            assert bq.lower < t <= bq.upper and bq.lower <= bq.value <= bq.upper, (metric, q)
+    d = v.to_dict()
+    assert d["tpot_p99_ms"] == pytest.approx(lat.get("tpot", 0.99).value * 1000)
+    assert d["tpot_p99_low_ms"] == pytest.approx(lat.get("tpot", 0.99).lower * 1000)
+    text = views[-1].text()
+    assert "TPOT p99" in text and lat.cell("tpot") in text and "bucket it lies in" in text
+    if engine == "vllm":       # vLLM's first bucket is (0, 10 ms]: the p99 is known no closer
+        assert (lat.get("tpot", 0.99).lower, lat.get("tpot", 0.99).upper) == (0.0, 0.01)
+
+
+def test_tpot_alert_fires_only_when_the_whole_bucket_is_above_the_slo(served):
+    # the steady SGLang run: p99 TPOT in (6, 8] ms — certainly above 5 ms, certainly not
+    # above 10 ms; vLLM's buckets put it in (0, 10] ms: 5 ms is inside, only possibly above
+    r = watch(["--alert", "tpot_p99>10ms", "--for", "20s", url(served, "sglang_steady")])
+    assert r.exit_code == 0 and r.stdout == "", r.output
+    r = watch(["--alert", "tpot_p99>5ms", url(served, "sglang_steady")])
+    assert r.exit_code == 3, r.output
+    line = r.stdout.splitlines()[0]
+    assert line.startswith("ALERT http") and "tpot_p99>5ms holds: tpot_p99 in (6, 8] ms" in line
+    r = watch(["--alert", "tpot_p99>5ms", "--for", "20s", url(served, "vllm_steady")])
+    assert r.exit_code == 0, r.output                 # possible only: no exit 3
+    lines = r.stdout.splitlines()
+    assert lines and all(x.startswith("ALERT? ") for x in lines)
+    assert ("tpot_p99>5ms possibly holds: tpot_p99 in (0, 10] ms, a bucket that holds 5ms"
+            in lines[0])
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_tpot_alert_fires_after_a_collapse_with_the_true_bucket(served, engine):
+    r = watch(["--alert", "tpot_p99>10ms", "--for", "20s", url(served, f"{engine}_collapse")])
+    assert r.exit_code == 3, r.output
+    line = r.stdout.splitlines()[0]
+    assert line.startswith("ALERT ") and "tpot_p99>10ms holds: tpot_p99 in (10, " in line
+    at = _dt.datetime.fromisoformat(line.rsplit(" to ", 1)[1].rstrip(")"))
+    assert COLLAPSE_AT < at <= COLLAPSE_AT + _dt.timedelta(seconds=20), line
+    # the bucket and the count are those of the simulated requests finished in the 20 s
+    end = (at - S.START).total_seconds()
+    truth = _observed([GOOD, BAD], "tpot", end - 20, end)
+    n = int(line.split("; ")[1].split(" request")[0])
+    lo, hi = (float(x) for x in line.split("tpot_p99 in (")[1].split("]")[0].split(", "))
+    assert n == len(truth) and lo < _nearest_rank(truth, 0.99) * 1000 <= hi
+
+
+def test_fleet_shows_ttft_and_tpot_p99_per_instance(tmp_path_factory):
+    """Through the real Prometheus (raw bucket samples over --since): each instance's p99 lies
+    in the bucket of the true p99 of its simulated requests, and the count is theirs."""
+    env = P.shared_env(str(tmp_path_factory.mktemp("prom")))
+    since = time.time() - env["t0"] + 2
+    r = CliRunner().invoke(main, ["fleet", "--match", 'job="fleet"', "--since",
+                                  f"{since:.0f}s", "-f", "json", f"prom+{env['prom'].url}"])
+    assert r.exit_code == 0, r.output
+    got = {int(x["instance"].rsplit(":", 1)[1]): x for x in json.loads(r.stdout)["instances"]}
+    phases = P.fleet_phases()
+    for i in (0, 9, 19):                           # fast, middle, and the collapsed one
+        x = got[env["fleet_ports"][i]]
+        for metric in ("ttft", "tpot"):
+            truth = _observed(phases[i], metric, -1, 1e9)
+            assert x[f"{metric}_requests"] == len(truth)
+            t = _nearest_rank(truth, 0.99) * 1000
+            lo, hi = x[f"{metric}_p99_low_ms"], x[f"{metric}_p99_high_ms"]
+            assert lo < t <= (hi if hi is not None else float("inf")), (i, metric, x)
+            assert lo <= x[f"{metric}_p99_ms"] <= (hi or lo)
+    table = CliRunner().invoke(main, ["fleet", "--match", 'job="fleet"', "--since",
+                                      f"{since:.0f}s", f"prom+{env['prom'].url}"])
+    assert "TTFT p99" in table.stdout and "TPOT p99" in table.stdout
+    assert "bucket it lies in" in table.stdout

@@ -56,9 +56,14 @@ def _limits(req_timeout, max_body, follow_redirects):
               help="The view's span: the windows of the last DURATION of each instance (a "
                    "speedup interval needs 30 windows: 10m of 15s scrapes holds 40).")
 @click.option("--alert", "alerts", multiple=True, metavar="COND",
-              help="A condition METRIC OP VALUE, e.g. 'speedup<1', 'accept_len<1.5' (metrics: "
-                   "accept_len, accept_rate, speedup, rate, throughput); repeatable. When one "
-                   "holds over --for, a line 'ALERT …' is printed and watch exits 3.")
+              help="A condition METRIC OP VALUE, e.g. 'speedup<1', 'accept_len<1.5', "
+                   "'tpot_p99>50ms' (metrics: accept_len, accept_rate, speedup, rate, "
+                   "throughput; ttft_p50/p90/p99 and tpot_p50/p90/p99 from the engines' "
+                   "histograms, in ms or s, checked on speculating instances); repeatable. When "
+                   "one holds over --for, a line 'ALERT …' is printed and watch exits 3. A "
+                   "latency quantile is known only to its histogram bucket: it fires when the "
+                   "whole bucket is past the SLO; with the SLO inside the bucket a line "
+                   "'ALERT? … possibly holds' is printed instead (no exit 3).")
 @click.option("--for", "alert_for", default=None, metavar="DURATION",
               help="The span an alert's condition is computed over (default: one --interval).")
 @click.option("--keep-watching", is_flag=True,
@@ -80,7 +85,8 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
     """A live view per instance of SGLang/vLLM /metrics endpoints or a Prometheus server.
 
     Accept length, per-position acceptance (vLLM), the rate one request stream gets and, with a
-    baseline, the speedup with its interval, over the last --window; refreshed every
+    baseline, the speedup with its interval, and TTFT and TPOT p99 from the engines'
+    histograms (each with the bucket it lies in), over the last --window; refreshed every
     --interval. With --alert the views go to stderr and stdout carries only the ALERT lines:
     for cron and CI (exit 3 when a condition held; exit 1 when no source answered).
 
@@ -90,6 +96,7 @@ def watch_cmd(ctx, sources, baseline_toks, baseline_log, interval, window, alert
       eaglelog watch --match 'job="sglang"' --baseline-toks 90 prom+http://prometheus:9090
       eaglelog watch --alert 'speedup<1' --alert 'accept_len<1.5' --for 5m --count 1 \\
           --baseline-toks 90 prom+http://prometheus:9090
+      eaglelog watch --alert 'tpot_p99>50ms' --for 5m --count 1 prom+http://prometheus:9090
     """
     with _limits(req_timeout, max_body, follow_redirects):
         _watch(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, alert_for,
@@ -133,9 +140,9 @@ def _watch(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, 
                         click.echo(f"--- {_dt.datetime.now():%H:%M:%S} (watching; Ctrl-C to "
                                    "stop) ---", err=to_err)
                     click.echo(view.text(), nl=False, err=to_err)
-            now = {(f.source, f.alert) for f in view.firings}
-            for f in view.firings:
-                if (f.source, f.alert) not in active:
+            now = {(f.source, f.alert, f.certain) for f in view.firings + view.possible}
+            for f in view.firings + view.possible:
+                if (f.source, f.alert, f.certain) not in active:
                     click.echo(f.line())
             active = now
             if view.firings:
@@ -177,7 +184,8 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
               allow_insufficient, confidence, fmt, output, req_timeout, max_body,
               follow_redirects):
     """One row per instance, ranked by speedup: the ones below break-even marked, outliers
-    against the fleet named.
+    against the fleet named, and TTFT and TPOT p99 from the engines' histograms (with the
+    bucket each lies in).
 
     Every instance (and model) a Prometheus server scrapes with SGLang's or vLLM's families is
     a run, analysed as `eaglelog breakeven` analyses a log. An instance that cannot be read is
