@@ -1,0 +1,691 @@
+"""The rate model's windows (analysis/rate.py): one window a ``Decode batch`` line of one
+scheduler — its mean batch, wall time per iteration, accept length, request-steps, the prefill
+work inside it, and why it is left out — built from the decode and prefill tables, with the
+clocks of wrapped stamps measured (decode_windows).  The model (the fit and its inference)
+lives in rate.py, which re-exports every name here.  docs/statistics.md, "The rate model"."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..model import contiguous
+from .windows import _series_codes
+
+# why a window is not used for the cycle (codes of Windows.why)
+USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT = range(8)
+
+IDLE_FACTOR = 5        # a window whose wall time is over this × its series' median …
+
+
+IDLE_EXTRA_S = 1.0     # … and at least this much longer, by its timestamps, held an idle gap
+
+
+IDLE_PEERS = 5         # … and (windows of the same #running-req, at least this many) over
+
+
+IDLE_PEER_FACTOR = 1.4  # this × their median wall time: a slow high-batch level is not idle
+
+
+N_X = 5                # prefill regressors: tokens and batches, this window and the one before,
+
+
+WHY = ("", "first of its series", "idle gap", "stall", "no throughput", "left out",
+       "batch size jump", "no accept len")
+
+
+PRINTED_STEP = 0.01     # SGLang prints accept len and gen throughput with 2 decimals
+
+
+STAMP_VAR = 2 / 12      # ms²: the variance of the difference of two truncated ms stamps
+
+
+FIELD_VAR = 2e-6 / 12   # ms²: the same for two truncated µs stamps (the 'timestamp:' field)
+
+
+PINNED_LEAST = 20       # pairs of lines a wrapper's stamp variance is measured on
+
+
+JITTER_LIMIT = 0.005    # a wrapper whose stamps time a window worse than this (σ of Δt over
+
+
+                        # the median Δt) is not used
+NAT = np.iinfo(np.int64).min   # a missing timestamp (NaT) as int64 µs
+
+
+JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
+
+
+@dataclass
+class Windows:
+    """The decode windows of one run (every series, in line order) as the rate model sees
+    them."""
+
+    interval: int
+    line: np.ndarray
+    ts: np.ndarray | None        # µs since the epoch, int64 (NaT: min int64), or None
+    series: np.ndarray
+    r: np.ndarray                # printed #running-req
+    b: np.ndarray                # mean batch size over the window
+    a: np.ndarray                # accept length (NaN: none printed)
+    y: np.ndarray                # wall time per iteration, ms (NaN: not derivable)
+    x: np.ndarray                # n × N_X prefill work per iteration
+    why: np.ndarray              # int8, USED or why not
+    spec: bool                   # the lines print an accept length
+    steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
+    rs: np.ndarray | None = None  # request-steps (vLLM: the window's drafts, exact)
+    bvar: np.ndarray | None = None  # variance of b where the stamps measured it (> 0), from
+                                    # the printed precision; 0 where b is the trapezoid B̃
+    rp: np.ndarray | None = None    # the #running-req printed by the line before (NaN: none)
+    nin: np.ndarray | None = None   # requests its own prefill lines admitted into a running
+                                    # batch (#new-seq; not those of a drained one)
+    svar: np.ndarray | None = None  # variance of the measured wall time Δt (ms²) from its two
+                                    # stamps, where bvar > 0 (STAMP_VAR, FIELD_VAR, a wrapper's)
+    clock_notes: tuple = ()         # what became of a wrapper's stamps (rate._said)
+    labels: tuple = ()              # each series code's label 'dp|pp|attn_cp|moe_dp' ('vllm '
+                                    # before a vLLM engine's), windows._series_codes
+    lifetime: float | None = None   # requests' mean life in windows: Σ B̃ / the requests the
+                                    # prefill lines admitted (None: not known; vLLM windows)
+    vac: float | None = None        # vacancy(): computed once (None: not yet)
+    req_accept: tuple | None = None  # (se of log accept length, df) over the Finish lines'
+                                     # requests as independent units (None: none)
+
+    @property
+    def n(self) -> int:
+        return len(self.line)
+
+    def restrict(self, keep: np.ndarray) -> "Windows":
+        keep = np.asarray(keep, dtype=bool)
+        return Windows(self.interval, self.line[keep], None if self.ts is None else self.ts[keep],
+                       self.series[keep], self.r[keep], self.b[keep], self.a[keep],
+                       self.y[keep], self.x[keep], self.why[keep], self.spec,
+                       self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
+                       None if self.bvar is None else self.bvar[keep],
+                       None if self.rp is None else self.rp[keep],
+                       None if self.nin is None else self.nin[keep],
+                       None if self.svar is None else self.svar[keep], self.clock_notes,
+                       self.labels, self.lifetime, self.vac, self.req_accept)
+
+    @property
+    def measured(self) -> np.ndarray | None:
+        """Where the stamps measured the window's mean batch (None: nowhere)."""
+        return None if self.bvar is None else self.bvar > 0
+
+    @property
+    def bycov(self) -> np.ndarray | None:
+        """Covariance of a measured b's error with y's: both hold the window's two stamps
+        (Δt = y × interval; ∂b/∂Δt = b/Δt, ∂y/∂Δt = 1/interval)."""
+        if self.bvar is None:
+            return None
+        sv = STAMP_VAR if self.svar is None else self.svar     # (None: millisecond stamps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.bvar > 0, self.b / (self.y * self.interval ** 2) * sv, 0.0)
+
+    @property
+    def w(self) -> np.ndarray:
+        """Request-steps of each window: B̃ × decode_log_interval (SGLang), the window's drafts
+        where the log gives them (vLLM)."""
+        return self.b * self.interval if self.rs is None else self.rs
+
+
+def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
+    """A column as a writable array of its own."""
+    if name not in df.columns:
+        return np.full(len(df), na, dtype=dtype)
+    return np.array(df[name].to_numpy(dtype=dtype, na_value=na), dtype=dtype, copy=True)
+
+
+def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
+                   dp_attention: bool = False) -> Windows:
+    """The windows of ONE run's decode lines (one source and start-up)."""
+    d = decode
+    if len(d) and not d["line_no"].is_monotonic_increasing:
+        d = d.sort_values("line_no")
+    d = d.reset_index(drop=True)
+    n = len(d)
+    (key, pkey), labels = _series_codes([d, prefill])
+    key = np.asarray(key)                       # dense codes 0 … k − 1 (_series_codes)
+    pkey = np.asarray(pkey)
+    if n and "tp" in d.columns and d["tp"].notna().any():
+        # several TP ranks printing one series: keep the lowest (windows.py does the same)
+        tp = d["tp"].to_numpy(dtype=np.int64, na_value=-1)
+        low = np.full(int(key.max()) + 1, np.iinfo(np.int64).max)
+        np.minimum.at(low, key, tp)
+        keep = tp == low[key]
+        if not keep.all():
+            d, key, n = d[keep].reset_index(drop=True), key[keep], int(keep.sum())
+    line = d["line_no"].to_numpy(dtype=np.int64) if n else np.empty(0, np.int64)
+    r = _col(d, "running_req")
+    a = _col(d, "accept_len")
+    a[a < 1] = np.nan            # below 1 is no accept length (a window with no verify: 0.00)
+    g = _col(d, "gen_throughput")
+    steps = _col(d, "gen_throughput_steps", dtype=object, na=False).astype(bool) \
+        if "gen_throughput_steps" in d.columns else np.zeros(n, dtype=bool)
+    ts = None
+    if "timestamp" in d.columns and n:
+        ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
+    why = np.zeros(n, dtype=np.int8)
+    b = r.copy()
+    rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
+    nin = np.zeros(n, dtype=np.float32)
+    x = np.zeros((n, N_X))
+    pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
+    ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
+    ptok[~np.isfinite(ptok)] = 0.0
+    # a Prefill line printing #running-req: 0 found no decode batch running (SGLang:
+    # running_bs = len(self.running_batch.reqs)): the server sat idle before it, waiting for
+    # the request, for a time no line prints.  Its own regressor takes the mean of that idle
+    pdrain = (_col(prefill, "running_req", na=-1.0) == 0).astype(float) if len(prefill) \
+        else np.empty(0)
+    pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
+    pseq[~np.isfinite(pseq)] = 1.0
+    present = _present(key)
+    nseries = len(present)
+    admitted = 0.0          # requests the series' own prefill lines admitted (drained or not)
+    for s, idx in _series_rows(key, present):
+        # (idx: the series' rows, a slice where they are contiguous, as they are when one
+        # scheduler printed them all: views, not copies of millions of rows; nxt and prv the
+        # rows after its first and before its last)
+        first, nxt, prv = _ends(idx)
+        why[first] = FIRST
+        rs = r[idx]
+        rp[nxt] = rs[:-1]
+        bs = rs.copy()
+        bs[1:] = (rs[1:] + rs[:-1]) / 2
+        b[idx] = bs
+        with np.errstate(invalid="ignore"):
+            jump = np.abs(rs[1:] - rs[:-1]) >= JUMP_SHARE * np.maximum(rs[1:], rs[:-1])
+        sub = why[nxt]
+        sub[jump & (sub == USED)] = JUMP
+        why[nxt] = sub
+        del jump
+        # prefill lines of this series (or of every rank, with DP attention) between its
+        # previous decode line and this one
+        m = len(rs)
+        pm = np.ones(len(pline), dtype=bool) if dp_attention or nseries == 1 \
+            else (pkey == s)
+        if pm.any():
+            at = np.searchsorted(line[idx], pline[pm])
+            inside = at < m
+            ai = at[inside]
+            x[idx, 0] = np.bincount(ai, weights=ptok[pm][inside], minlength=m) / interval
+            x[idx, 1] = np.bincount(ai, minlength=m) / interval
+            x[idx, 4] = np.bincount(ai, weights=pdrain[pm][inside], minlength=m) / interval
+            x[nxt, 2], x[nxt, 3] = x[prv, 0], x[prv, 1]
+            own = (pkey[pm] == s)[inside] if dp_attention and nseries > 1 else \
+                np.ones(int(inside.sum()), dtype=bool)
+            # (a prefill into a drained batch refilled no slot of running iterations: the
+            # server idled, no iteration ran at a smaller batch)
+            nin[idx] = np.bincount(ai[own], weights=(pseq * (1 - pdrain))[pm][inside][own],
+                                   minlength=m)
+            admitted += float(pseq[pm][inside][own].sum())
+        if ts is not None and m > 2:
+            t = ts[idx]
+            if not (t == NAT).any():
+                gap = np.diff(t).astype(float) / 1e6
+                med = median(gap)
+                peer = _gap_medians(gap, rs[1:], med)
+                # far longer than the series' windows, and longer than its own batch size's
+                idle = (med > 0) & (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S) & \
+                    (gap > IDLE_PEER_FACTOR * peer) & (gap >= peer + IDLE_EXTRA_S)
+                sub = why[nxt]
+                sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
+                why[nxt] = sub
+                del gap, peer, idle
+    spec = bool(np.isfinite(a).any())
+    tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = 1000.0 * tokens / g
+    bad = ~((g > 0) & (b > 0) & np.isfinite(y))
+    y[bad] = np.nan
+    why[bad & (why == USED)] = NO_THROUGHPUT
+    if spec:
+        # a speculative run's window without a readable accept len (a damaged value: warned
+        # when parsed) has no tokens per iteration: its wall time is not known, and taking
+        # one token (a = 1) made it 2–3× too short
+        lost = ~np.isfinite(a) & ~steps & ~bad
+        y[lost] = np.nan
+        why[lost & (why == USED)] = NO_ACCEPT
+    rs = None
+    drafts = _col(d, "drafts")
+    prompt = _col(d, "prompt_throughput")
+    bvar = svar = None
+    clock_notes: tuple[str, ...] = ()
+    if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
+        said: dict[str, list] = {}             # what became of a wrapper's stamps: _said
+        clocks = _clocks(d, ts, key, said)
+        if any(c[3] == "wrapper" for c in clocks):
+            clocks = _wrapper_jitter(clocks, d, prefill, pkey, nseries, said)
+        bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
+                                     nin, said)
+        clock_notes = _said(said, nseries)
+    its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
+    if np.isfinite(drafts).any() and len(pline):
+        # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
+        # over the window's iterations (printed, or drafts / batch), not decode_log_interval
+        iters = np.where(np.isfinite(drafts) & (b > 0), drafts / np.where(b > 0, b, 1), interval)
+        if its is not None:
+            iters = np.where(np.isfinite(its) & (its > 0), its, iters)
+        x[:, [0, 1, 4]] *= (interval / np.maximum(iters, 1e-9))[:, None]
+        for _, idx in _series_rows(key):
+            _, nxt, prv = _ends(idx)
+            x[nxt, 2:4] = x[prv, :2]
+    if np.isfinite(drafts).any() or np.isfinite(prompt).any():
+        # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
+        # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
+        # the iteration's time (y ms)
+        rs = np.where(np.isfinite(drafts) & (drafts > 0), drafts, b * interval)
+        if ts is not None:
+            _timed_steps(rs, key, ts, g, a, steps, drafts, prompt)
+        vp = np.isfinite(prompt) & np.isfinite(y)
+        x[vp, 0] = prompt[vp] * y[vp] / 1000.0
+        for _, idx in _series_rows(key):
+            _, nxt, prv = _ends(idx)
+            x[nxt, 2] = x[prv, 0]
+    life = None
+    if rs is None and admitted > 0:
+        ok = np.isfinite(b) & (b > 0)
+        life = float(b[ok].sum()) / admitted if ok.any() else None
+    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
+                   svar, clock_notes, tuple(labels), life)
+
+
+SUPPRESSED = 1.5       # a vLLM window over this × its series' median length followed a line
+
+
+def _timed_steps(rs, key, ts, g, a, steps, drafts, prompt) -> None:
+    """Request-steps, in place, of the vLLM windows without a draft count (no spec line): the
+    window's tokens, throughput × its seconds (the time since the series' line before), over
+    the tokens one request-step gives (a; 1 without speculation or where the throughput counts
+    sequence-steps, V0) — not a nominal decode_log_interval of iterations.  vLLM prints the
+    throughput over the time since its previous log (vllm.md §3.3); a line after a gap of
+    over SUPPRESSED × the series' median (the lines between demoted to DEBUG: two windows
+    without tokens) covers one interval, the median; the first window of a series, whose
+    start is unknown, too."""
+    todo = np.isfinite(prompt) & ~(np.isfinite(drafts) & (drafts > 0))
+    if not todo.any():
+        return
+    per = np.where(np.isfinite(a) & ~steps, a, 1.0)
+    for _, idx in _series_rows(key):
+        t = ts[idx]
+        if len(t) < 2 or (t == NAT).any():
+            continue
+        dur = np.empty(len(t))
+        dur[1:] = np.diff(t) / 1e6
+        pos = dur[1:][dur[1:] > 0]
+        if not len(pos):
+            continue
+        med = float(np.median(pos))
+        dur[0] = med
+        dur[(dur <= 0) | (dur > SUPPRESSED * med)] = med
+        sub = rs[idx]
+        v = g[idx] * dur / per[idx]
+        m = todo[idx] & np.isfinite(v)
+        sub[m] = v[m]
+        rs[idx] = sub
+
+
+def _present(key: np.ndarray) -> np.ndarray:
+    """The series codes present in ``key`` (dense codes), ascending (one series, the usual
+    log: no count of millions of rows)."""
+    if not len(key):
+        return np.empty(0, np.int64)
+    lo = int(key.min())
+    if lo == int(key.max()):
+        return np.array([lo], dtype=np.int64)
+    return np.flatnonzero(np.bincount(key))
+
+
+def _series_rows(key: np.ndarray, present: np.ndarray | None = None):
+    """(code, rows) of each series present in ``key`` (dense codes), in code order; rows a
+    slice where the series' rows are contiguous, else their positions."""
+    if present is None:
+        present = _present(key)
+    for s in present:
+        if len(present) == 1:
+            yield int(s), slice(0, len(key))
+            continue
+        idx = np.flatnonzero(key == s)
+        run = contiguous(idx)
+        yield int(s), idx if run is None else run
+
+
+def _ends(idx):
+    """(the first row, the rows after it, the rows before the last) of a series' rows."""
+    if isinstance(idx, slice):
+        return idx.start, slice(idx.start + 1, idx.stop), slice(idx.start, idx.stop - 1)
+    return idx[0], idx[1:], idx[:-1]
+
+
+def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
+    """The wall time a window of its batch size usually takes: the median gap of the windows
+    printing the same #running-req (at least IDLE_PEERS of them), else the series' median
+    scaled by its batch over the median batch (at least 1×): a window's time grows with the
+    cycle, and the cycle with the batch size — the series' median alone took every window of a
+    slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16).
+    ``med``: the series' median gap."""
+    out = np.full(len(gap), med if len(gap) else 0.0)
+    ok = np.isfinite(r) & (r > 0)
+    if not ok.any():
+        return out
+    r_med = median(r[ok])
+    out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
+    for v, sel in _by_value(np.where(ok, r, -1.0)):
+        if v > 0 and len(sel) >= IDLE_PEERS:
+            out[sel] = median(gap[sel])
+    return out
+
+
+def _by_value(k: np.ndarray):
+    """(value, positions) of each distinct value of ``k``, ascending, the positions ascending:
+    one stable sort, not a pass over every row per value (printed batch sizes and strata are
+    small integers: as int16 the stable sort is a radix sort, one pass instead of a merge sort
+    of millions of floats)."""
+    if not len(k):
+        return
+    order = np.argsort(k.astype(np.int16) if small_ints(k, 32767, signed=True) else k,
+                       kind="stable")
+    ks = k[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    for a_, b_ in zip(starts, np.r_[starts[1:], len(ks)]):
+        yield ks[a_], order[a_:b_]
+
+
+def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray, said: dict) -> list:
+    """The finest clock each series' decode lines carry: the prefix's own where it prints
+    milliseconds (SGLANG_LOG_MS=1, v0.5.6 →: 'ms'); where it prints whole seconds, the
+    'timestamp:' field of v0.4.9.post1 – post2 (µs, SGLang's own clock: 'field'), else a
+    wrapper's sub-second time in front of the prefix (docker logs --timestamps, a Kubernetes
+    log file, a collector: 'wrapper'), when every line of the series has one.  As (series,
+    rows, µs stamps, kind, the variance of the difference of two of its stamps in ms²: None
+    for a wrapper's, still to be measured).  A series with none of these is left out (whole
+    seconds)."""
+    alts = []
+    for name, kind in (("line_timestamp", "field"), ("wrapper_time", "wrapper")):
+        if name in d.columns:
+            alts.append((d[name].to_numpy(dtype="datetime64[us]").view(np.int64), kind))
+    out = []
+    for s, idx in _series_rows(key):
+        t = ts[idx]
+        if len(t) < 3:
+            continue
+        if not (t == NAT).any() and (t % 1_000_000).any():
+            out.append((s, idx, t, "ms", STAMP_VAR))
+            continue
+        for alt, kind in alts:
+            t = alt[idx]
+            if not (t == NAT).any() and (t % 1_000_000).any():
+                out.append((s, idx, t, kind, FIELD_VAR if kind == "field" else None))
+                break
+            if kind == "wrapper" and (t != NAT).any():
+                said.setdefault("only some of the decode lines carry one", []).append(s)
+    return out
+
+
+def _said(said: dict, nseries: int) -> tuple[str, ...]:
+    """Notes of what became of a wrapper's stamps: where they timed the windows, how their
+    delays were measured; where not, why (so that the whole-second note does not advise a
+    clock the log has)."""
+    def where(series):
+        return "" if nseries == 1 else f" ({len(series)} of {nseries} series)"
+    notes = []
+    used = said.pop("", [])
+    if used:
+        how = "; ".join(sorted({h for _, h in used}))
+        notes.append(f"a wrapper's stamps (docker or Kubernetes) timed each decode window, so "
+                     f"its mean batch is measured{where(used)}: {how}")
+    for why, series in said.items():
+        notes.append(f"a wrapper's stamps (docker or Kubernetes) were not used for the mean "
+                     f"batch{where(series)}: {why}")
+    return tuple(notes)
+
+
+def _spread(z: np.ndarray) -> float:
+    """The variance of ``z`` about its median, gross outliers (over 10 robust σ and 1 ms from
+    it: a stamp held up once) left out: a second moment, as the error model needs, not a
+    robust scale (the difference of two exponential delays has a MAD-based σ² about half its
+    variance)."""
+    dev = z - np.median(z)
+    mad = 1.4826 * float(np.median(np.abs(dev)))
+    keep = np.abs(dev) <= max(10 * mad, 1.0)
+    return float(np.mean(dev[keep] ** 2))
+
+
+def _wrapper_jitter(clocks: list, d: pd.DataFrame, prefill: pd.DataFrame, pkey, nseries: int,
+                    said: dict) -> list:
+    """Each wrapper-stamped series' clock with the variance of the difference of two of its
+    stamps (ms²), measured on its ``Prefill batch`` lines, or dropped when it cannot be.
+
+    A wrapper stamps a line when the line reaches it, some time after SGLang wrote it; what
+    matters is the variance of the difference of two such delays, which the decode windows'
+    measured batch inherits (and the fit's errors-in-variables correction divides out: an
+    assumed 2 ms² where the truth was 0.18 moved the simulated cycle by +0.24 %).  The prefill
+    lines measure it: from v0.5.9 each prints `input throughput` = a batch's #new-token over
+    the time SGLang's own clock (``time.perf_counter``) saw since the previous prefill line —
+    the previous batch's tokens (``managers/scheduler_metrics_mixin.py`` ``log_prefill_stats``:
+    ``last_input_throughput = last_prefill_tokens / gap_latency``, then ``last_prefill_tokens =
+    adder.log_input_tokens``; v0.5.10's ``report_prefill_stats`` the same, docs/simulation.md
+    §1), not this batch's as ../shared/formats/sglang.md §4.2 says; both are tried, and the one
+    the stamps agree with is taken.  So the wrapper's gap between two prefill lines less that
+    time is the difference of their two delays.  With no usable prefill lines (older releases
+    print no throughput) the variance comes from the windows the lines pin
+    (``_measured_batch``); with neither, the series keeps its whole-second trapezoid.  Stamps
+    that go backwards in line order are not a wrapper's reading of the lines (logs merged or
+    reordered; a pair swapped every 11 lines moved the cycle out of its interval): not used.
+    What became of them is put in ``said`` (``_said``)."""
+    have = "wrapper_time" in prefill.columns and "input_throughput" in prefill.columns and \
+        len(prefill)
+    if have:
+        pw = prefill["wrapper_time"].to_numpy(dtype="datetime64[us]").view(np.int64)
+        thr = _col(prefill, "input_throughput")
+        tok = _col(prefill, "new_token")
+    pl = prefill["line_no"].to_numpy(dtype=np.int64) if have else None
+    dl = d["line_no"].to_numpy(dtype=np.int64)
+    out = []
+    for s, idx, t, kind, var in clocks:
+        if kind == "wrapper":
+            at = (np.flatnonzero(pkey == s) if nseries > 1 else np.arange(len(pw))) if have \
+                else np.empty(0, np.int64)
+            # a wrapper reads the lines in order: stamps that go backwards are not its own
+            # (logs merged or reordered); a pair swapped moved the cycle out of its interval
+            lines = np.concatenate([dl[idx], pl[at]]) if have else dl[idx]
+            stamps = np.concatenate([t, pw[at]]) if have else t
+            order = np.argsort(lines, kind="stable")
+            seq, at_line = stamps[order], lines[order]
+            known = seq != NAT
+            seq, at_line = seq[known], at_line[known]
+            back = np.flatnonzero(np.diff(seq) < 0)
+            if len(back):
+                said.setdefault(f"they go backwards ({len(back):,} time"
+                                f"{'s' * (len(back) != 1)}, first at line "
+                                f"{int(at_line[back[0] + 1]):,}), which a wrapper reading the "
+                                "lines in order does not do", []).append(s)
+                continue
+            if have:
+                var = _prefill_jitter(pw[at], thr[at], tok[at])
+                if var is not None:
+                    var = (var, f"their delays measured on {len(at):,} prefill lines against "
+                                "SGLang's own clock (input throughput): σ of a difference "
+                                f"{math.sqrt(var):.2f} ms")
+        out.append((s, idx, t, kind, var))
+    return out
+
+
+def _prefill_jitter(pw: np.ndarray, thr: np.ndarray, tok: np.ndarray) -> float | None:
+    """The variance (ms²) of wrapper stamp differences against SGLang's clock, from consecutive
+    prefill lines (``_wrapper_jitter``); None with fewer than PINNED_LEAST pairs, or when
+    neither reading of the throughput agrees with the stamps (median off by over 5 ms or a
+    spread over 1 % of the gaps: the wrapper is not the lines' clock)."""
+    ok = (pw[1:] != NAT) & (pw[:-1] != NAT) & (thr[1:] > 0) & np.isfinite(tok[1:]) & \
+        np.isfinite(tok[:-1])
+    if ok.sum() < PINNED_LEAST:
+        return None
+    W = (pw[1:] - pw[:-1])[ok].astype(float) / 1000.0         # ms
+    th = thr[1:][ok]
+    best = None
+    for n in (tok[:-1][ok], tok[1:][ok]):
+        G = 1000.0 * n / th
+        z = W - G
+        spread = _spread(z)
+        v = max(spread - float(np.mean((G * PRINTED_STEP / th) ** 2 / 12)), 0.0)
+        if abs(float(np.median(z))) <= 5.0 and spread <= (0.01 * float(np.median(G))) ** 2 and \
+                (best is None or v < best):
+            best = v
+    return best
+
+
+def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin, said):
+    """Where a series' timestamps have sub-second resolution (``_clocks``: SGLang with
+    SGLANG_LOG_MS=1, the 'timestamp:' field, a wrapper's stamps), the mean batch of each window is
+    measured instead of approximated: the window's tokens are
+    gen throughput × its wall time (the time between this line and the one before: SGLang
+    resets the throughput's clock, ``last_decode_stats_tic``, when it prints a decode line),
+    its request-steps are tokens / accept len (tokens without speculation), and the mean batch
+    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there.  A series whose measured batches do not agree with the printed
+    #running-req (median ratio off by over 3 %: a wrong decode_log_interval, a log whose
+    clock is not the throughput's) keeps the trapezoid.
+
+    The measured batch carries the rounding of what it is computed from: accept len and gen
+    throughput to 2 decimals (uniform errors, variance 0.01² / 12) and the two stamps: two
+    millisecond stamps that logging truncates (variance 2 / 12 ms², STAMP_VAR), two µs stamps
+    (FIELD_VAR), or two wrapper stamps, taken when each line reached the wrapper: the variance
+    the prefill lines measured (``_wrapper_jitter``) or the windows whose batch the lines pin
+    (no prefill line in them or in the window before, the same #running-req at both ends: the
+    mean batch is that number), the larger; a wrapper series with neither keeps the
+    trapezoid.  Returns (that variance of b per window, the stamps' variance of Δt per window),
+    0 where b stays the trapezoid, or (None, None) when no window was measured; the fit
+    corrects its normal equations for them (``Windows.bycov``, ``_eiv``)."""
+    bvar = np.zeros(len(key))
+    svar = np.zeros(len(key))
+    for s, idx, t, kind, var in clocks:
+        dt = np.diff(t).astype(float) / 1000.0          # ms
+        _, j, prv = _ends(idx)
+        spec_tok = np.isfinite(a[j]) & ~steps[j]
+        per_tok = np.where(spec_tok, a[j], 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bm = g[j] * dt / 1000.0 / per_tok / interval
+            lo = np.minimum(r[j], r[prv])
+            hi = np.maximum(r[j], r[prv])
+            ok = np.isfinite(bm) & (bm > 0) & (dt > 0) & (g[j] > 0) & \
+                (bm >= 0.5 * lo) & (bm <= 1.5 * hi + 0.5)
+        if ok.sum() < 3:
+            if kind == "wrapper":
+                said.setdefault("fewer than 3 windows could be timed", []).append(s)
+            continue
+        # the check against a wrong decode_log_interval or a clock that is not the
+        # throughput's (factors, not per cents): on the windows the lines pin (the same
+        # #running-req at both ends, no request admitted into the running batch), where the
+        # trapezoid is the mean batch, within 3 %; without ten of them, on every window within
+        # 10 % (a slot a think time keeps empty puts the mean batch below the trapezoid: four
+        # clients thinking 30 ms, 0.970 at the median, and the trapezoid took the cycle 0.7 %
+        # low)
+        pin = ok & (r[j] == r[prv])
+        if nin is not None:
+            pin &= nin[j] == 0
+        # (a wrapper's stamps keep 3 % on every window: a collector that stamps lines when it
+        # flushes them is off by a few per cent, and its other checks come later)
+        sel, tol = (pin, MEASURED_TOL) if pin.sum() >= 10 else \
+            (ok, MEASURED_TOL if kind == "wrapper" else MEASURED_TOL_ALL)
+        ratio = bm[sel] / np.where(b[j][sel] > 0, b[j][sel], np.nan)
+        med = float(np.nanmedian(ratio))
+        if not (1 - tol <= med <= 1 + tol):
+            if kind == "wrapper":
+                said.setdefault(f"the mean batches they give are {med - 1:+.1%} off the "
+                                "printed #running-req (median): not the lines' clock",
+                                []).append(s)
+            continue
+        with np.errstate(divide="ignore"):      # gen throughput 0.00: no ok window (g > 0)
+            rounding = PRINTED_STEP ** 2 / 12 * ((1 / g[j]) ** 2 + np.where(
+                spec_tok, 1 / per_tok, 0.0) ** 2)
+        sv, how = var if isinstance(var, tuple) else (var, None)
+        if kind == "wrapper":
+            # windows whose batch the lines pin: the same #running-req at both ends and no
+            # prefill line inside or in the window before (no request joined, so none
+            # finished; an overlap scheduler's prefill printed before the line before cannot
+            # have joined either): their mean batch is r, and (bm / r − 1) × Δt is the stamps'
+            # error of Δt, plus the rounding's
+            pinned = ok & (r[j] == rp[j]) & (x[j, 1] == 0) & (x[j, 3] == 0) & (nin[j] == 0) & \
+                (r[j] > 0)
+            if pinned.sum() >= PINNED_LEAST:
+                z = (bm[pinned] / r[j][pinned] - 1) * dt[pinned]
+                v = max(_spread(z) - float(np.mean(rounding[pinned] * dt[pinned] ** 2)), 0.0)
+                if sv is None or v > sv:
+                    sv, how = v, (f"their delays measured on {int(pinned.sum()):,} windows "
+                                  "whose batch the lines pin: σ of a difference "
+                                  f"{math.sqrt(v):.2f} ms")
+            if sv is None:
+                said.setdefault("their delays could not be measured (no prefill line prints "
+                                "input throughput, v0.5.9 →, and fewer than "
+                                f"{PINNED_LEAST} windows hold a batch the lines pin)",
+                                []).append(s)
+                continue
+            limit = JITTER_LIMIT * float(np.median(dt[ok]))
+            if sv > limit ** 2:
+                # not a clock of the lines (a collector that stamps a batch of lines when it
+                # flushes, a loaded daemon): the trapezoid stays
+                said.setdefault(f"they time a window to ±{math.sqrt(sv) / limit * JITTER_LIMIT:.1%}"
+                                f" (σ of a difference {math.sqrt(sv):.1f} ms), more than "
+                                f"±{JITTER_LIMIT:.1%}", []).append(s)
+                continue
+            said.setdefault("", []).append((s, how))
+        jj = np.flatnonzero(ok) + j.start if isinstance(j, slice) else j[ok]
+        b[jj] = bm[ok]
+        y[jj] = dt[ok] / interval
+        bvar[jj] = bm[ok] ** 2 * (rounding[ok] + sv / dt[ok] ** 2)
+        svar[jj] = sv
+        sub = why[jj]
+        sub[sub == JUMP] = USED          # the window's mean batch is known
+        why[jj] = sub
+    return (bvar, svar) if bvar.any() else (None, None)
+
+
+def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
+    """Whether the SGLang decode lines of ``rows`` are stamped in whole seconds (SGLang's
+    default; SGLANG_LOG_MS=1 adds milliseconds, v0.5.6 →)."""
+    if win.ts is None or win.rs is not None or not rows.any():
+        return False
+    t = win.ts[rows]
+    t = t[t != NAT]
+    return bool(len(t)) and not (t % 1_000_000).any()
+
+
+def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> bool:
+    """Whether every value of the (non-empty) array is an integer below ``limit`` and
+    not negative (``signed``: at least −1, the stand-in for none): printed batch sizes, which
+    counting (or a radix sort) handles in one pass where sorting millions of floats takes
+    many."""
+    return bool(len(v)) and v.min() >= (-1 if signed else 0) and v.max() < limit and \
+        bool((v == np.floor(v)).all())
+
+
+def median(v: np.ndarray) -> float:
+    """np.median of finite values, the same number; of small non-negative integers (printed
+    batch sizes) by counting them: a selection among millions of repeated values is slow."""
+    if not small_ints(v):
+        return float(np.median(v))
+    cum = np.cumsum(np.bincount(v.astype(np.int64)))
+    n = len(v)
+    lo = int(np.searchsorted(cum, (n - 1) // 2, side="right"))    # the order statistics
+    hi = int(np.searchsorted(cum, n // 2, side="right"))          # (n−1)//2 and n//2
+    return (lo + hi) / 2
+
+
+def distinct(v: np.ndarray, counts: bool = False):
+    """np.unique(v) (with ``counts``: and how often each occurs) of finite values; printed
+    batch sizes (small non-negative integers) by counting, not by sorting millions of them."""
+    if small_ints(v):
+        n = np.bincount(v.astype(np.int64))
+        at = np.flatnonzero(n)
+        return (at.astype(v.dtype), n[at]) if counts else at.astype(v.dtype)
+    return np.unique(v, return_counts=counts)
+
+
+MIN_VACANCY_PAIRS = 20   # joins beyond the rise a vacancy is measured from
+
+
+MEASURED_TOL = 0.03      # measured / printed batch, median over pinned windows (_measured_batch)
+
+
+MEASURED_TOL_ALL = 0.10  # … over every window, where fewer than ten are pinned
