@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import eaglelog
+
 from conftest import SAMPLES
 
 FIVE = SAMPLES / "eagle3_5step.log"
@@ -392,3 +394,176 @@ def test_folded_runs_are_hidden_on_screen_and_printed(chromium, sweep_report):
     chromium.layout(PRINT_WIDTH, "print", open_details=False)
     assert all(chromium.evaluate(probe))              # the print shows every run's detail
     assert chromium.layout(PRINT_WIDTH, "print", open_details=False)["overflow"] == []
+
+
+# ----------------------------------------------------------------------------- issue 39: load tests
+
+LAT = SAMPLES / "latency"
+LAT_SPEC = sorted(LAT.glob("spec-*.json"))
+LAT_BASE = sorted(LAT.glob("base-*.json"))
+LAT_ARGS = [*LAT_SPEC, "--baseline", *LAT_BASE, "--slo", "ttft=2s,tpot=50ms"]
+
+
+@pytest.fixture(scope="module")
+def latency_report(tmp_path_factory):
+    """The report of the sample load tests alone (spec and baseline at 2, 4, 6, 8 req/s)."""
+    return _make(tmp_path_factory, "latency.html", *LAT_ARGS)
+
+
+@pytest.fixture(scope="module")
+def mixed_report(tmp_path_factory):
+    """A log and load tests in one page."""
+    return _make(tmp_path_factory, "mixed.html", "--baseline-toks", "90", FIVE, *LAT_ARGS)
+
+
+def test_load_tests_get_a_latency_section_with_the_table_and_both_figures(run, latency_report):
+    from eaglelog.report.latency import rows
+
+    page = latency_report.read_text(encoding="utf-8")
+    heads = [html.unescape(h) for h in re.findall(r"<h2>(.*?)</h2>", page)]
+    assert heads == ["Conclusion", "Latency under load", "Inputs"]
+    conclusion = text_of(section(page, "conclusion"))
+    assert ("speculation meets the SLO (ttft=2s,tpot=50ms) up to 2 req/s, the baseline up to "
+            "2 req/s; crossover at 6 req/s") in conclusion
+    assert '<p class="conclusion below">' in page
+    lat = section(page, "latency")
+    # the table holds the cells of `eaglelog latency`, each interval under its estimate
+    r = eaglelog.latency([str(p) for p in LAT_SPEC], [str(p) for p in LAT_BASE],
+                         slo="ttft=2s,tpot=50ms")
+    table = re.search(r"<table>.*?</table>", lat, flags=re.S).group(0)
+    cells = [html.unescape(re.sub(r'<span class="ci">', " ", c)).replace("</span>", "")
+             for c in re.findall(r"<td[^>]*>(.*?)</td>", table, flags=re.S)]
+    want = [str(v) for row in rows(r) for v in row.values()]
+    assert cells == want
+    assert "640 [577, 894]" in cells and "1.10 [0.86, 1.40]" in cells
+    heads = [html.unescape(h) for h in re.findall(r"<th(?: [^>]*)?>(.*?)</th>", table)]
+    assert heads[:4] == ["load (req/s)", "arm", "n", "TTFT p50 (ms)"] and heads[-1] == "SLO"
+    # the verdict of each load point as the text command says it, then the overall one
+    out = run("latency", *[str(a) for a in LAT_ARGS]).stdout
+    for p in r.points:
+        assert p.verdict in out and html.escape(p.verdict, quote=True) in lat
+    assert text_of(lat).count("speculation does not pay") == 2
+    assert f"Verdict: {r.verdict}." in text_of(lat)
+    assert "note: speculation streams 2.37–2.42 tokens per chunk" in text_of(lat)
+    # both figures in the section, after its table, with their captions
+    assert lat.count("<svg ") == 2 and page.count("<svg ") == 2
+    assert lat.index("<svg ") > lat.index("</table>")
+    assert '<figure id="fig-eaglelog-latency">' in lat and '<figure id="fig-eaglelog-goodput">' \
+        in lat
+    caps = [html.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", lat)]
+    assert caps == [
+        "TTFT and TPOT p50 (solid) and p99 (dashed) of speculation (blue) and the baseline "
+        "(vermillion) with their 95% intervals against the request rate; the SLO's bounds "
+        "dash-dotted; the crossover at 6 req/s dotted.",
+        "Goodput of both with 95% intervals against the request rate; the crossover at 6 req/s "
+        "dotted."]
+    for label in ("TTFT p50 and p99", "goodput under the SLO ttft=2s,tpot=50ms",
+                  "crossover at 6 req/s"):
+        assert label in lat
+    inputs = text_of(section(page, "inputs"))
+    assert "sample_logs/latency/spec-6qps.json" in inputs.replace("\n", "")
+    assert "docs/latency.md" in page
+
+
+def test_a_report_of_logs_and_load_tests_has_both(mixed_report):
+    page = mixed_report.read_text(encoding="utf-8")
+    heads = [html.unescape(h) for h in re.findall(r"<h2>(.*?)</h2>", page)]
+    assert heads[:3] == ["Conclusion", "Latency under load", "Break-even (baseline 90 tok/s)"]
+    conclusion = text_of(section(page, "conclusion"))
+    assert "BELOW break-even: 0.931× the baseline" in conclusion
+    assert "Under load: speculation meets the SLO (ttft=2s,tpot=50ms) up to 2 req/s" in \
+        conclusion
+    assert section(page, "latency").count("<svg ") == 2
+    assert page.count("<svg ") == 5              # + breakeven, phases, timeline
+    inputs = text_of(section(page, "inputs"))
+    assert "eagle3_5step.log" in inputs and "spec-8qps.json" in inputs
+
+
+def test_the_latency_report_is_self_contained_and_deterministic(run, latency_report, tmp_path):
+    text = latency_report.read_text(encoding="utf-8")
+    for needle in ("<script", "<link", "<img", "@import", "src=", "https://", "http://"):
+        assert needle not in text.lower(), needle
+    ids = re.findall(r'\bid="([^"]*)"', text)
+    assert len(ids) == len(set(ids))
+    again = tmp_path / "again.html"
+    assert run("-q", "report", "-o", again, *LAT_ARGS).exit_code == 0
+    assert again.read_bytes() == latency_report.read_bytes()
+
+
+def test_the_latency_report_without_matplotlib(run, tmp_path, monkeypatch):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "r.html"
+    r = run("report", "-o", out, *LAT_ARGS)
+    assert r.exit_code == 0, r.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "<svg" not in page and "<table>" in page
+    assert "The pictures of this section need matplotlib" in page
+
+
+@pytest.mark.parametrize("args,code,words", [
+    ([*LAT_SPEC], 2, "needs the baseline's load-test files after --baseline"),
+    (["--baseline", *LAT_BASE], 2, "needs the speculative load-test files"),
+    (["--slo", "ttft=2s", FIVE], 2, "--slo is for load tests"),
+    (["--baseline-toks", "90", *LAT_SPEC, "--baseline", *LAT_BASE], 2,
+     "--baseline-toks and --baseline-log are for logs"),
+    ([FIVE, "--bogus"], 2, "No such option"),
+    ([*LAT_SPEC, "--baseline", FIVE], 2, "eagle3_5step.log is not one of the load-test results"),
+])
+def test_latency_report_usage_errors(run, tmp_path, args, code, words):
+    out = tmp_path / "r.html"
+    r = run("report", "-o", out, *args)
+    assert r.exit_code == code, r.stderr
+    assert words in r.stderr.splitlines()[-1]
+    assert not out.exists()
+
+
+# what sticks out of the content column at a width, outside the tables' own scrolling boxes
+NARROW_JS = r"""(() => {
+  const body = document.body, bs = getComputedStyle(body), br = body.getBoundingClientRect();
+  const right = br.right - parseFloat(bs.paddingRight) + 1;
+  const out = [];
+  for (const e of body.querySelectorAll('*')) {
+    if (e.closest('div.table') || (e.closest('svg') && e.closest('svg') !== e)) continue;
+    if (!e.checkVisibility()) continue;
+    const r = e.getBoundingClientRect();
+    if (r.right > right) out.push(e.tagName + ' ' + Math.round(r.right));
+  }
+  return out;
+})()"""
+
+
+@browser_test
+def test_chromium_shows_the_latency_section_and_fits_a_phone(chromium, latency_report,
+                                                             mixed_report):
+    page = chromium.load(latency_report)
+    assert page.title.startswith("eaglelog report: latency under load, 8 load-test files")
+    assert [r["request"]["url"] for r in page.requests] == [page.url]
+    assert page.errors == []
+    # the section is there and its two figures are drawn at a readable size, with their text
+    assert chromium.evaluate("document.querySelectorAll('section#latency table').length") == 1
+    figs = chromium.evaluate(
+        "[...document.querySelectorAll('section#latency figure svg')].map(s => {const r = "
+        "s.getBoundingClientRect(); return [r.width, r.height, "
+        "s.querySelectorAll('text').length, s.querySelectorAll('path').length]})")
+    assert len(figs) == 2
+    for w, h, texts, paths in figs:
+        assert w >= 500 and h >= 200 and texts >= 15 and paths >= 20
+    wide = chromium.layout(1280)
+    assert (wide["scrollWidth"], wide["clientWidth"]) == (1280, 1280)
+    assert wide["overflow"] == []
+    paper = chromium.layout(PRINT_WIDTH, "print")
+    assert paper["scrollWidth"] == PRINT_WIDTH and paper["overflow"] == []
+    # a phone, 390 px: the page does not scroll sideways; the wide table scrolls in its own
+    # box, the figures shrink to the column
+    for report in (latency_report, mixed_report):
+        chromium.open(report)
+        phone = chromium.layout(390)
+        assert (phone["scrollWidth"], phone["clientWidth"]) == (390, 390), report
+        assert chromium.evaluate(NARROW_JS) == [], report
+        widths = chromium.evaluate(
+            "[...document.querySelectorAll('figure svg')].map(s => "
+            "s.getBoundingClientRect().width)")
+        assert widths and all(0 < w <= 390 - 2 * 12 for w in widths)
+    assert chromium.load(mixed_report).errors == []

@@ -5,7 +5,7 @@ import os
 
 import click
 
-
+from ..errors import printable
 from ._base import (PLOT_SUFFIXES, baseline_option, emit, finish, input_options, main,
                     make_baseline, picture_output, read_logs, said_wrote, save_picture,
                     selection_options, warmup_of)
@@ -60,7 +60,8 @@ def looks_like_load_test(path: str) -> bool:
         except zlib.error:
             return False
     head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1] in (b"{", b"[")
+    # (an eaglelog export is JSON too: its reader says where it is read)
+    return head[:1] in (b"{", b"[") and b'"eaglelog_export"' not in head
 
 
 def _latency_of(spec: list[str], base: list[str], slo, confidence: float, what: str):
@@ -193,17 +194,20 @@ def plot_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_l
 next(p for p in plot_cmd.params if p.name == "logs").metavar = LATENCY_METAVAR
 
 
-@main.command("report")
+@main.command("report", context_settings={"ignore_unknown_options": True})
 @input_options
 @selection_options
 @baseline_option
+@click.option("--slo", default=None, metavar="KEY=VALUE,...",
+              help="With load tests: the service-level objective of goodput, e.g. "
+                   "ttft=2s,tpot=50ms (as eaglelog latency).")
 @click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.95, show_default=True,
               help="Confidence level of every interval.")
 @click.option("--title", default=None, help="Title of the page (default: the logs' names).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), required=True,
               help="The HTML file to write (FILE.html).")
 @click.pass_context
-def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log,
+def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_log, slo,
                confidence, title, output):
     """One self-contained HTML page, answer first: conclusion, tables, then the pictures.
 
@@ -215,25 +219,55 @@ def report_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline
     run's detail away. The plots need matplotlib (pip install 'eaglelog[plot]'); without it
     the page holds the tables only, and says so.
 
+    Load tests: inputs that are load-test results (vllm bench serve --save-result JSON,
+    SGLang bench_serving JSONL, aiperf profile_export; told from logs by their JSON) are the
+    speculative runs, and the files after --baseline their baseline runs, as `eaglelog
+    latency` reads them: the page gets a "Latency under load" section with latency's table,
+    its verdicts, and the percentiles and goodput (under --slo) against the load. Given with
+    logs, the section follows the conclusion; given alone, the page is about them.
+
     \b
     Examples:
       eaglelog report -o report.html server.log
       eaglelog report --baseline-toks 90 -o report.html server.log
       eaglelog report --baseline-log base.log -o batch.html spec.log
       eaglelog report --baseline-toks 90 -o sweep.html steps-*.log
+      eaglelog report -o latency.html spec-*qps.json --baseline base-*qps.json \\
+          --slo ttft=2s,tpot=50ms
     """
     from ..report.html import PLOT_EXTRA, plot_available, report_html
 
     picture_output(output, (".html", ".htm"), "reports")
+    inputs, base_runs, with_base = split_baseline(logs)
+    spec_runs = [f for f in inputs if looks_like_load_test(f)]
+    logs = [f for f in inputs if f not in spec_runs]
+    latency = None
+    if spec_runs or with_base:
+        latency = _latency_of(spec_runs, base_runs, slo, confidence,
+                              "the report's latency section")
+    elif slo:
+        raise click.UsageError("--slo is for load tests (SPEC.json... --baseline BASE.json...)")
     pictures = plot_available()
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
-    log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
-                    preload=("eaglelog.report.html", "eaglelog.analysis.reconcile",
-                             "eaglelog.analysis.sweep"))
+    log = None
+    if logs:
+        log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
+                        preload=("eaglelog.report.html", "eaglelog.analysis.reconcile",
+                                 "eaglelog.analysis.sweep"))
+    elif baseline is not None:
+        raise click.UsageError("--baseline-toks and --baseline-log are for logs; the load "
+                               "tests' baseline runs go after --baseline")
     emit(report_html(log, baseline=baseline, confidence=confidence, title=title,
-                     warmup=warmup_of(ctx), pictures=pictures), output)
+                     warmup=warmup_of(ctx), pictures=pictures, latency=latency), output)
+    if latency is not None and not ctx.obj["quiet"]:
+        for note in latency.notes:
+            click.echo(printable(f"eaglelog: note: {note}"), err=True)
     if not pictures and not ctx.obj["quiet"]:
         click.echo(f"eaglelog: note: {output} has the tables but no pictures: they need "
                    f"matplotlib ({PLOT_EXTRA})", err=True)
     said_wrote(output)
-    finish(ctx, log)
+    if log is not None:
+        finish(ctx, log)
+
+
+next(p for p in report_cmd.params if p.name == "logs").metavar = LATENCY_METAVAR

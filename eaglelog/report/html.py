@@ -27,6 +27,7 @@ from .blocks import (_pv, _val, breakeven_block, ci, config_diff_text, num, reco
 
 if TYPE_CHECKING:
     from ..analysis.breakeven import Baseline, BreakevenResult
+    from ..analysis.latency import LatencyResult
     from ..analysis.reconcile import ReconcileResult
     from ..analysis.summary import SummaryResult
     from ..analysis.sweep import SweepResult
@@ -79,6 +80,7 @@ details { margin: 8px 0; border: 1px solid var(--rule); padding: 4px 10px; }
 details > summary { cursor: pointer; font-weight: bold; padding: 2px 0; }
 details[open] > summary { margin-bottom: 6px; }
 nav ul { margin: 6px 0; padding-left: 20px; columns: 2; }
+ul.verdicts { margin: 6px 0 10px; padding-left: 20px; }
 footer { margin-top: 40px; color: var(--muted); font-size: 0.85em;
          border-top: 1px solid var(--rule); padding-top: 8px; }
 @media screen and (max-width: 600px) {
@@ -198,6 +200,13 @@ class _Pictures:
         self.count += 1
         self.parts.append(f'<figure id="fig-{salt}">\n{figure_svg(fig, salt=salt)}'
                           f"<figcaption>{_e(text)}</figcaption>\n</figure>")
+
+    def inline(self, make: Callable, caption: str, salt: str, notes: list[str]) -> str:
+        """A figure for a section of its own (the latency section's): its <figure>, or the
+        note saying why it was not drawn; '' without matplotlib (the section says so)."""
+        n = len(self.parts)
+        self.add(make, caption, salt, notes)
+        return self.parts.pop() if len(self.parts) > n else ""
 
     def body(self) -> str:
         if not self.enabled:
@@ -323,13 +332,16 @@ def _conclusion(summaries, results: dict, sr: "SweepResult | None", recs: dict,
     return " ".join(out), frame
 
 
-def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
+def report_html(log: "ParsedLog | None", *, baseline: "Baseline | None" = None,
                 confidence: float = 0.95, title: str | None = None, warmup="auto",
-                pictures: bool | None = None) -> str:
+                pictures: bool | None = None, latency: "LatencyResult | None" = None) -> str:
     """The whole report as one HTML document (a str).
 
     ``pictures``: draw the figures (needs matplotlib); None: when matplotlib is installed.
     Without them the page holds every table and says which extra adds the pictures.
+    ``latency``: an ``eaglelog.latency(...)`` result of load tests: a "Latency under load"
+    section (its table, the verdicts, and its two figures beside them) after the conclusion;
+    with ``log`` None the page is about the load tests only.
 
     >>> import eaglelog
     >>> from eaglelog.baseline import Baseline
@@ -346,12 +358,16 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
 
     if pictures is None:
         pictures = plot_available()
+    if log is None:
+        if latency is None:
+            raise EaglelogError("nothing to report: no log and no load test")
+        return _latency_page(latency, title, pictures)
     units = log.units()
     if not units:
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to report on")
     several = len(units) >= 2
     names = [i.name for i in log.sources]
-    title = title or "eaglelog report: " + ", ".join(names)
+    title = title or "eaglelog report: " + ", ".join(names + _latency_files(latency))
     notes: list[str] = []
     figs = _Pictures(pictures)
     summaries = list(library.summarize(log, baseline=baseline, confidence=confidence,
@@ -388,7 +404,12 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
 
     # --- the answer
     text, frame = _conclusion(summaries, results, sr, recs, baseline, several)
+    if latency is not None:
+        text += f" <b>Under load</b>: {_e(latency.verdict)}."
     sections.append(("conclusion", "Conclusion", f'<p class="conclusion {frame}">{text}</p>'))
+    if latency is not None:
+        sections.append(("latency", "Latency under load", _latency_section(latency, figs,
+                                                                           notes)))
 
     # --- several runs: the sweep table is the answer's table
     if several:
@@ -555,6 +576,8 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                                           if i.skipped else ""), counts or (i.error or "")])
     body = _table(["input", "engine", "lines", "size", "lines without a record", "records"],
                   rows, numeric=(2, 3))
+    if latency is not None:
+        body += "\n" + _latency_inputs(latency)
     errs = [d for d in log.diagnostics if d.severity in ("error", "warning")]
     if errs:
         shown = [d for d in errs if not d.more][:20]
@@ -573,7 +596,21 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
     # --- the document
     meta = (f"eaglelog {__version__} · {len(units)} run{'s' if len(units) != 1 else ''} from "
             f"{len(names)} input{'s' if len(names) != 1 else ''} · intervals: {confidence:.0%} "
-            "confidence" + (f" · baseline {baseline.label}" if baseline is not None else ""))
+            "confidence" + (f" · baseline {baseline.label}" if baseline is not None else "")
+            + (f" · {len(latency.points)} load points from "
+               f"{len(_latency_files(latency))} load-test files" if latency is not None
+               else ""))
+    return _document(title, meta, sections, notes, names + _latency_files(latency),
+                     "docs/statistics.md" + (" and docs/latency.md" if latency is not None
+                                             else ""))
+
+
+def _document(title: str, meta: str, sections, notes: list[str], names: list[str],
+              docs: str = "docs/statistics.md") -> str:
+    """The page: the title and meta line, the first section (the answer), the contents, the
+    other sections, the notes and the footer."""
+    from .. import __version__
+
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_e(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
@@ -589,10 +626,108 @@ def report_html(log: "ParsedLog", *, baseline: "Baseline | None" = None,
                    "\n".join(f'<p class="note">{_e(n)}</p>' for n in notes) + "\n</section>")
     out.append(f"<footer>Made by eaglelog {__version__} from {_e(', '.join(names))}. Every "
                "interval states its confidence level; the statistical model is described in "
-               "docs/statistics.md of eaglelog. The file is self-contained: it loads nothing "
+               f"{docs} of eaglelog. The file is self-contained: it loads nothing "
                "from the network.</footer>")
     out += ["</body>", "</html>"]
     return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- latency
+
+def _latency_files(r: "LatencyResult | None") -> list[str]:
+    """The load-test files of a latency result, speculation's first, each once."""
+    if r is None:
+        return []
+    out = [src for name in ("spec", "baseline") for p in r.points
+           for a in ((p.spec if name == "spec" else p.baseline),) if a is not None
+           for src in a.sources]
+    return list(dict.fromkeys(out))
+
+
+def _split_cell(text: str):
+    """'224 [209, 237]' (report.latency's cell) → the estimate with its interval under it."""
+    head, sep, tail = str(text).partition(" [")
+    return _with_ci(head, "[" + tail) if sep else text
+
+
+def _latency_section(r: "LatencyResult", figs: "_Pictures", notes: list[str]) -> str:
+    """``eaglelog latency``'s table (its cells, each interval under its estimate), the verdict
+    of each load point and the overall one, its notes, and the two figures: the percentiles
+    and the goodput against the load."""
+    from ..analysis.latency import slo_text
+    from .latency import latency_block, rows
+
+    head = latency_block(r).split("\n")
+    parts = [f'<p class="meta">{_e(line)}</p>' for line in head[:2 if r.slo else 1]]
+    table = rows(r)
+    headers = list(table[0]) if table else []
+    numeric = tuple(i for i, h in enumerate(headers) if h not in ("arm", "SLO"))
+    parts.append(_table(headers, [[_split_cell(v) for v in row.values()] for row in table],
+                        numeric=numeric))
+    parts.append('<ul class="verdicts">' + "".join(f"<li>{_e(p.verdict)}</li>"
+                                                   for p in r.points) + "</ul>")
+    frame = "below" if r.crossover.get("overall") is not None else \
+        "above" if all(p.pays == "yes" for p in r.points if p.pays != "n/a") else "unsure"
+    parts.append(f'<p class="conclusion {frame}"><b>Verdict</b>: {_e(r.verdict)}.</p>')
+    for n in r.notes:
+        parts.append(f'<p class="note">note: {_e(n)}</p>')
+    if figs.enabled:
+        what = f"goodput under the SLO {slo_text(r.slo)}" if r.slo else "per-stream tok/s"
+        parts.append(figs.inline(lambda: _plot().latency_figure(r, "percentiles"),
+                                 "TTFT and TPOT p50 and p99 against the load",
+                                 "eaglelog-latency", notes))
+        parts.append(figs.inline(lambda: _plot().latency_figure(r, "goodput"),
+                                 f"{what[0].upper()}{what[1:]} against the load",
+                                 "eaglelog-goodput", notes))
+    else:
+        parts.append('<p class="note">The pictures of this section need matplotlib, which is '
+                     f"not installed: {_e(PLOT_EXTRA)} adds them.</p>")
+    return "\n".join(parts)
+
+
+def _latency_inputs(r: "LatencyResult") -> str:
+    """One row per load point and arm: its files, the requests and the duration."""
+    from ..analysis.latency import _load_word
+
+    rows = []
+    for p in r.points:
+        for a in (p.spec, p.baseline):
+            if a is None:
+                continue
+            rows.append([Raw("<br>".join(_breakable(x) for x in a.sources)),
+                         "speculation" if a.arm == "spec" else "baseline",
+                         _load_word(p.load, r.load_kind), f"{a.sent:,}", f"{a.completed:,}",
+                         f"{a.duration_s:,.1f}",
+                         "yes" if a.detailed else "no (the file's own percentiles only)"])
+    return _table(["load-test file", "arm", "load", "requests sent", "completed",
+                   "duration (s)", "per-request data"], rows, numeric=(3, 4, 5))
+
+
+def _latency_page(r: "LatencyResult", title: str | None, pictures: bool) -> str:
+    """The report of load tests alone: the answer, the latency section, the inputs."""
+    from .. import __version__
+
+    import os
+
+    files = _latency_files(r)
+    shown = [os.path.basename(f) for f in files[:2]]
+    title = title or (f"eaglelog report: latency under load, {len(files)} load-test "
+                      f"file{'s' if len(files) != 1 else ''} ({', '.join(shown)}"
+                      f"{', …' if len(files) > 2 else ''})")
+    notes: list[str] = []
+    figs = _Pictures(pictures)
+    p0 = next((p for p in r.points if p.spec is not None and p.baseline is not None),
+              r.points[0])
+    frame = "below" if r.crossover.get("overall") is not None else "unsure"
+    text = (f"<b>Under load</b>, speculation against its baseline at {len(r.points)} load "
+            f"point{'s' if len(r.points) != 1 else ''}: {_e(r.verdict)}. At the lowest: "
+            f"{_e(p0.verdict)}.")
+    sections = [("conclusion", "Conclusion", f'<p class="conclusion {frame}">{text}</p>'),
+                ("latency", "Latency under load", _latency_section(r, figs, notes)),
+                ("inputs", "Inputs", _latency_inputs(r))]
+    meta = (f"eaglelog {__version__} · {len(r.points)} load points from {len(files)} load-test "
+            f"files · intervals: {r.confidence:.0%} confidence")
+    return _document(title, meta, sections, notes, files, "docs/latency.md")
 
 
 def _phase_ms(s, e) -> str:
