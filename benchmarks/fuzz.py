@@ -624,7 +624,8 @@ def invoke(argv: list[str], env: dict | None = None, stdin: bytes | None = None,
     """One run of the console entry (eaglelog.cli.run) in this process, as `eaglelog ARGV`."""
     from click.testing import CliRunner
 
-    from eaglelog import cli
+    import eaglelog.cli  # noqa: F401  (registers the commands)
+    from eaglelog.cli import _base as cli      # run() and the _exit_now it ends in
 
     env = {"EAGLELOG_NO_CACHE": "1", "NO_COLOR": "1", "MPLBACKEND": "Agg", **(env or {})}
     runner = CliRunner()
@@ -1086,7 +1087,8 @@ def snapshot(path: str, *, pure: bool = False, workers: int = 1, chunk: int | No
              min_parallel: int | None = None) -> dict:
     """What `eaglelog parse -f json --table T` prints for every SGLang table, the overview JSON
     (counts of every reported kind) and the diagnostics, under one scan configuration."""
-    from eaglelog import api, parallel
+    from eaglelog import api
+    from eaglelog.io import parallel
     from eaglelog.errors import EaglelogError
     from eaglelog.overview import overview
     from eaglelog.parsers import scan
