@@ -12,6 +12,12 @@ tables wrap their text cells, the text blocks wrap their long lines with a hangi
 (tests/test_report_html.py measures it in a real Chromium).  Without matplotlib the report
 still holds every table and says that the pictures need the extra.  The same inputs give the
 same bytes (no date in the file).
+
+Given load tests (``eaglelog.latency``'s result), the page has a "Latency under load" section:
+latency's table, each load point's verdict, and its two figures (percentiles; goodput) beside
+the table they draw — after the conclusion when there are logs too, else the page is about the
+load tests alone (docs/latency.md §3.1).  At a phone's width (390 px) the page does not scroll
+sideways: a wide table scrolls in its own box and the figures shrink to the column.
 """
 from __future__ import annotations
 
