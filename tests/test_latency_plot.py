@@ -38,7 +38,8 @@ def series(ax, label):
     """(x, y, [(low, high) of each whisker]) of the errorbar container labelled ``label``."""
     (c,) = [c for c in ax.containers if c.get_label() == label]
     line, _, (bars,) = c.lines
-    segs = [(float(s[0][1]), float(s[1][1])) for s in bars.get_segments()]
+    segs = [(float(s[0][1]), float(s[1][1])) if len(s) else (np.nan, np.nan)
+            for s in bars.get_segments()]
     return np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float), segs
 
 
@@ -207,3 +208,29 @@ def test_a_missing_file_is_a_runtime_error(run, tmp_path):
             "--baseline", *BASE)
     assert r.exit_code == 1 and r.stderr == f"eaglelog: error: {tmp_path / 'none.json'}: no " \
         "such file\n"
+
+
+def test_a_concurrency_axis_and_a_load_only_one_arm_ran():
+    from eaglelog.parsers import loadtest
+
+    rng = np.random.default_rng(9)
+
+    def run_at(arm, c):
+        o = S.result(arm, c / 4, 60, rng)
+        o["request_rate"], o["max_concurrency"] = "inf", c
+        return loadtest.from_result(o, f"{arm}-c{c}.json")
+
+    spec = [run_at("spec", c) for c in (8, 16)]
+    base = [run_at("baseline", c) for c in (8, 16, 32)]
+    r = eaglelog.latency(spec, base, slo="tpot=60ms", resamples=200)
+    fig = plot.latency_figure(r)
+    ax = axis(fig, "TTFT")
+    assert ax.get_xlabel() == "max concurrency (requests)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["8", "16", "32"]
+    _, y, _ = series(ax, "speculation p50")
+    assert np.isfinite(y[:2]).all() and np.isnan(y[2])       # no spec run at 32
+    _, y, _ = series(axis(fig, "goodput"), "baseline goodput")
+    np.testing.assert_allclose(y, [p.baseline.goodput.estimate for p in r.points])
+    # no rate axis: no 'goodput = request rate' line
+    assert "goodput = request rate" not in [ln.get_label() for ln in
+                                            axis(fig, "goodput").lines]
