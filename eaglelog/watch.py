@@ -310,12 +310,11 @@ class Watcher:
                                           None, None, None, None, None, None, error=info.error))
                 continue
             sub = log.subset(info.name)
-            view, fired, maybe, note = self._instance(info, sub)
+            view, fired, maybe, said = self._instance(info, sub)
             views.append(view)
             firings += fired
             possible += maybe
-            if note:
-                notes.append(note)
+            notes += said
         for d in log.diagnostics:
             if d.kind in ("restart", "metrics") and d.severity != "error":
                 notes.append(str(d))
@@ -388,7 +387,7 @@ class Watcher:
         view = InstanceView(info.name, info.engine or "", n_view, last, p["accept_len"],
                             p["per_position"], _fin(rate), _fin(sp), _fin(lo), _fin(hi), verdict,
                             p["throughput"], latency=_latency(sub, self.window)[0])
-        fired, maybe, note = [], [], None
+        fired, maybe, notes = [], [], []
         lat_alerts = [a for a in self.alerts if a.latency]
         if lat_alerts:
             cfg = sub.config(info.name)
@@ -396,6 +395,17 @@ class Watcher:
                 summary, n_lat, at = _latency(sub, self.alert_for)
                 for a in lat_alerts:
                     bq, how = a.judge(summary)
+                    metric = a.metric.split("_")[0]
+                    if bq is None:
+                        n_req = getattr(summary, f"{metric}_requests", None)
+                        notes.append(f"{a}: not checked on {cell(info.name, 120)}: " + (
+                            f"no request observed in its {metric.upper()} histogram over the "
+                            f"last {self.alert_for:g} s" if n_req == 0 else
+                            f"it exposes no {metric.upper()} histogram"
+                            + (" (sglang:request_time_per_output_token_seconds: SGLang "
+                               "0.5.22 →; vllm:request_time_per_output_token_seconds: vLLM "
+                               "#24015, 2025-09 →)" if metric == "tpot" else "")))
+                        continue
                     if how is None:
                         continue
                     f = Firing(info.name, str(a), bq.value * 1000, self.alert_for, n_lat, at,
@@ -403,8 +413,8 @@ class Watcher:
                                requests=bq.n)
                     (fired if how == "certain" else maybe).append(f)
             else:
-                note = (f"{', '.join(str(a) for a in lat_alerts)}: checked on speculating "
-                        "instances only; " + cell(info.name, 120) + " does not speculate")
+                notes.append(f"{', '.join(str(a) for a in lat_alerts)}: checked on speculating "
+                             "instances only; " + cell(info.name, 120) + " does not speculate")
         if self.alerts:
             a_sub, n, a_first = self._span(sub, self.alert_for)
             ar, ap = self._analyse(a_sub, a_first)
@@ -418,7 +428,7 @@ class Watcher:
                 if not a.latency and n and a.holds(vals[a.metric]):
                     fired.append(Firing(info.name, str(a), float(vals[a.metric]),
                                         self.alert_for, n, last[:19] if last else ""))
-        return view, fired, maybe, note
+        return view, fired, maybe, notes
 
 
 def _latency(sub, seconds: float):

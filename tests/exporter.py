@@ -9,7 +9,8 @@ SPEC: {"clock": "real" | "scrape", "speed": 1.0, "advance_s": 5.0, "start_delay_
        "truth_out": PATH (the truth of each instance's runs is written there, by port),
        "instances": [{"port": P, "engine": "sglang" | "vllm", "mode": "ok" | "404" | "empty",
                       "model": "…", "phases": [{"scenario": "reference", "seed": 1,
-                      "overrides": {…}}, …], "restart_at_s": null}, …]}
+                      "overrides": {…}}, …], "restart_at_s": null,
+                      "latency": ["ttft", "tpot"] (the histograms exposed)}, …]}
 
 ``GET /rewind`` sets an instance's scrape clock back to the start.
 
@@ -310,10 +311,13 @@ class Instance:
             out.append(f)
         lat_labels = ({"model_name": self.model, "is_streaming": "false"}
                       if self.engine == "sglang" else {"model_name": self.model, "engine": "0"})
-        histogram(f"{self.engine}:time_to_first_token_seconds", "Histogram of time to first "
-                  "token in seconds.", lat_labels, "ttft")
-        histogram(f"{self.engine}:request_time_per_output_token_seconds", "Histogram of "
-                  "time_per_output_token_seconds per request.", lat_labels, "tpot")
+        shown = self.spec.get("latency", ["ttft", "tpot"])
+        if "ttft" in shown:
+            histogram(f"{self.engine}:time_to_first_token_seconds", "Histogram of time to "
+                      "first token in seconds.", lat_labels, "ttft")
+        if "tpot" in shown:       # (SGLang 0.5.22 →, vLLM #24015 →)
+            histogram(f"{self.engine}:request_time_per_output_token_seconds", "Histogram of "
+                      "time_per_output_token_seconds per request.", lat_labels, "tpot")
         if self.engine == "sglang":
             lab = {"model_name": self.model, "engine_type": "unified", "tp_rank": "0",
                    "pp_rank": "0", "moe_ep_rank": "0"}

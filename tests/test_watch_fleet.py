@@ -33,13 +33,16 @@ ALERTS = ["--alert", "accept_len<1.5", "--alert", "speedup<1", "--baseline-toks"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     ports = {k: P.free_port() for k in ("sglang_collapse", "vllm_collapse", "sglang_steady",
-                                        "vllm_steady")}
+                                        "vllm_steady", "sglang_no_tpot")}
     inst = [{"port": ports["sglang_collapse"], "engine": "sglang", "phases": [GOOD, BAD]},
             {"port": ports["vllm_collapse"], "engine": "vllm", "phases": [GOOD, BAD]},
             {"port": ports["sglang_steady"], "engine": "sglang",
              "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]},
             {"port": ports["vllm_steady"], "engine": "vllm",
-             "phases": [{**GOOD, "overrides": {"duration_s": 200.0}}]}]
+             "phases": [{**GOOD, "overrides": {"duration_s": 200.0}}]},
+            # SGLang before 0.5.22: a TTFT histogram, no per-request TPOT one
+            {"port": ports["sglang_no_tpot"], "engine": "sglang", "latency": ["ttft"],
+             "phases": [{**GOOD, "overrides": {"duration_s": 80.0}}]}]
     proc = start_exporter(tmp_path_factory.mktemp("watch"), inst)
     yield ports
     proc.kill()
@@ -263,3 +266,12 @@ def test_fleet_shows_ttft_and_tpot_p99_per_instance(tmp_path_factory):
                                       f"{since:.0f}s", f"prom+{env['prom'].url}"])
     assert "TTFT p99" in table.stdout and "TPOT p99" in table.stdout
     assert "bucket it lies in" in table.stdout
+
+
+def test_a_tpot_alert_on_an_instance_without_the_histogram_says_so(served):
+    r = watch(["--alert", "tpot_p99>5ms", url(served, "sglang_no_tpot")])
+    assert r.exit_code == 0 and r.stdout == "", r.output
+    assert "tpot_p99>5ms: not checked on" in r.stderr and "SGLang 0.5.22" in r.stderr
+    view = [x for x in r.stderr.splitlines() if x.startswith("http://")][-1]
+    assert " ms (" in view                     # its TTFT p99 is shown, its TPOT is not
+
