@@ -29,8 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import numpy as np  # noqa: E402
 
-from context_sim import context_series  # noqa: E402
-from eaglelog.analysis.context import trend  # noqa: E402
+from context_sim import calibrate  # noqa: E402
 
 CASES = ((100, 0.5, 0.9), (100, 0.7, 0.9), (150, 0.9, 0.95), (400, 0.5, 0.97),
          (400, 0.9, 0.97), (400, 0.5, 0.995), (2000, 0.9, 0.99))
@@ -39,19 +38,8 @@ SLOPES = (0.0, -0.03, -0.1)
 
 def run(series: int, windows: int, phi: float, ctx_phi: float, slope: float,
         seed: int) -> dict:
-    cover = reject = have = 0
-    for k in range(series):
-        s = context_series(windows, slope=slope, phi=phi, ctx_phi=ctx_phi, seed=seed + k)
-        rr = s["running_req"].astype(float)
-        b = rr.copy()
-        b[1:] = (rr[1:] + rr[:-1]) / 2
-        t = trend(s["accept_len"], b * 40, s["context"], 0.95)
-        if not t.sufficient:
-            continue
-        have += 1
-        cover += t.ci_low <= slope <= t.ci_high
-        reject += t.ci_high < 0 or t.ci_low > 0
-    return {"cover": cover / max(have, 1), "reject": reject / series, "intervals": have}
+    cover, reject, have = calibrate(series, windows, slope, phi, ctx_phi, seed)
+    return {"cover": cover, "reject": reject, "intervals": have}
 
 
 def main() -> None:

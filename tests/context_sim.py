@@ -23,6 +23,8 @@ import numpy as np
 
 from shortlogs import HEADER, START, ar1, decode_line
 
+from eaglelog.analysis.context import trend
+
 CYCLE_MS = 25.3
 
 
@@ -98,3 +100,22 @@ def finish_log() -> str:
     for i in range(3):
         add(9000 + i, B)
     return "".join(out)
+
+
+def calibrate(n_series: int, windows: int, slope: float, phi: float, ctx_phi: float,
+               seed: int) -> tuple[float, float, int]:
+    """(coverage of the true slope, share of series whose interval excludes 0, intervals) of
+    the trend over ``n_series`` simulated series (context_series), 95 %."""
+    cover = reject = have = 0
+    for k in range(n_series):
+        s = context_series(windows, slope=slope, phi=phi, ctx_phi=ctx_phi, seed=seed + k)
+        rr = s["running_req"].astype(float)
+        b = rr.copy()
+        b[1:] = (rr[1:] + rr[:-1]) / 2
+        t = trend(s["accept_len"], b * 40, s["context"], 0.95)
+        if not t.sufficient:
+            continue
+        have += 1
+        cover += t.ci_low <= slope <= t.ci_high
+        reject += t.ci_high < 0 or t.ci_low > 0
+    return cover / max(have, 1), reject / n_series, have

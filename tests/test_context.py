@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 import eaglelog
-from context_sim import context_log, context_series, finish_log
+from context_sim import context_log, finish_log, calibrate
 from eaglelog.analysis.acceptance import acceptance
 from eaglelog.analysis.breakeven import Baseline, breakeven
-from eaglelog.analysis.context import (ContextResult, context_buckets, trend,
-                                       window_context)
+from eaglelog.analysis.context import (ContextResult, context_buckets, window_context)
 from eaglelog.errors import EaglelogError
 from eaglelog.library import breakeven_rows
 from eaglelog.report.blocks import by_batch_table
@@ -176,25 +175,6 @@ def test_one_context_is_insufficient_and_nothing_is_an_error(tmp_path):
 
 # ----------------------------------------------------------------------------- calibration
 
-def _calibrate(n_series: int, windows: int, slope: float, phi: float, ctx_phi: float,
-               seed: int) -> tuple[float, float, int]:
-    """(coverage of the true slope, share of series whose interval excludes 0, intervals) of
-    the trend over ``n_series`` simulated series (context_series), 95 %."""
-    cover = reject = have = 0
-    for k in range(n_series):
-        s = context_series(windows, slope=slope, phi=phi, ctx_phi=ctx_phi, seed=seed + k)
-        rr = s["running_req"].astype(float)
-        b = rr.copy()
-        b[1:] = (rr[1:] + rr[:-1]) / 2
-        t = trend(s["accept_len"], b * 40, s["context"], 0.95)
-        if not t.sufficient:
-            continue
-        have += 1
-        cover += t.ci_low <= slope <= t.ci_high
-        reject += t.ci_high < 0 or t.ci_low > 0
-    return cover / max(have, 1), reject / n_series, have
-
-
 @pytest.mark.parametrize("windows,phi,ctx_phi", [(400, 0.5, 0.97), (400, 0.9, 0.97),
                                                  (100, 0.7, 0.9)])
 def test_trend_interval_calibration(windows, phi, ctx_phi):
@@ -202,7 +182,7 @@ def test_trend_interval_calibration(windows, phi, ctx_phi):
     −0.1, side by side, 100 series each (figures in docs/acceptance.md)."""
     out = {}
     for slope in (0.0, -0.03, -0.1):
-        out[slope] = _calibrate(100, windows, slope, phi, ctx_phi, seed=7000)
+        out[slope] = calibrate(100, windows, slope, phi, ctx_phi, seed=7000)
         assert out[slope][2] == 100
     cov0, false_pos, _ = out[0.0]
     cov1, power1, _ = out[-0.1]

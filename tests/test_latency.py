@@ -196,7 +196,7 @@ def test_cli_table_json_csv(tmp_path):
 @pytest.mark.parametrize("args,code,words", [
     (["latency", "x.json"], 2, "no baseline run"),
     (["latency", "--baseline", "x.json"], 2, "no speculative run"),
-    (["latency", "a.json", "--baseline", "b.json", "--slox", "1"], 2, "no such option"),
+    (["latency", "a.json", "--baseline", "b.json", "--slox", "1"], 2, "No such option"),
     (["latency", "nope.json", "--baseline", "b.json"], 1, "nope.json: no such file"),
     (["latency", str(SAMPLES / "spec-2qps.json"), "--baseline",
       str(SAMPLES / "base-2qps.json"), "--slo", "ttft=2h"], 2, "--slo"),

@@ -638,6 +638,23 @@ def run() -> None:
     _exit_now(code)
 
 
+def split_baseline(args) -> tuple[list[str], list[str], bool]:
+    """(inputs, baseline load tests, whether --baseline was given) of the arguments of a command
+    that passes unknown options through: every argument after --baseline is a baseline run; any
+    other option-like argument is a usage error, as click would say."""
+    inputs, base, seen = [], [], False
+    for a in args:
+        if a == "--baseline" or a.startswith("--baseline="):
+            seen = True
+            if a.startswith("--baseline="):
+                base.append(a.split("=", 1)[1])
+        elif a.startswith("-") and a != "-":
+            raise click.NoSuchOption(a.split("=", 1)[0])
+        else:
+            (base if seen else inputs).append(a)
+    return inputs, base, seen
+
+
 def _exit_now(code: int) -> None:
     import atexit
     atexit._run_exitfuncs()

@@ -9,6 +9,7 @@ import click
 
 from ..errors import printable
 from ._base import (PLOT_SUFFIXES, baseline_option, emit, finish, follow_options, gate_options,
+                    split_baseline,
                     input_options, main, make_baseline, metrics_options, output_options,
                     picture_output, read_logs, render_frame, render_object, render_result,
                     results_output, run_follow, run_workers, said_wrote, save_picture,
@@ -806,16 +807,7 @@ def latency_cmd(ctx, files, slo, attainment, confidence, resamples, cmd_quiet, c
     """
     ctx.obj["quiet"] = ctx.obj.get("quiet") or cmd_quiet
     ctx.obj["verbose"] = ctx.obj.get("verbose") or cmd_verbose
-    spec, baseline, side = [], [], None
-    for f in files:
-        if f == "--baseline" or f.startswith("--baseline="):
-            side = baseline
-            if f.startswith("--baseline="):
-                baseline.append(f.split("=", 1)[1])
-        elif f.startswith("-") and f != "-":
-            raise click.UsageError(f"no such option: {f}")
-        else:
-            (spec if side is None else baseline).append(f)
+    spec, baseline, _ = split_baseline(files)
     if not spec:
         raise click.UsageError("no speculative run: give SPEC files before --baseline")
     if not baseline:

@@ -7,6 +7,7 @@ import click
 
 from ..errors import printable
 from ._base import (PLOT_SUFFIXES, baseline_option, emit, finish, input_options, main,
+                    split_baseline,
                     make_baseline, picture_output, read_logs, said_wrote, save_picture,
                     selection_options, warmup_of)
 from .analyses import (compare_of)
@@ -21,23 +22,6 @@ LOAD_TESTS = ("load-test results (vllm bench serve --save-result JSON, SGLang be
 # baseline runs of a load test (click has no option with any number of values, and a shell glob
 # after --baseline must not spill into the inputs)
 LATENCY_METAVAR = "LOG... | SPEC.json... --baseline BASE.json..."
-
-
-def split_baseline(args) -> tuple[list[str], list[str], bool]:
-    """(inputs, baseline load tests, whether --baseline was given) of the arguments of a command
-    that passes unknown options through: every argument after --baseline is a baseline run; any
-    other option-like argument is a usage error, as click would say."""
-    inputs, base, seen = [], [], False
-    for a in args:
-        if a == "--baseline" or a.startswith("--baseline="):
-            seen = True
-            if a.startswith("--baseline="):
-                base.append(a.split("=", 1)[1])
-        elif a.startswith("-") and a != "-":
-            raise click.NoSuchOption(a.split("=", 1)[0])
-        else:
-            (base if seen else inputs).append(a)
-    return inputs, base, seen
 
 
 def looks_like_load_test(path: str) -> bool:
