@@ -454,7 +454,7 @@ def compare_runs(logs, read, engine, baseline, confidence, skip_warmup="auto") -
     out = []
     for item in items:
         if isinstance(item, str):
-            from .metrics import runs_named      # a metrics source holds runs of its own names
+            from .live.metrics import runs_named      # a metrics source holds runs of its own names
             out += by_name.get(item, []) or runs_named(by_name, item)
         else:
             out.append(item)

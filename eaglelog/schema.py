@@ -859,7 +859,7 @@ LOAD_TABLES: dict[str, Table] = {t.name: t for t in (LOAD_REQUESTS, LOAD_RUNS)}
 LATENCY_HIST = Table(
     "latency_hist",
     "one row per window (two consecutive samples) of one histogram series of a metrics source: "
-    "the increments of its buckets (eaglelog/histograms.py reads the quantiles from them)",
+    "the increments of its buckets (eaglelog/live/histograms.py reads the quantiles from them)",
     (
         C("source", "category", "", "the run the row belongs to (as the decode table's)"),
         C("startup", "Int32", "", "the run's start-up (counter resets, as the decode table's)"),

@@ -210,7 +210,7 @@ def shared_env(tmp_root: str) -> dict:
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     atexit.register(lambda: (exp.kill(), exp.wait()))
     rules = os.path.join(tmp_root, "rules.yml")
-    from eaglelog.rules import rules_yaml
+    from eaglelog.live.rules import rules_yaml
     with open(rules, "w") as f:
         f.write(rules_yaml(90 * SPEED, window=RULES_WINDOW, hold="0s"))
     prom = Prometheus(os.path.join(tmp_root, "prom"),

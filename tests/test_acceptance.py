@@ -141,7 +141,7 @@ def test_vllm_ten_windows_give_intervals_and_one_does_not(tmp_path):
 
 
 def test_vllm_counter_windows():
-    # what eaglelog.metrics makes of /metrics counter deltas: drafts, accepted and the
+    # what eaglelog.live.metrics makes of /metrics counter deltas: drafts, accepted and the
     # per-position counts divided by the drafts (6 decimals)
     rows = []
     for w in range(4):

@@ -1,4 +1,4 @@
-"""eaglelog/histograms.py: quantiles from Prometheus histogram buckets (values and bounds), the
+"""eaglelog/live/histograms.py: quantiles from Prometheus histogram buckets (values and bounds), the
 +Inf bucket, increments across counter resets, the summary of a source's windows, and what a
 latency alert concludes from a bucket (certain, possible, no)."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eaglelog.histograms import BucketQuantile, increments, quantile, summarize
-from eaglelog.watch import Alert
+from eaglelog.live.histograms import BucketQuantile, increments, quantile, summarize
+from eaglelog.live.watch import Alert
 
 INF = math.inf
 # vLLM 0.34.0's inter-token-latency buckets (v1/metrics/buckets.py), the first few

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from eaglelog import metrics as M  # noqa: E402
+from eaglelog.live import metrics as M  # noqa: E402
 from eaglelog.cli import main  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

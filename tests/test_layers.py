@@ -2,16 +2,16 @@
 so that it stays true.  Layers, lowest first — a module may import from its own layer and the
 layers below, never from one above:
 
-  1 core      errors, schema, stats, distributions, tables, units, engine_schedules, rules,
+  1 core      errors, schema, stats, distributions, tables, units, engine_schedules, live/rules,
               docs, _lazy, _memory (the simulator is simlab/, beside the package)
   3 sources   io/sources, io/remote (bytes and lines in)
   4 parsers   parsers/* (lines → records)
   4.5 io      io/parallel, io/cache, io/batch (parsing at scale: workers, the table cache)
   4.8 model   model (ParsedLog, SourceInfo, configuration segments)
-  5 readers   api (parse, load), baseline, io/follow, metrics, prom, live_sources (/metrics and
+  5 readers   api (parse, load), baseline, io/follow, live/metrics, live/prom, live/live_sources (/metrics and
               Prometheus read into a ParsedLog)
   6 analysis  analysis/* (tables → windows → estimates → verdicts)
-  7 library   library (the public analyses), watch, fleet (live applications)
+  7 library   library (the public analyses), live/watch, live/fleet (live applications)
   8 report    report/*, plot, overview (rendering)
   9 cli       cli/* (the shell _base.py and a module a command family), __main__
 
@@ -43,12 +43,12 @@ def layer(m: str) -> float:
         return 9
     if m.startswith("eaglelog.report") or m in ("eaglelog.plot", "eaglelog.overview"):
         return 8
-    if m in ("eaglelog.library", "eaglelog.watch", "eaglelog.fleet"):
+    if m in ("eaglelog.library", "eaglelog.live.watch", "eaglelog.live.fleet"):
         return 7
     if m.startswith("eaglelog.analysis"):
         return 6
-    if m in ("eaglelog.api", "eaglelog.baseline", "eaglelog.io.follow", "eaglelog.metrics",
-             "eaglelog.prom", "eaglelog.live_sources"):
+    if m in ("eaglelog.api", "eaglelog.baseline", "eaglelog.io.follow", "eaglelog.live.metrics",
+             "eaglelog.live.prom", "eaglelog.live.live_sources"):
         return 5
     if m == "eaglelog.model":
         return 4.8

@@ -1,4 +1,4 @@
-"""http(s)://…/metrics sources (eaglelog/metrics.py): a real exporter process (tests/exporter.py)
+"""http(s)://…/metrics sources (eaglelog/live/metrics.py): a real exporter process (tests/exporter.py)
 serving SGLang's and vLLM's metric families with their real names and labels, driven by a
 simulated run (simlab/simulate.py) whose log and truth are known.
 
@@ -22,7 +22,7 @@ import exporter as X  # noqa: E402
 from promserver import free_port  # noqa: E402
 
 import eaglelog  # noqa: E402
-from eaglelog import metrics as M  # noqa: E402
+from eaglelog.live import metrics as M  # noqa: E402
 from eaglelog.cli import main  # noqa: E402
 from eaglelog.errors import InputError  # noqa: E402
 

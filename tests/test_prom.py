@@ -203,7 +203,7 @@ def _against_eaglelog(env, at, value):
     gap (the rules' rate is the delivered one, prefill time included: lower)."""
     from eaglelog.analysis.breakeven import breakeven
     from eaglelog.baseline import Baseline
-    from eaglelog.watch import pooled
+    from eaglelog.live.watch import pooled
     log = eaglelog.parse(f"prom+{env['prom'].url}?match=job%3D%22reference%22"
                          f"&since={P.RULES_WINDOW}&until={at}")
     for eng in ("vllm", "sglang"):
@@ -236,7 +236,7 @@ def test_generated_rules_compute_eaglelogs_numbers(env):
     evaluated by it, gives eaglelog's numbers over the same 10 s of samples."""
     import subprocess
 
-    from eaglelog.rules import expressions
+    from eaglelog.live.rules import expressions
     rules = os.path.join(os.path.dirname(env["prom"].root), "rules.yml")
     assert subprocess.run(["promtool", "check", "rules", rules], capture_output=True).returncode \
         == 0

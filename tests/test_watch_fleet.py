@@ -19,7 +19,7 @@ from test_metrics import start_exporter  # noqa: E402
 
 from simlab import simulate as S  # noqa: E402
 from eaglelog.cli import main  # noqa: E402
-from eaglelog.watch import Alert, Watcher  # noqa: E402
+from eaglelog.live.watch import Alert, Watcher  # noqa: E402
 
 
 GOOD = {"scenario": "reference", "seed": 1, "overrides": {"duration_s": 60.0}}

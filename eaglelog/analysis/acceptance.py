@@ -10,7 +10,7 @@ Sources (shared formats docs, which cite the engines' source):
   §3.4): element i − 1 = drafts whose position i was accepted ÷ drafts of the window, which is
   P(accept ≥ i) because a position counts only when every earlier one was accepted; and the
   ``vllm:spec_decode_num_accepted_tokens_per_pos`` counters (vllm.md §3.6), read as windows
-  between scrapes (eaglelog.metrics).
+  between scrapes (eaglelog.live.metrics).
 * llama.cpp ``acceptance rate per position = (…)`` per request and ``#acc rate/pos`` per
   drafting implementation (others.md §1.1), ``vllm bench serve``'s ``Per-position acceptance
   (%)`` and the offline example's ``acceptance at token i`` (others.md §4): whole-run totals.

@@ -248,10 +248,10 @@ def metrics_options(f):
     @functools.wraps(f)
     def wrapper(*args, match=(), step=None, scrape_for=None, **kwargs):
         logs = kwargs.get("logs") or ()
-        from ..metrics import is_metrics_source
+        from ..live.metrics import is_metrics_source
         if any(is_metrics_source(s) for s in logs):
             import re
-            from ..metrics import with_params
+            from ..live.metrics import with_params
             ctx = click.get_current_context()
             sel = (ctx.obj or {}).get("select") or {}
             since = sel.get("since")

@@ -85,7 +85,7 @@ def show_parsed(log: "ParsedLog", table, fmt, output) -> None:
 
 
 def rules_options(f):
-    """export --prometheus-rules (issue 19, eaglelog/rules.py): the rules need no log."""
+    """export --prometheus-rules (issue 19, eaglelog/live/rules.py): the rules need no log."""
     for p in getattr(f, "__click_params__", ()):
         if isinstance(p, click.Argument) and p.name == "logs":
             p.required = False
@@ -116,7 +116,7 @@ def rules_options(f):
             return f(*args, **kwargs)
         import json as _json
         import math as _math
-        from ..rules import grafana_dashboard, rules_yaml
+        from ..live.rules import grafana_dashboard, rules_yaml
         if kwargs.get("logs"):
             raise click.UsageError("--prometheus-rules reads no log: give only -o FILE and "
                                    "--baseline-toks")

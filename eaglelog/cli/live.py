@@ -15,7 +15,7 @@ from .analyses import (gate_check)
 
 
 def _seconds(text, what):
-    from ..metrics import parse_duration
+    from ..live.metrics import parse_duration
     try:
         return parse_duration(text, what)
     except EaglelogError as e:
@@ -38,7 +38,7 @@ def net_options(f):
 
 
 def _limits(req_timeout, max_body, follow_redirects):
-    from ..metrics import limits, parse_size
+    from ..live.metrics import limits, parse_size
     try:
         size = parse_size(max_body)
     except EaglelogError as e:
@@ -107,7 +107,7 @@ def _watch(ctx, sources, baseline_toks, baseline_log, interval, window, alerts, 
            keep_watching, count, match, confidence, fmt):
     import time as _time
 
-    from ..watch import Watcher, check_alert_metrics, parse_alerts
+    from ..live.watch import Watcher, check_alert_metrics, parse_alerts
 
     every = _seconds(interval, "--interval")
     conds = parse_alerts(alerts)
@@ -197,8 +197,8 @@ def fleet_cmd(ctx, sources, baseline_toks, baseline_log, match, since, step, scr
       eaglelog fleet --match 'job="sglang"' --since 6h --baseline-toks 90 -f csv \\
           prom+http://prometheus:9090
     """
-    from ..fleet import fleet
-    from ..metrics import is_metrics_source, with_params
+    from ..live.fleet import fleet
+    from ..live.metrics import is_metrics_source, with_params
 
     bad = [s for s in sources if not is_metrics_source(s)]
     if bad:

@@ -28,7 +28,7 @@ then its decode row), so the tables order as a log's lines do.
 
     >>> import eaglelog
     >>> log = eaglelog.parse("http://gpu7:30000/metrics?step=5s&duration=60s")
-    >>> eaglelog.metrics.read_endpoints(["http://gpu7:30000/metrics"], step=5, duration=60)
+    >>> eaglelog.live.metrics.read_endpoints(["http://gpu7:30000/metrics"], step=5, duration=60)
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import urllib.error
 import urllib.parse
 from dataclasses import dataclass, field
 
-from .errors import EaglelogError, InputError
+from ..errors import EaglelogError, InputError
 
 __all__ = ["is_metrics_source", "read_endpoints", "Recorder", "Scrape",
            "scrape", "parse_exposition", "tables_of", "FAMILIES", "parse_duration"]
@@ -317,7 +317,7 @@ def parse_exposition(text: str, where: str = "") -> list[tuple[str, dict, float,
     try:
         from prometheus_client.parser import text_string_to_metric_families
     except ImportError:                           # pragma: no cover - a dependency
-        from .errors import MissingDependency
+        from ..errors import MissingDependency
         raise MissingDependency("reading /metrics needs prometheus_client: pip install "
                                 "prometheus_client") from None
     out = []
@@ -410,7 +410,7 @@ def fmt_size(n: int) -> str:
 def cell(text, width: int = CELL) -> str:
     """Text from a server as one printable line of at most ``width`` characters (control
     characters, ESC, NUL and newlines escaped as errors.printable escapes stderr)."""
-    from .errors import printable
+    from ..errors import printable
     t = printable(str(text))
     return t if len(t) <= width else t[:width - 1] + "…"
 
@@ -1091,12 +1091,12 @@ def parsed_log(rec: Recorder, sources: list[str], extra_diags: list | None = Non
                require: bool = True):
     """A ParsedLog of every run the recorder holds (one SourceInfo per run); a source without
     data becomes an error diagnostic (``require``: an error when no run has any window)."""
-    from .model import ParsedLog, SourceInfo
-    from .parsers.scan import Diagnostic
-    from .schema import TABLES
-    from .tables import build_frame, concat_frames
+    from ..model import ParsedLog, SourceInfo
+    from ..parsers.scan import Diagnostic
+    from ..schema import TABLES
+    from ..tables import build_frame, concat_frames
 
-    from .schema import LATENCY_HIST
+    from ..schema import LATENCY_HIST
 
     parts: dict[str, list] = {t: [] for t in TABLES}
     hists: list = []

@@ -2,7 +2,7 @@
 and alert conditions over a stated window for cron and CI.
 
 Every ``interval`` seconds each /metrics endpoint is scraped (a Prometheus source is asked for
-the last ``window`` seconds); the samples become the tables of eaglelog/metrics.py and the view
+the last ``window`` seconds); the samples become the tables of eaglelog/live/metrics.py and the view
 of each instance is computed by the library's own analyses over the last ``window`` seconds:
 accept length (request-step weighted), per-position acceptance (vLLM), the rate one request
 stream gets and, with a baseline, the speedup with its interval (``breakeven``).
@@ -13,14 +13,14 @@ an instance when the metric computed over the windows that ended in the last ``a
 seconds of its samples satisfies it (the pooled value over that span, not one sample).
 
 Latency alerts (``tpot_p99>50ms``; ttft_p50/p90/p99, tpot_p50/p90/p99; VALUE in ms or s, a bare
-number is ms) read the engines' TTFT and TPOT histograms (eaglelog/histograms.py) over the same
+number is ms) read the engines' TTFT and TPOT histograms (eaglelog/live/histograms.py) over the same
 span, on **speculating instances only**.  A histogram places the quantile in one bucket,
 (lower, upper], and no closer: the alert **fires** (exit 3) only when the whole bucket satisfies
 the condition (for ``>``: even its lower edge is at or above the SLO, so the quantile certainly
 exceeds it); when the SLO lies inside the bucket it is a line ``ALERT? … possibly holds`` that
 names the bucket and does not fire.
 
-    >>> from eaglelog.watch import Watcher, Alert
+    >>> from eaglelog.live.watch import Watcher, Alert
     >>> w = Watcher(["http://gpu7:30000/metrics"], alerts=[Alert.parse("accept_len<1.5")])
     >>> view = w.refresh()          # scrape now; a view once two scrapes exist
     >>> view.firings
@@ -34,7 +34,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from .errors import EaglelogError
+from ..errors import EaglelogError
 from .histograms import EMPTY as _NO_LATENCY
 from .histograms import NOTE as LATENCY_NOTE
 from .histograms import LatencySummary, summarize
@@ -318,7 +318,7 @@ class Watcher:
         for d in log.diagnostics:
             if d.kind in ("restart", "metrics") and d.severity != "error":
                 notes.append(str(d))
-        from .stats import MIN_UNITS
+        from ..stats import MIN_UNITS
         few = [v.source for v in views if v.verdict == "insufficient data" and
                0 < v.windows <= MIN_UNITS]
         if few:
@@ -337,7 +337,7 @@ class Watcher:
         the run's samples, and one window before them in the sub-log (the analyses leave each
         series' first window out); ``first line`` is the line_no of the first window inside."""
         import numpy as np
-        from .api import ParsedLog
+        from ..api import ParsedLog
         dec = sub.decode
         if not len(dec):
             return sub, 0, None
@@ -358,8 +358,8 @@ class Watcher:
 
     def _analyse(self, sub, first):
         """(breakeven result or None, pooled values over the lines from ``first``)."""
-        from .analysis.breakeven import breakeven
-        from .baseline import Baseline
+        from ..analysis.breakeven import breakeven
+        from ..baseline import Baseline
 
         def part(df):
             return df[df["line_no"].to_numpy() >= first] if df is not None and len(df) and \

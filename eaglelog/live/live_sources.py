@@ -49,9 +49,9 @@ def parse_with(paths, parse, **kwargs):
     if not logs:
         return log
     other = parse(logs, **kwargs)
-    from .model import ParsedLog
-    from .schema import TABLES
-    from .tables import concat_frames
+    from ..model import ParsedLog
+    from ..schema import TABLES
+    from ..tables import concat_frames
     tables = {t: concat_frames(TABLES[t], [log.tables[t], other.tables[t]]) for t in TABLES}
     tables.update({t: df for t, df in log.tables.items() if t not in TABLES})  # latency_hist
     return ParsedLog(tables, log.sources + other.sources, log.diagnostics + other.diagnostics)

@@ -3,7 +3,7 @@
 ``prom+http(s)://host:9090[/prefix]`` with a selector (``match``: label matchers such as
 ``job="sglang"``, repeatable, their union) and a range (``since``: a duration back from
 ``until``, default now).  The HTTP API's answers become the same samples a /metrics scrape
-gives (eaglelog/metrics.py), so both sources make the same tables.
+gives (eaglelog/live/metrics.py), so both sources make the same tables.
 
 What is asked: one instant query per selector at ``until`` of the **raw samples** of eaglelog's
 families over the range, ``{__name__=~"sglang:…|vllm:…", <match>}[<since>]`` (``/api/v1/query``
@@ -12,7 +12,7 @@ to its edges and ``query_range`` resamples every series at its step points, so n
 counter's increments between two scrapes nor the scrapes' times; the raw samples do, exactly
 (docs/formats-metrics.md §4).  ``step`` coarsens the windows (at most one sample per step kept,
 counts stay exact).  The PromQL ``rate()`` forms are what ``eaglelog export --prometheus-rules``
-writes for alerting (eaglelog/rules.py).
+writes for alerting (eaglelog/live/rules.py).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.parse
 
-from .errors import EaglelogError
+from ..errors import EaglelogError
 from .metrics import (NAME_REGEX, Recorder, _http_get, cell, current_limits, http_error,
                       parse_duration)
 
@@ -209,7 +209,7 @@ def read_into(rec: Recorder, url: str, match=(), since=None, until=None, step=No
               diags: list | None = None) -> None:
     """Add every sample of a Prometheus source to ``rec``; a failure is recorded as the
     source's error (one line), never raised."""
-    from .parsers.scan import Diagnostic
+    from ..parsers.scan import Diagnostic
 
     base = url[len("prom+"):] if url.startswith("prom+") else url
     try:

@@ -7,10 +7,10 @@ one request stream gets when there is no baseline); an instance whose verdict is
 marked ``BELOW`` (``below?`` when only its estimate is under 1); **outliers** are instances whose
 speedup (or accept length) is far from the fleet's: more than 3.5 robust z-scores (median and
 MAD scaled to σ) away, and more than 5 % off the median.  Each row also carries the TTFT and
-TPOT quantiles of the instance's latency histograms over the span read (eaglelog/histograms.py:
+TPOT quantiles of the instance's latency histograms over the span read (eaglelog/live/histograms.py:
 p50/p90/p99, each the interpolated value and the bucket it lies in; the table shows p99).
 
-    >>> from eaglelog.fleet import fleet
+    >>> from eaglelog.live.fleet import fleet
     >>> f = fleet("prom+http://prometheus:9090?match=job%3D%22sglang%22&since=1h",
     ...           baseline_toks=90)
     >>> f.rows[0].instance, f.rows[0].speedup
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import EaglelogError
+from ..errors import EaglelogError
 from .histograms import EMPTY as _NO_LATENCY
 from .histograms import NOTE as LATENCY_NOTE
 from .histograms import LatencySummary, summarize
@@ -140,14 +140,14 @@ def outliers(values: dict[str, float], what: str, fmt: str = "{:.3f}") -> dict[s
 def fleet(sources, *, baseline=None, baseline_toks=None, confidence: float = 0.95,
           log=None) -> FleetResult:
     """Rank the instances of ``sources`` (specs or a ParsedLog already read, ``log``)."""
-    from .analysis.breakeven import breakeven
-    from .baseline import Baseline
+    from ..analysis.breakeven import breakeven
+    from ..baseline import Baseline
     from .watch import pooled
 
     if baseline is None and baseline_toks is not None:
         baseline = Baseline.from_text(str(baseline_toks))
     if log is None:
-        from .api import parse
+        from ..api import parse
         log = parse(list(sources) if not isinstance(sources, str) else [sources])
     base = baseline or Baseline.from_text("1")
     raw = []

@@ -18,7 +18,7 @@ observations between a's scrape and the restart are lost either way.  Cumulative
 are not monotone in ``le`` (a scrape that read the buckets while a request was being observed)
 are made monotone, as ``histogram_quantile`` does.
 
-    >>> from eaglelog.histograms import quantile
+    >>> from eaglelog.live.histograms import quantile
     >>> quantile([0.01, 0.025, 0.05, float("inf")], [90, 97, 100, 100], 0.99)
     BucketQuantile(q=0.99, value=0.04166666666666667, lower=0.025, upper=0.05, n=100)
 """
