@@ -351,6 +351,23 @@ def _pieces(src: Source):
             yield out
 
 
+def read_whole(spec: str) -> bytes:
+    """The whole decompressed content of a small input (a JSON result file), with the same
+    one-line errors as a log: missing, a directory, unreadable, damaged or cut compressed data
+    (gz/xz/bz2/zst, by magic bytes)."""
+    out: list[bytes] = []
+    with open_source(spec) as src:
+        try:
+            for piece in _pieces(src):
+                out.append(piece)
+        except _Damage as d:
+            data = b"".join(out)
+            raise _corrupt(src, d, len(data), data.count(b"\n") + 1) from None
+        except OSError as e:
+            raise InputError(f"{spec}: cannot read: {e.strerror or e}") from None
+    return b"".join(out)
+
+
 def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """Yield chunks that end just after a newline; the final chunk may lack one.
 

@@ -114,21 +114,8 @@ def frame(table: Table, cols: dict) -> pd.DataFrame:
 def read_values(path: str) -> list[tuple[object, int]]:
     """The JSON values of a file with their first line: one document (an object or a list of
     objects) or JSON lines.  An error names the file and line."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
-            raise InputError(f"{path}: corrupt gzip data ({e})") from None
+    from ..io.sources import read_whole
+    data = read_whole(path)          # (gz/xz/bz2/zst by magic bytes, one-line errors)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
