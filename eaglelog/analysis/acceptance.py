@@ -37,7 +37,6 @@ printed values' rounding and outside the interval of τ is reported in a note.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from .. import stats
 from ..errors import EaglelogError
 from ..stats import Estimate, insufficient
 from .estimators import MIN_REQUESTS, ratio_estimate
+from .results import _scaled
 from .engines import non_draft_tokens
 
 ORIGINS = {
@@ -623,12 +623,6 @@ def _per_drafted(positions: tuple, shares: np.ndarray) -> tuple:
         out.append(Position(pos.position, pos.reach, cond, pos.reached, pos.base))
         prev = tail
     return tuple(out)
-
-
-def _scaled(e: Estimate, f: float) -> Estimate:
-    return dataclasses.replace(e, estimate=e.estimate * f,
-                               ci_low=e.ci_low * f if e.ci_low is not None else None,
-                               ci_high=e.ci_high * f if e.ci_high is not None else None)
 
 
 def _vllm_curves(run: str, spec: pd.DataFrame, confidence: float,

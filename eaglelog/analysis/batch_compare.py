@@ -24,6 +24,7 @@ from ..stats import Estimate
 from . import adaptive_slots, rate
 from .breakeven import run_windows
 from .compare import holm, log_ratio_test
+from .results import _scaled
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,4 @@ def _tok_s(bk) -> Estimate | None:
     r = bk["rate"]
     if r is None or not math.isfinite(r.estimate) or r.estimate <= 0:
         return None
-    from dataclasses import replace
-    return replace(r, estimate=r.estimate * 1000.0,
-                   ci_low=r.ci_low * 1000.0 if r.ci_low is not None else None,
-                   ci_high=r.ci_high * 1000.0 if r.ci_high is not None else None,
-                   source="tokens/s per request stream")
+    return _scaled(r, 1000.0, "tokens/s per request stream")

@@ -35,7 +35,7 @@ from ..api import ParsedLog
 from ..errors import EaglelogError
 from ..stats import Estimate
 from .breakeven import Baseline, BaseSide, baseline_side, breakeven, free_fit, run_windows
-from .results import (EXPORT_KEY, EXPORT_VERSION, Metric, Run, _f,  # noqa: F401
+from .results import (EXPORT_KEY, EXPORT_VERSION, Metric, Run, _f, _scaled,  # noqa: F401
                       _finite_float, _modes_of, _no_constant, _NonFinite, _sizes_of)
 
 NOT_CONFIG = {"port", "host", "nccl_port", "random_seed", "dist_init_addr", "metrics_port"}
@@ -201,24 +201,14 @@ def runs_from_log(log: ParsedLog, engine: str, baseline: Baseline | None,
 
 def speedup_of_export(run: Run, base: BaseSide, confidence: float) -> Estimate | None:
     """An exported run's speedup against a baseline: its per-stream rate × the baseline step at
-    its batch mix (the mix it carries)."""
+    its batch mix (the mix it carries; analysis/from_export.py, as breakeven of an export)."""
+    from .from_export import mix_step, over
     eff = run.metrics.get("eff_tok_s")
-    if eff is None or not run.mix:
+    at = mix_step(run, base) if eff is not None else None
+    if at is None:
         return None
-    b = np.array([x for x, _ in run.mix])
-    w = np.array([y for _, y in run.mix])
-    st = np.asarray(base.step_of(b), dtype=float)
-    ok = np.isfinite(st)
-    if not ok.any():
-        return None
-    step = float((w[ok] * st[ok]).sum() / w[ok].sum())
-    e = eff.estimate
-    se_b, _ = base.uncertainty(b, w)
-    sp = e.estimate * step / 1000.0
-    if not e.sufficient:
-        return stats.insufficient(sp, e.n, confidence)
-    return stats.from_log_se(sp, math.hypot(e.se_log, se_b), e.df, e.n, confidence,
-                             "export: per-stream rate × baseline step")
+    return over(_scaled(eff.estimate, 1e-3), *at, 1, confidence,
+                "export: per-stream rate × baseline step")
 
 
 def load_export(path: str, confidence: float = 0.95) -> Run | None:

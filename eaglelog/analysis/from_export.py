@@ -14,22 +14,13 @@ rules of the day it was made), the profiler's phases beyond what was exported.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
 from .. import stats
 from ..errors import EaglelogError
 from ..stats import Estimate
-
-def refuse(specs, command: str | None = None) -> None:
-    """One line, naming the file, for an eaglelog export given to a command that needs the
-    log's lines (sources.export_refusal)."""
-    from ..io.sources import export_refusal, looks_like_export
-    for spec in specs:
-        if looks_like_export(os.fspath(spec)):
-            raise EaglelogError(export_refusal(os.fspath(spec), command))
-
+from .results import _scaled
 
 def mix_step(run, base) -> tuple[float, float, float] | None:
     """(the baseline step at the run's batch mix, its se on the log scale, df), or None when
@@ -46,7 +37,7 @@ def mix_step(run, base) -> tuple[float, float, float] | None:
     return float((w[ok] * st[ok]).sum() / w[ok].sum()), se, df
 
 
-def _over(e: Estimate, step: float, se_b: float, df_b: float, power: int, confidence: float,
+def over(e: Estimate, step: float, se_b: float, df_b: float, power: int, confidence: float,
           source: str) -> Estimate:
     """e × step^power with the step's uncertainty added on the log scale."""
     v = e.estimate * step ** power
@@ -82,21 +73,14 @@ def breakeven(run, baseline, confidence: float = 0.95):
     step, se_b, df_b = at
     step_e = stats.from_log_se(step, se_b, df_b, None, confidence, base.source) if se_b > 0 \
         else stats.constant(step, None, confidence, base.source)
-    be = _over(cyc.estimate, step, se_b, df_b, -1, confidence, "cycle / baseline step")
+    be = over(cyc.estimate, step, se_b, df_b, -1, confidence, "cycle / baseline step")
     rate = eff.estimate
-    sp = _over(dataclass_scaled(rate, 1e-3), step, se_b, df_b, 1, confidence,
+    sp = over(_scaled(rate, 1e-3), step, se_b, df_b, 1, confidence,
                "export: per-stream rate × baseline step")
     verdict = verdict_of(sp) if sp.sufficient else "insufficient data"
     return BreakevenResult(run.label, baseline.label, confidence, cyc.estimate, step_e, be,
                            acc.estimate, sp, verdict, tuple(notes),
-                           rate=dataclass_scaled(rate, 1e-3),
+                           rate=_scaled(rate, 1e-3),
                            cycle_kind=run.cycle_kind or "corrected",
                            verdict_reason=None if verdict not in NO_VERDICT else
                            "the export's rate has no interval")
-
-
-def dataclass_scaled(e: Estimate, k: float) -> Estimate:
-    from dataclasses import replace
-    return replace(e, estimate=e.estimate * k,
-                   ci_low=e.ci_low * k if e.ci_low is not None else None,
-                   ci_high=e.ci_high * k if e.ci_high is not None else None)
