@@ -1,4 +1,10 @@
-"""The library entry point: ``parse(paths) -> ParsedLog``."""
+"""The reader: ``parse(paths) -> ParsedLog`` and ``load`` turn logs, benchmark outputs and
+exports into tables and run no analysis; the analyses of what it reads are library.py's.
+
+Layer 5 (docs/dev/architecture.md): it imports the model, io and the parsers, never an analysis.
+``eaglelog.parse``, ``eaglelog.ParsedLog`` and ``eaglelog.SourceInfo`` are these; the model's
+types are re-exported here from model.py, so ``eaglelog.api.ParsedLog`` keeps working.
+"""
 from __future__ import annotations
 
 import datetime as _dt

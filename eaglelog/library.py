@@ -1,4 +1,8 @@
-"""The public analyses: plain arguments in, result objects out (the CLI calls exactly these).
+"""The public analyses (``eaglelog.breakeven``, ``summarize`` and the rest) take plain
+arguments and return result objects, and the CLI calls exactly these; the reading they start
+from is api.py's (``parse``, ``load``: inputs into a ParsedLog, no analysis).
+
+Layer 7 (docs/dev/architecture.md): above the analyses it dispatches to, below report/ and cli/.
 
     >>> import eaglelog
     >>> r = eaglelog.breakeven("server.log", baseline_toks=90)
