@@ -132,7 +132,8 @@ def _tail(df: float, t: float) -> float:
     t2 = t * t
     if df > 1e7:
         # the continued fraction needs ~√ν terms; two Edgeworth terms are exact to O(ν⁻³)
-        # there: F(−|t|) = Φ(−|t|) + φ(t) [(|t|³ + |t|)/(4ν) + (3|t|⁷ − 7|t|⁵ − 5|t|³ − 3|t|)/(96ν²)]
+        # there:
+        #   F(−|t|) = Φ(−|t|) + φ(t) [(|t|³ + |t|)/(4ν) + (3|t|⁷ − 7|t|⁵ − 5|t|³ − 3|t|)/(96ν²)]
         at = abs(t)
         a1 = (at ** 3 + at) / 4
         a2 = (((3 * at * at - 7) * at * at - 5) * at * at - 3) * at / 96

@@ -75,12 +75,14 @@ _WHEN = (
 
 PROF = Table(
     "prof",
-    "one row per EAGLE3_PROF block (eagle3_prof.md); incomplete blocks are kept with complete=False",
+    "one row per EAGLE3_PROF block (eagle3_prof.md); incomplete blocks are kept with "
+    "complete=False",
     _WHERE + _WHEN + (
         C("mode", "category", "", "'no sync' (trustworthy wall clock), 'sync' (distorted by device "
           "synchronisation) or NA when the header has no mode"),
         C("cycles", "Int64", "cycles", "draft+verify cycles the block covers"),
-        C("tokens", "Int64", "tokens", "tokens accepted for the profiled request(s) in those cycles"),
+        C("tokens", "Int64", "tokens",
+          "tokens accepted for the profiled request(s) in those cycles"),
         C("total_ms", "float64", "ms/cycle", "mean cycle time (TOTAL line)", "lower"),
         C("accept_len", "float64", "tokens/cycle", "the profiler's accept length (= tokens/cycles)",
           "higher"),
@@ -98,7 +100,8 @@ PROF_PHASES = Table(
     "prof_phases",
     "long form: one row per phase line of an EAGLE3_PROF block, any label",
     _WHERE + (
-        C("block", "Int64", "", "line_no of the block's header (join with prof.line_no and source)"),
+        C("block", "Int64", "",
+          "line_no of the block's header (join with prof.line_no and source)"),
         C("phase", "category", "", "the label as printed, e.g. 'Target verify'"),
         C("ms_per_cycle", "float64", "ms/cycle", "mean wall time per cycle in this phase", "lower"),
         C("pct", "float64", "%", "share of TOTAL as printed; NaN when the line has none"),
@@ -267,7 +270,8 @@ REQUESTS = Table(
           "came from prefill"),
         C("cached_tokens", "Int64", "tokens", ""),
         C("e2e_latency", "float64", "s", "end-to-end latency", "lower"),
-        C("verify_ct", "Int64", "verifies", "spec_verify_ct: verify steps that included the request"),
+        C("verify_ct", "Int64", "verifies",
+          "spec_verify_ct: verify steps that included the request"),
         C("accepted_drafts", "Int64", "tokens", "accepted draft tokens, bonus excluded "
           "(spec_num_correct_drafts / spec_accepted_drafts / spec_accept_token_num)"),
         C("proposed_drafts", "Int64", "tokens", "proposed draft tokens (spec_num_proposed_drafts / "
@@ -676,8 +680,9 @@ BENCH_ITERS = Table(
     ),
 )
 
-# the per-request result table of `eaglelog requests` (analysis/requests.py: RequestsResult.to_frame(),
-# `requests -f csv`); not a parsed table, so not in TABLES
+# the per-request result table of `eaglelog requests` (analysis/requests_table.py:
+# request_table(); RequestsResult.to_frame(), `requests -f csv`); not a parsed table, so not in
+# TABLES
 REQUEST_COLUMNS = (
     C("run", "string", "", "the run: the input, and its server start-up when it holds several"),
     C("source", "category", "", "the input the request came from"),
@@ -709,17 +714,17 @@ REQUEST_COLUMNS = (
 
 
 CORE = {
-    "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len eff_tok_s "
-            "complete n_phases phase_sum_ms end_line",
+    "prof": "source line_no startup timestamp ranks mode cycles tokens total_ms accept_len "
+            "eff_tok_s complete n_phases phase_sum_ms end_line",
     "prof_phases": "source line_no startup block phase ms_per_cycle pct",
-    "decode": "source line_no startup timestamp ranks running_req num_tokens token_usage accept_len "
-              "accept_rate graph gen_throughput queue_req",
+    "decode": "source line_no startup timestamp ranks running_req num_tokens token_usage "
+              "accept_len accept_rate graph gen_throughput queue_req",
     "prefill": "source line_no startup timestamp ranks new_seq new_token cached_token token_usage "
                "running_req queue_req",
     "server_args": "source line_no startup timestamp parse_ok",
-    "requests": "source line_no startup timestamp rid finish_reason prompt_tokens completion_tokens "
-                "cached_tokens e2e_latency verify_ct accepted_drafts proposed_drafts "
-                "accept_histogram spec_accept_length format",
+    "requests": "source line_no startup timestamp rid finish_reason prompt_tokens "
+                "completion_tokens cached_tokens e2e_latency verify_ct accepted_drafts "
+                "proposed_drafts accept_histogram spec_accept_length format",
     "vllm_spec": "source line_no startup timestamp process pid dp variant cumulative k "
                  "draft_acceptance_rate accepted_tokens draft_tokens window_accepted "
                  "window_draft_tokens drafts accept_len accept_rate",

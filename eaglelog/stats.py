@@ -152,7 +152,8 @@ def _clean(v):
 
 def binom_tail(k: int, n: int, p: float) -> float:
     """P(X ≥ k) for X ~ Binomial(n, p), exactly."""
-    return float(sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(max(k, 0), n + 1)))
+    return float(sum(math.comb(n, j) * p ** j * (1 - p) ** (n - j)
+                     for j in range(max(k, 0), n + 1)))
 
 
 def n_batches(n: int) -> int:

@@ -111,7 +111,8 @@ SYSTEM_PARTS = {
     "chromium": (("browser.",), lambda: os.environ.get("EAGLELOG_SKIP_BROWSER") != "1" and any(
         _shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")), "chromium"),
     "prometheus": (("shared_env(", "promtool", "Prometheus("),
-                   lambda: bool(os.path.exists("/usr/bin/prometheus") or _shutil.which("prometheus"))
+                   lambda: bool(os.path.exists("/usr/bin/prometheus")
+                                or _shutil.which("prometheus"))
                    and bool(_shutil.which("promtool")), "prometheus"),
 }
 _SKIPPED: dict[str, int] = {}

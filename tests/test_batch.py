@@ -13,7 +13,8 @@ def one_by_one(paths, **kw):
     """What parse(paths) must equal: each input parsed alone (no batch), concatenated."""
     logs = [eaglelog.parse(p, **kw) for p in paths]
     tables = {t: concat_frames(TABLES[t], [lg.tables[t] for lg in logs]) for t in TABLES}
-    return tables, [d for lg in logs for d in lg.diagnostics], [i for lg in logs for i in lg.sources]
+    return (tables, [d for lg in logs for d in lg.diagnostics],
+            [i for lg in logs for i in lg.sources])
 
 
 def assert_same_tables(got, want):

@@ -8,8 +8,8 @@ layers below, never from one above:
   4 parsers   parsers/* (lines → records)
   4.5 io      io/parallel, io/cache, io/batch (parsing at scale: workers, the table cache)
   4.8 model   model (ParsedLog, SourceInfo, configuration segments)
-  5 readers   api (parse, load), baseline, io/follow, live/metrics, live/prom, live/live_sources (/metrics and
-              Prometheus read into a ParsedLog)
+  5 readers   api (parse, load), baseline, io/follow, live/metrics, live/prom,
+              live/live_sources (/metrics and Prometheus read into a ParsedLog)
   6 analysis  analysis/* (tables → windows → estimates → verdicts)
   7 library   library (the public analyses), live/watch, live/fleet (live applications)
   8 report    report/*, plot, overview (rendering)

@@ -1,6 +1,6 @@
-"""http(s)://…/metrics sources (eaglelog/live/metrics.py): a real exporter process (tests/exporter.py)
-serving SGLang's and vLLM's metric families with their real names and labels, driven by a
-simulated run (simlab/simulate.py) whose log and truth are known.
+"""http(s)://…/metrics sources (eaglelog/live/metrics.py): a real exporter process
+(tests/exporter.py) serving SGLang's and vLLM's metric families with their real names and
+labels, driven by a simulated run (simlab/simulate.py) whose log and truth are known.
 
 The exporter runs on its 'scrape' clock: every scrape advances its simulated time by 5 s and the
 samples carry that time (the text format's timestamp), so the windows are the same however fast

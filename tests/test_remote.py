@@ -74,13 +74,16 @@ def test_compressed_remote_logs(remote_env, ext):
     path = remote_env.put(f"five.log.{ext}", packed)
     log = eaglelog.parse(f"testhost:{path}")
     same_tables(eaglelog.parse(FIVE), log)
-    # decompressed and reduced on the host, compressed again for the wire (zstd -3, or gzip -3): no more than the file
+    # decompressed and reduced on the host, compressed again for the wire (zstd -3, or
+    # gzip -3): no more than the file
     assert log.sources[0].remote["mode"] == "reduce"
-    assert 0 < log.sources[0].remote["transferred"] <= 2 * len(packed)   # recompressed, plus line numbers
+    # recompressed, plus line numbers
+    assert 0 < log.sources[0].remote["transferred"] <= 2 * len(packed)
 
 
 def test_a_compressed_noisy_log_moves_less_than_the_file(remote_env):
-    noise = "".join(f'[2026-03-02 14:00:{i % 60:02d}] INFO:     10.0.{i % 250}.{i % 199}:5{i % 9999:04d}'
+    noise = "".join(f'[2026-03-02 14:00:{i % 60:02d}] INFO:     '
+                    f'10.0.{i % 250}.{i % 199}:5{i % 9999:04d}'
                     f' - "GET /health?x={i * 7919 % 100003} HTTP/1.1" 200 OK\n'
                     for i in range(60000))
     packed = gzip.compress((FIVE.read_text() + noise).encode())

@@ -85,7 +85,8 @@ def test_decode_not_a_record_and_cut_short():
     r = parse_prefill_line("[2026-02-24 12:30:18] Prefill batch. #new-seq: 1, #new-token: 512, "
                            "#cached-token: 0, token usage: 0.01, #running-req: 0, #queue-r")
     assert (r.record["new_token"], r.record["running_req"]) == (512, 0)
-    assert r.problems == ["cut short (no '#queue-req' field): the fields before '#queue-r' are kept"]
+    assert r.problems == ["cut short (no '#queue-req' field): the fields before '#queue-r' "
+                          "are kept"]
 
 
 def test_decode_line_with_a_call_site_suffix_is_whole():

@@ -349,7 +349,8 @@ def _pad(rows: list[list[float]]) -> np.ndarray:
 def _k_note(lengths: set[int], unit: str) -> list[str]:
     if len(lengths) <= 1:
         return []
-    return [f"the per-position lists have different lengths ({', '.join(map(str, sorted(lengths)))})"
+    return [f"the per-position lists have different lengths "
+            f"({', '.join(map(str, sorted(lengths)))})"
             f": a {unit} with fewer positions counts as not reaching the deeper ones, so the deep "
             "positions mix configurations (a changing k)"]
 

@@ -49,7 +49,8 @@ class SlotPlan:
 
     def label(self, batches: np.ndarray) -> str | None:
         """The K of a bucket of windows: '3' (one fixed slot), '3/5' (the bucket spans fixed
-        slots of different K, in batch order), 'adapts 1,3,5,7' (a slot that switches on its own)."""
+        slots of different K, in batch order), 'adapts 1,3,5,7' (a slot that switches on its
+        own)."""
         b = batches[np.isfinite(batches) & (batches > 0)]
         if not len(b):
             return None

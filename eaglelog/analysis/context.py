@@ -450,7 +450,8 @@ def window_series(run: str, frame: pd.DataFrame, dec: pd.DataFrame,
         notes.append(f"{tr.windows} window(s) with a context: the trend needs ≥ {MIN_TREND}"
                      if tr.windows < MIN_TREND else "one context: no trend to fit")
     return ContextSeries(run, "sglang-windows", "window",
-                         f"mean context per running request, {'#full token' if col == 'full_token' else '#token'}"
+                         "mean context per running request, "
+                         f"{'#full token' if col == 'full_token' else '#token'}"
                          " / #running-req (KV slots in use)", WINDOW_MODEL, buckets, tr,
                          tuple(notes))
 

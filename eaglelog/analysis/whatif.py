@@ -26,9 +26,9 @@ The model, stated (every part is a choice the docs justify and the output names)
 * **Cycle c(S)** from the EAGLE3_PROF phases of the runs: draft time proportional to the steps
   (d·S), verify linear in the K = S + 1 tokens verified (v0 + v1·K; + v2·K² when four or more
   K show a significant curvature), re-extend and other overhead constant.  With two or more
-  distinct K the verify is fitted (residuals printed); with one K its slope is a prior: a verify of B·K tokens grows by VERIFY_SLOPE of
-  its time per extra token (B the run's mean batch) ± VERIFY_SLOPE_SD, or by what
-  ``verify_slope`` says.
+  distinct K the verify is fitted (residuals printed); with one K its slope is a prior: a
+  verify of B·K tokens grows by VERIFY_SLOPE of its time per extra token (B the run's mean
+  batch) ± VERIFY_SLOPE_SD, or by what ``verify_slope`` says.
 * **Rate and speedup**: rate = 1000 τ / c, speedup = τ · b̄ / c with the run's baseline step.
 
 Intervals are prediction intervals at the stated confidence on the log scale, for what a run

@@ -534,10 +534,11 @@ def at_mix(whole: Estimate, evs: list[Evidence], target: Evidence, model, bc: Ba
     it is comparable with what the target measured: the anchor's per-bucket predictions
     (tokens and cycle per request-step) combined with the target's request-step shares,
     R = 1000 Σ s_b τ_b / Σ s_b c_b, its standard error the time-weighted mean of the buckets'
-    (at least the whole-run prediction's) — where the anchor's buckets with an interval hold MIX_COVER of the target's
-    request-steps.  (``whole``, True) when the two mixes are the same (mean batch sizes within
-    SAME_MIX: re-mixing bucket by bucket then adds the small buckets' noise and nothing
-    else); (``whole``, False) when they differ and cannot be re-mixed."""
+    (at least the whole-run prediction's) — where the anchor's buckets with an interval hold
+    MIX_COVER of the target's request-steps.  (``whole``, True) when the two mixes are the
+    same (mean batch sizes within SAME_MIX: re-mixing bucket by bucket then adds the small
+    buckets' noise and nothing else); (``whole``, False) when they differ and cannot be
+    re-mixed."""
     src = anchor_of(evs)
     mine = {b.label: b for b in src.buckets}
     theirs = {b.label: b.share for b in target.buckets}

@@ -117,8 +117,9 @@ def tau_ratio(ev: Evidence, s_new: int) -> tuple[float, float]:
 @dataclass(frozen=True)
 class CostModel:
     """c(S) = d·S + v0 + v1·K + v2·K² + rest (K the tokens verified a request: S + 1 for a
-    chain, num_draft_tokens for a tree; v2 = 0 unless the runs show a curvature), with the covariance of (d, v0, v1, v2) and the verify fit's residual variance
-    (ms²) as the model error of a new point."""
+    chain, num_draft_tokens for a tree; v2 = 0 unless the runs show a curvature), with the
+    covariance of (d, v0, v1, v2) and the verify fit's residual variance (ms²) as the model
+    error of a new point."""
 
     d: float
     v0: float

@@ -373,8 +373,9 @@ def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
 
     When compressed data turns out to be damaged or cut short, what the system tool (zcat,
     xzcat, bzcat; at least what zstd -dc) prints before its error is yielded first; then
-    InputError is raised, naming the line and the byte offsets.  A line longer than MAX_LINE is replaced by an empty line and noted in
-    ``src.notes``; an input whose first MAX_LINE bytes hold no line break is rejected.
+    InputError is raised, naming the line and the byte offsets.  A line longer than MAX_LINE
+    is replaced by an empty line and noted in ``src.notes``; an input whose first MAX_LINE
+    bytes hold no line break is rejected.
     """
     buf: list[bytes] = []
     have = 0

@@ -105,7 +105,8 @@ class Firing:
         span = (f"over the last {self.span_s:g} s ({self.windows} window"
                 f"{'s' if self.windows != 1 else ''} to {self.at})")
         if self.bounds is None:
-            return f"ALERT {cell(self.source)}: {self.alert} holds: {name} = {self.value:.4g} {span}"
+            return (f"ALERT {cell(self.source)}: {self.alert} holds: {name} = "
+                    f"{self.value:.4g} {span}")
         slo = self.alert[len(name):].lstrip("<>=")
         where = f"{name} {self.bounds}"
         how = (f"holds: {where}" if self.certain else

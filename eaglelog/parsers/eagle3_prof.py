@@ -46,7 +46,8 @@ class Block:
     cycles: int
     tokens: int
     mode: str | None
-    phases: list[tuple[int, str, float, float | None, str, str | None]] = field(default_factory=list)
+    phases: list[tuple[int, str, float, float | None, str, str | None]] = field(
+        default_factory=list)
     total: tuple[float, str] | None = None
     accept: tuple[float, str] | None = None
     eff: tuple[float, str] | None = None

@@ -28,7 +28,8 @@ _LOOSE_RX = re.compile(r"\[(?:(?P<date>\d{4}-\d{2}-\d{2}) )?(?P<time>\d{2}:\d{2}
                        r"(?:[.,]\d{3})?(?: [A-Z][A-Z_]*\d+)*\]|"
                        r"(?P<wdate>\d{4}-\d{2}-\d{2})[ T](?P<wtime>\d{2}:\d{2}:\d{2})")
 # an SGLang bracket whose time is damaged (the date read, the rest not a time): reported
-_GARBLED_RX = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[^\]\s]{1,16})", re.ASCII)
+_GARBLED_RX = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[^\]\s]{1,16})",
+                         re.ASCII)
 _TIME_TEXT = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,6})?", re.ASCII)
 _DATE_TEXT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", re.ASCII)
 

@@ -105,9 +105,9 @@ def _label(c: "Curve") -> str:
 
 def acceptance_figure(result: "AcceptanceResult") -> "Figure":
     """Left: P(accept ≥ i) against the position i, one line per curve, interval whiskers
-    (none, and a hollow marker, where the data are insufficient), τ in the legend; right: the conditional rates
-    P(accept ≥ i | accept ≥ i − 1).  Positions nothing reached are left out of the right panel
-    (undefined) and drawn at 0 on the left."""
+    (none, and a hollow marker, where the data are insufficient), τ in the legend; right: the
+    conditional rates P(accept ≥ i | accept ≥ i − 1).  Positions nothing reached are left out
+    of the right panel (undefined) and drawn at 0 on the left."""
     from . import plot
 
     mpl = plot._mpl()
