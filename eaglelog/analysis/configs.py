@@ -21,7 +21,8 @@ def within_configs(win, codes: np.ndarray) -> None:
     """Centre ``win``'s y, x and a (in place) on each configuration ``codes`` (one per window)
     and move them to the run's request-step-weighted means."""
     w = np.asarray(win.w, dtype=float)
-    for arr, cols in ((win.y, None), (win.a, None), (win.x, range(win.x.shape[1]))):
+    x = win.x.dense()       # (stored by the windows holding prefill work: centring fills them)
+    for arr, cols in ((win.y, None), (win.a, None), (x, range(x.shape[1]))):
         for c in (cols if cols is not None else (None,)):
             v = arr if c is None else arr[:, c]
             ok = np.isfinite(v) & np.isfinite(w) & (w > 0)
@@ -35,3 +36,4 @@ def within_configs(win, codes: np.ndarray) -> None:
                     arr[m] -= shift
                 else:
                     arr[m, c] -= shift
+    win.x = type(win.x)(x)

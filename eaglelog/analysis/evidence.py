@@ -73,7 +73,7 @@ class Evidence:
             in_cycle[:] = False
         beta = np.asarray(fit.beta, dtype=float)
         if len(beta) == win.x.shape[1] and np.isfinite(beta).all():
-            pre = win.x @ beta
+            pre = win.x.dot(beta)
         else:
             pre = np.full(n, np.nan)
         ts = np.asarray(win.ts, dtype=np.int64).view("datetime64[us]") \

@@ -141,7 +141,7 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
     all), in Fortran order (the columns are filled one at a time)."""
     cols = list(range(3 + N_X)) if keep is None else list(keep)
     b = win.b if rows is None else win.b[rows]
-    x = win.x if rows is None else win.x[rows]
+    x = None
     out = np.empty((len(b), len(cols)), order="F")     # (columns filled contiguously)
     u = None
     if 1 in cols or 2 in cols:
@@ -154,6 +154,8 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
         elif c == 2:
             np.multiply(u, u, out=out[:, i])
         else:
+            if x is None:           # (the prefill rows, once: stored by the windows holding any)
+                x = win.x.dense() if rows is None else win.x.take(rows)
             out[:, i] = x[:, c - 3]
     return out
 
@@ -182,7 +184,7 @@ def _column(win: Windows, scale: tuple[float, float], c: int) -> np.ndarray:
     if c in (1, 2):
         u = (win.b - scale[0]) / scale[1]
         return u if c == 1 else u * u
-    return win.x[:, c - 3]
+    return win.x.col(c - 3)
 
 
 def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> np.ndarray:
@@ -195,6 +197,7 @@ def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> 
         sl = slice(s_, s_ + CHUNK)
         o = out[sl]
         u = (win.b[sl] - scale[0]) / scale[1] if smooth else None
+        xs = None
         for c, v in zip(keep, coef):
             if c == 0:
                 o += v
@@ -203,7 +206,9 @@ def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> 
             elif c == 2:
                 o += v * (u * u)
             elif v:
-                o += v * win.x[sl, c - 3]
+                if xs is None:
+                    xs = win.x.take(sl)
+                o += v * xs[:, c - 3]
     return out
 
 
@@ -242,7 +247,7 @@ def _eiv(win: Windows, use: np.ndarray, spec: ModelSpec, keep: list[int],
         sub(i2, i2, float(np.sum(om * (6 * u * u * s2 - 3 * s2 * s2))))
         for c, i in pos.items():
             if c >= 3:
-                sub(i, i2, float(np.sum(om * win.x[use, c - 3] * s2)))
+                sub(i, i2, float(np.sum(om * win.x.col(c - 3, use) * s2)))
         drhs[i2] = float(np.sum(om * (s2 * win.y[use] + 2 * u * cy)))
     return dA, drhs
 
@@ -333,10 +338,13 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     smooth = (0,) if np.ptp(bs) == 0 or levels < 2 else (0, 1) if levels < 3 else (0, 1, 2)
     # (the prefill work's range over the used windows, a block of rows at a time: a large log
     # has millions, and a column reduction with a mask strides through all of them)
-    idx = np.flatnonzero(use)
+    # (over the windows holding prefill work, and a zero where a used window holds none)
     lo_x, hi_x = np.full(N_X, np.inf), np.full(N_X, -np.inf)
-    for s_ in range(0, len(idx), CHUNK):
-        xi = win.x[idx[s_:s_ + CHUNK]]
+    held = use[win.x.rows]
+    if int(held.sum()) < int(use.sum()):
+        lo_x[:], hi_x[:] = 0.0, 0.0
+    if held.any():
+        xi = win.x.vals[held]
         np.minimum(lo_x, xi.min(axis=0), out=lo_x)
         np.maximum(hi_x, xi.max(axis=0), out=hi_x)
     xs = tuple(k for k in range(N_X) if hi_x[k] - lo_x[k] > 0)
@@ -409,7 +417,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     def residuals(use, spec):
         """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
         beta = _beta_of(win, use, spec)
-        z = win.y - win.x @ beta
+        z = win.y - win.x.dot(beta)
         A, rhs = _gram(win, spec.scale, spec.smooth, win.w, use, z)
         coef, *_ = np.linalg.lstsq(A, rhs, rcond=None)
         fitted = _times(win, spec.scale, spec.smooth, coef)
@@ -487,7 +495,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     beta0 = _beta_of(win, use, spec) if use.sum() > 10 else None
     if beta0 is not None and np.isfinite(beta0).all():
         # the equal-precision fit's residuals, centred in their strata, give the precisions
-        z0 = win.y - win.x @ beta0
+        z0 = win.y - win.x.dot(beta0)
         res0 = np.where(use, z0, np.nan)
         iu = np.flatnonzero(use)
         for _, at in _by_value(strata[iu]):
@@ -692,7 +700,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     ``buckets``: bucket_of(win.r) when the caller has it."""
     codes, labels = buckets if buckets is not None else bucket_of(win.r)
     beta = np.asarray(fit_.beta)
-    zi = win.y - win.x @ beta
+    zi = win.y - win.x.dot(beta)
     zc = zi if fit_.cov is None else zi + fit_.cov
     use, acc = fit_.use, fit_.acc
     w = win.w
@@ -808,8 +816,8 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     −0.7 %)."""
     out = np.ones(win.n)
     least = max(PREC_LEAST, PREC_SHARE * float(use.sum()))
-    clean = (win.x == 0).all(axis=1)
-    drained = win.x[:, 4] > 0
+    clean = ~win.x.held()
+    drained = win.x.col(4) > 0
     if (use & clean).sum() < least:
         clean = np.zeros(win.n, dtype=bool)
     if (use & drained).sum() < least:
@@ -1052,7 +1060,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         terms["cycle_ms"] = (direct - through(xbar)) / cyc
         del direct
         n1 = float(use.sum())
-        zi = np.where(use, y - win.x @ beta, 0.0)        # per iteration
+        zi = np.where(use, y - win.x.dot(beta), 0.0)        # per iteration
         del y
         cyc_it = float(zi.sum() / n1)
         th["cycle_ms_iter"] = cyc_it

@@ -6,7 +6,7 @@ lives in rate.py, which re-exports every name here.  docs/statistics.md, "The ra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -58,6 +58,100 @@ NAT = np.iinfo(np.int64).min   # a missing timestamp (NaT) as int64 µs
 JUMP_SHARE = 0.5       # a batch size that moves by more than this share between two lines:
 
 
+class PrefillWork:
+    """The prefill regressors x of a run's windows (n × N_X, per iteration), kept by the rows
+    that hold any: most windows of a busy log hold none (79 % of a long SGLang log's), and
+    dense they were 40 of a window's ~100 bytes.  The same numbers as the dense matrix
+    (``dense()``; ``np.asarray(x)``, ``x[i, j]`` and ``x[...] = v`` go through it, for
+    tests and small logs), with the passes the fit makes over millions of windows done on
+    the stored rows: ``dot``, ``col``, ``take``, ``held``."""
+
+    __slots__ = ("n", "rows", "vals")
+
+    def __init__(self, dense: np.ndarray):
+        dense = np.asarray(dense, dtype=float).reshape(-1, N_X)
+        self.n = len(dense)
+        # (a NaN counts as held: the dense matrix's products carry it)
+        self.rows = np.flatnonzero(dense.any(axis=1))
+        self.vals = np.ascontiguousarray(dense[self.rows])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, N_X)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def dense(self) -> np.ndarray:
+        out = np.zeros((self.n, N_X))
+        out[self.rows] = self.vals
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        d = self.dense()
+        return d if dtype is None else d.astype(dtype)
+
+    def __getitem__(self, key):
+        return self.dense()[key]
+
+    def __setitem__(self, key, value) -> None:
+        d = self.dense()
+        d[key] = value
+        self.__init__(d)
+
+    def held(self) -> np.ndarray:
+        """Whether each window holds prefill work (a row not all zero)."""
+        out = np.zeros(self.n, dtype=bool)
+        out[self.rows] = True
+        return out
+
+    def dot(self, beta) -> np.ndarray:
+        """x @ beta (a window without prefill work: 0 · β, NaN where β is not finite)."""
+        beta = np.asarray(beta, dtype=float)
+        out = np.full(self.n, float(np.zeros(N_X) @ beta))
+        if len(self.rows):
+            out[self.rows] = self.vals @ beta
+        return out
+
+    def col(self, c: int, rows=None) -> np.ndarray:
+        """Column c, of every window or of ``rows`` (a mask, positions or a slice)."""
+        if rows is None:
+            out = np.zeros(self.n)
+            out[self.rows] = self.vals[:, c]
+            return out
+        return self.take(rows)[:, c]
+
+    def take(self, rows) -> np.ndarray:
+        """The rows ``rows`` (a mask, ascending positions or a slice) as a dense matrix."""
+        if isinstance(rows, slice):
+            lo, hi, step = rows.indices(self.n)
+            if step == 1:
+                a, b = np.searchsorted(self.rows, (lo, hi))
+                out = np.zeros((max(hi - lo, 0), N_X))
+                out[self.rows[a:b] - lo] = self.vals[a:b]
+                return out
+            rows = np.arange(lo, hi, step)
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        out = np.zeros((len(rows), N_X))
+        if len(rows) and len(self.rows):
+            at = np.searchsorted(self.rows, rows)
+            at_ = np.minimum(at, len(self.rows) - 1)
+            hit = self.rows[at_] == rows
+            out[hit] = self.vals[at_[hit]]
+        return out
+
+    def restrict(self, keep: np.ndarray) -> "PrefillWork":
+        out = PrefillWork.__new__(PrefillWork)
+        keep = np.asarray(keep, dtype=bool)
+        out.n = int(keep.sum())
+        sel = keep[self.rows]
+        out.rows = (np.cumsum(keep) - 1)[self.rows[sel]]
+        out.vals = np.ascontiguousarray(self.vals[sel])
+        return out
+
+
 @dataclass
 class Windows:
     """The decode windows of one run (every series, in line order) as the rate model sees
@@ -71,7 +165,8 @@ class Windows:
     b: np.ndarray                # mean batch size over the window
     a: np.ndarray                # accept length (NaN: none printed)
     y: np.ndarray                # wall time per iteration, ms (NaN: not derivable)
-    x: np.ndarray                # n × N_X prefill work per iteration
+    x: PrefillWork               # n × N_X prefill work per iteration (a dense array given
+                                 # is stored as a PrefillWork)
     why: np.ndarray              # int8, USED or why not
     spec: bool                   # the lines print an accept length
     steps_throughput: np.ndarray  # bool: the throughput counts sequence-steps (vLLM V0)
@@ -91,6 +186,13 @@ class Windows:
     vac: float | None = None        # vacancy(): computed once (None: not yet)
     req_accept: tuple | None = None  # (se of log accept length, df) over the Finish lines'
                                      # requests as independent units (None: none)
+    _w: tuple | None = field(default=None, repr=False, compare=False)
+                                    # (the b and rs it was made of, w): the fit reads w dozens
+                                    # of times, and a large log has millions of windows
+
+    def __post_init__(self):
+        if not isinstance(self.x, PrefillWork):
+            self.x = PrefillWork(self.x)
 
     @property
     def n(self) -> int:
@@ -100,7 +202,7 @@ class Windows:
         keep = np.asarray(keep, dtype=bool)
         return Windows(self.interval, self.line[keep], None if self.ts is None else self.ts[keep],
                        self.series[keep], self.r[keep], self.b[keep], self.a[keep],
-                       self.y[keep], self.x[keep], self.why[keep], self.spec,
+                       self.y[keep], self.x.restrict(keep), self.why[keep], self.spec,
                        self.steps_throughput[keep], None if self.rs is None else self.rs[keep],
                        None if self.bvar is None else self.bvar[keep],
                        None if self.rp is None else self.rp[keep],
@@ -127,7 +229,11 @@ class Windows:
     def w(self) -> np.ndarray:
         """Request-steps of each window: B̃ × decode_log_interval (SGLang), the window's drafts
         where the log gives them (vLLM)."""
-        return self.b * self.interval if self.rs is None else self.rs
+        if self.rs is not None:
+            return self.rs
+        if self._w is None or self._w[0] is not self.b:
+            self._w = (self.b, self.b * self.interval)
+        return self._w[1]
 
 
 def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
