@@ -32,6 +32,16 @@ TPOT bound (vLLM: serve.py:659, 690).  Its interval: the share good / sent has a
 A load point **meets** the SLO when the share's lower bound is ≥ the attainment target
 (default 0.9), **fails** when its upper bound is below it, else it is unclear.
 
+**Acceptance** (where the files carry it per request: aiperf's records, specdec_bench's
+acceptance_rate.json): the accept length's **mean over requests** (one sample is a request — a
+request-turn for specdec_bench's generic runs — each weighing the same) with a Student-t
+interval, beside the run's **pooled** value (Σ tokens / Σ verify steps: every step weighs the
+same, so long requests weigh more; the tool's own number, no interval).  Where a request carries
+both its accept length and its TPOT (aiperf), their **Spearman correlation** with the Fisher-z
+interval of Bonett & Wright (2000), se = √((1 + ρ²/2) / (n − 3)), and the p50 TPOT of the
+requests below and above the median accept length (order-statistic intervals).  A description
+of the run's requests, not a causal effect: output length, prompt and load move both.
+
 **Crossover**: the first load point where speculation stops paying — its per-stream tok/s
 ratio to the baseline has an interval wholly below 1, or its goodput is below the
 baseline's (the difference's interval, by the MOVER method from the two Wilson intervals,
@@ -104,6 +114,29 @@ def slo_text(slo: dict[str, float]) -> str:
 # ------------------------------------------------------------------ results
 
 @dataclass(frozen=True)
+class Acceptance:
+    """The accept length of one arm at one load point, from per-request values."""
+    mean: Estimate                  # mean over requests (tokens/step), Student-t interval
+    unit: str                       # what one sample of ``mean`` is ("request", …)
+    pooled: float | None            # the run's pooled value (load_runs.accept_len)
+    pooled_def: str | None          # how the tool pooled it
+    rho: Estimate | None = None     # Spearman(accept length, TPOT) over requests with both
+    tpot_low: Estimate | None = None    # p50 TPOT (ms) of requests below the median accept len
+    tpot_high: Estimate | None = None   # … above it
+    paired: int = 0                 # requests carrying both an accept length and a TPOT
+    note: str | None = None         # why there is no relation to TPOT, when there is none
+
+    def to_dict(self) -> dict:
+        def e(x):
+            return None if x is None else x.to_dict()
+        return {"mean": e(self.mean), "unit": self.unit, "pooled": _clean(self.pooled),
+                "pooled_def": self.pooled_def, "spearman_tpot": e(self.rho),
+                "tpot_p50_low_half_ms": e(self.tpot_low),
+                "tpot_p50_high_half_ms": e(self.tpot_high), "paired": self.paired,
+                "note": self.note}
+
+
+@dataclass(frozen=True)
 class Arm:
     """One side (spec or baseline) at one load point: its runs' requests pooled."""
     arm: str
@@ -121,6 +154,7 @@ class Arm:
     goodput: Estimate | None = None     # req/s
     slo_share: Estimate | None = None   # share of sent requests meeting the SLO
     slo: str | None = None              # "meets", "fails", "unclear", None without an SLO
+    acceptance: Acceptance | None = None    # from per-request accept lengths, when read
 
     def to_dict(self) -> dict:
         return {"arm": self.arm, "load": _clean(self.load), "sources": list(self.sources),
@@ -134,7 +168,8 @@ class Arm:
                 "accept_len": _clean(self.accept_len),
                 "goodput": None if self.goodput is None else self.goodput.to_dict(),
                 "slo_share": None if self.slo_share is None else self.slo_share.to_dict(),
-                "slo": self.slo}
+                "slo": self.slo,
+                "acceptance": None if self.acceptance is None else self.acceptance.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -196,6 +231,8 @@ class LatencyResult:
         """One row per load point and arm: the percentiles with their intervals (ms),
         per-stream and aggregate tok/s, goodput; the comparison columns on the spec row."""
         rows = []
+        accept = any(a is not None and a.acceptance is not None
+                     for p in self.points for a in (p.spec, p.baseline))
         for p in self.points:
             for a in (p.spec, p.baseline):
                 if a is None:
@@ -220,6 +257,14 @@ class LatencyResult:
                 r["stream_ratio"] = _f(p.stream_ratio.estimate) if spec_row and \
                     p.stream_ratio is not None else np.nan
                 r["pays"] = p.pays if spec_row else None
+                if accept:
+                    c = a.acceptance
+                    for k, e in (("accept_len_mean", None if c is None else c.mean),
+                                 ("accept_tpot_rho", None if c is None else c.rho)):
+                        r[k] = np.nan if e is None else e.estimate
+                        r[f"{k}_low"] = _f(None if e is None else e.ci_low)
+                        r[f"{k}_high"] = _f(None if e is None else e.ci_high)
+                    r["accept_len_pooled"] = _f(a.accept_len)
                 rows.append(r)
         df = pd.DataFrame(rows)
         df.attrs["confidence"] = self.confidence
@@ -427,7 +472,8 @@ def _arm(name: str, load: float, runs: list[LoadRun], slo: dict, attainment: flo
                        None, conf, source="file")
         failed = sum(int(r.run["failed"] or 0) for r in runs)     # SGLang saves none
         return Arm(name, load, sources, completed + failed,
-                   completed, duration, False, qs, pst, out_tok_s, None, accept_len), None
+                   completed, duration, False, qs, pst, out_tok_s, None, accept_len,
+                   acceptance=acceptance_of(runs, conf, accept_len)), None
     d = _data(runs)
     n = len(d.ttft)
     if n == 0:
@@ -464,8 +510,96 @@ def _arm(name: str, load: float, runs: list[LoadRun], slo: dict, attainment: flo
         goodput = Estimate(k / duration, lo * rate, hi * rate, d.sent, conf, source="wilson")
         verdict = "meets" if lo >= attainment else "fails" if hi < attainment else "unclear"
     arm = Arm(name, load, sources, d.sent, n, duration, True, qs, pst, out_tok_s, tpc,
-              accept_len, goodput, share, verdict)
+              accept_len, goodput, share, verdict, acceptance_of(runs, conf, accept_len))
     return arm, reps
+
+
+# ------------------------------------------------------------------ acceptance
+
+POOLED = {"aiperf": "over verify steps: aiperf's token-weighted 1 + Σ accepted / Σ steps",
+          "specdec_bench": "over streamed chunks: specdec_bench's histogram, Σ tokens / Σ "
+                           "chunks",
+          "vllm": "over verify steps: the server's counters, 1 + Δaccepted / Δdrafts",
+          "sglang": "over verify steps: the server's avg_spec_accept_length"}
+
+
+def mean_interval(x: np.ndarray, conf: float, source: str = "t") -> Estimate:
+    """The mean of independent values with its Student-t interval (none below MIN_REQUESTS
+    values or without spread)."""
+    from scipy.stats import t as student
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n == 0:
+        return Estimate(math.nan, None, None, 0, conf, source=source)
+    m = float(x.mean())
+    if n < MIN_REQUESTS:
+        return Estimate(m, None, None, n, conf, source=source)
+    h = float(student.ppf(0.5 + conf / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    return Estimate(m, m - h, m + h, n, conf, source=source)
+
+
+def spearman(a: np.ndarray, b: np.ndarray, conf: float) -> Estimate | None:
+    """Spearman's ρ of paired values with the Fisher-z interval of Bonett & Wright (2000):
+    atanh(ρ) ± z·√((1 + ρ²/2) / (n − 3)).  None with fewer than MIN_REQUESTS pairs or
+    without spread on a side."""
+    from scipy.stats import norm, spearmanr
+    n = len(a)
+    if n < MIN_REQUESTS or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    rho = float(spearmanr(a, b).statistic)
+    r = min(max(rho, -1 + 1e-12), 1 - 1e-12)
+    h = float(norm.ppf(0.5 + conf / 2)) * math.sqrt((1 + r * r / 2) / (n - 3))
+    z = math.atanh(r)
+    return Estimate(rho, math.tanh(z - h), math.tanh(z + h), n, conf,
+                    source="spearman (Bonett-Wright)")
+
+
+def acceptance_of(runs: list[LoadRun], conf: float,
+                  pooled: float | None = None) -> Acceptance | None:
+    """The accept length of one arm's runs from their per-request values (aiperf's records,
+    specdec_bench's Request_AL), None when no run has any."""
+    vals, units, pa, pt, unpaired = [], [], [], [], []
+    for r in runs:
+        if r.accept is not None and len(r.accept):
+            vals.append(np.asarray(r.accept, dtype=float))
+            units.append(r.accept_unit or "request")
+            unpaired.append(r.run.get("tool") or "?")
+        elif r.detailed and "accept_len" in r.requests:
+            req = r.requests
+            ok = req["ok"].to_numpy(dtype=bool, na_value=False)
+            a = req["accept_len"].to_numpy(dtype=float, na_value=np.nan)[ok]
+            t = req["tpot_ms"].to_numpy(dtype=float, na_value=np.nan)[ok]
+            fin = np.isfinite(a)
+            if not fin.any():
+                continue
+            vals.append(a[fin])
+            units.append("request")
+            both = fin & np.isfinite(t)
+            pa.append(a[both])
+            pt.append(t[both])
+    if not vals:
+        return None
+    x = np.concatenate(vals)
+    tools = dict.fromkeys(r.run.get("tool") for r in runs if r.run.get("accept_len") is not None)
+    pooled_def = "; ".join(POOLED.get(t, str(t)) for t in tools) or None
+    a = np.concatenate(pa) if pa else np.zeros(0)
+    t = np.concatenate(pt) if pt else np.zeros(0)
+    rho = low = high = None
+    note = None
+    if unpaired:
+        note = (f"{', '.join(dict.fromkeys(unpaired))}: the accept lengths cannot be paired "
+                "with the requests' times (no per-request times in the file)")
+    rho = spearman(a, t, conf)
+    if len(a) >= MIN_REQUESTS:
+        med = float(np.median(a))
+        lo, hi = t[a < med], t[a > med]
+        low = _exact(lo, float(_quantiles(lo)[0]), 0.5, conf) if len(lo) else None
+        high = _exact(hi, float(_quantiles(hi)[0]), 0.5, conf) if len(hi) else None
+    elif len(a) and note is None:
+        note = f"{len(a)} requests carry both an accept length and a TPOT (fewer than " \
+               f"{MIN_REQUESTS}): no relation to TPOT"
+    return Acceptance(mean_interval(x, conf), " / ".join(dict.fromkeys(units)), pooled,
+                      pooled_def, rho, low, high, len(a), note)
 
 
 def _mover(a: Estimate, b: Estimate) -> Estimate:
@@ -668,7 +802,10 @@ def _verdict(kind, cross, meets, slo, both) -> str:
         parts.append(f"speculation meets the SLO ({slo_text(slo)}) {upto(meets['spec'])}, "
                      f"the baseline {upto(meets['baseline'])}")
     c = cross["overall"]
-    if c is None:
+    if c is None and all(p.pays == "n/a" for p in both):
+        parts.append("the crossover cannot be judged: no load point has both runs' "
+                     "per-request data, so no interval says speculation loses")
+    elif c is None:
         last = both[-1].load
         parts.append(f"no crossover up to {_load_word(last, kind)}: speculation does not "
                      "lose per-stream tok/s" + (" or goodput" if slo else "") +

@@ -26,12 +26,14 @@ LATENCY_METAVAR = "LOG... | SPEC.json... --baseline BASE.json..."
 
 def looks_like_load_test(path: str) -> bool:
     """Whether an input is a load-test result rather than a log, from its first bytes: an aiperf
-    artifact directory, or a (gzipped) file whose text starts with a JSON object or array.  An
-    input that cannot be opened is not one (its reader says why)."""
+    artifact directory or a specdec_bench run directory, or a (gzipped) file whose text starts
+    with a JSON object or array.  An input that cannot be opened is not one (its reader says
+    why)."""
     if path == "-":
         return False
     if os.path.isdir(path):
-        return os.path.isfile(os.path.join(path, "profile_export_aiperf.json"))
+        return any(os.path.isfile(os.path.join(path, f))
+                   for f in ("profile_export_aiperf.json", "timing.json"))
     try:
         with open(path, "rb") as fh:
             head = fh.read(4096)

@@ -41,6 +41,10 @@ serving.py:1645–1662), no ``failed``, no ``latencies``; with ``--output-detail
 ``generated_texts``, ``errors`` (serving.py:1945–1952).  ``sglang_to_vllm`` renames it and the
 vLLM path reads it.  ai-dynamo aiperf's ``profile_export_aiperf.json`` summary and its
 ``profile_export.jsonl`` records are read by parsers/aiperf.py, paired here by their names.
+NVIDIA specdec_bench / SPEED-Bench run directories (``timing.json``, ``acceptance_rate.json``,
+``configuration.json``) are read by parsers/specdec_bench.py, paired here by their directory:
+run-level statistics only (no per-request times), the per-request accept lengths in
+``LoadRun.accept``.
 """
 from __future__ import annotations
 
@@ -54,16 +58,18 @@ import pandas as pd
 
 from ..errors import EaglelogError, InputError
 from ..schema import LOAD_REQUESTS, LOAD_RUNS, Table
-from . import aiperf
+from . import aiperf, specdec_bench
 
 METRICS = ("ttft", "tpot", "itl", "e2el")
 LISTS = ("ttfts", "itls", "input_lens", "output_lens", "errors", "latencies")
-NOT_YET = "specdec_bench timing.json and /metrics histograms are not read yet"
+NOT_YET = ("the TTFT/TPOT histograms of /metrics are read by fleet and watch, not here; "
+           "SGLang's --rust-client results and aiperf's raw and timeslice exports are not read")
 KNOWN = ("none of the load-test results eaglelog reads: vllm bench serve --save-result (an object "
          "with 'duration', 'completed' and '*_e2el_ms'), SGLang bench_serving --output-file "
          "('duration', 'completed', '*_e2e_latency_ms'), aiperf profile_export_aiperf.json "
          "(metric objects such as 'request_latency': {'unit', 'avg', …}) or profile_export.jsonl "
-         "('metadata' and 'metrics' a line); " + NOT_YET)
+         "('metadata' and 'metrics' a line), specdec_bench timing.json ('Output TPS', "
+         "'TTFT Time') or acceptance_rate.json ('Request_AL'); " + NOT_YET)
 HINT = {"vllm": "run vllm bench serve with --save-detailed",
         "sglang": "run sglang bench_serving with --output-details",
         "aiperf": "keep aiperf's profile_export.jsonl (--export-level records) beside the "
@@ -82,6 +88,10 @@ class LoadRun:
     itl_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     notes: list = field(default_factory=list)
     key: str | None = None          # one run read from two files (aiperf's pair): read once
+    # per-request accept lengths that cannot be paired with the requests' times (specdec_bench:
+    # acceptance_rate.json's Request_AL) and what one of them is; aiperf's are in requests
+    accept: np.ndarray | None = None
+    accept_unit: str | None = None
 
     @property
     def load(self) -> float:
@@ -157,11 +167,18 @@ def read_runs(path: str) -> list[LoadRun]:
     aiperf artifact directory: its profile_export_aiperf.json."""
     if os.path.isdir(path):
         summary = os.path.join(path, "profile_export_aiperf.json")
-        if not os.path.isfile(summary):
+        if os.path.isfile(summary):
+            path = summary
+        elif os.path.isfile(os.path.join(path, specdec_bench.TIMING)):
+            return [_specdec_run(path)]
+        else:
             raise InputError(f"{path}: is a directory without profile_export_aiperf.json (an "
-                             "aiperf artifact directory); give the result files")
-        path = summary
+                             "aiperf artifact directory) or timing.json (a specdec_bench run "
+                             "directory); give the result files")
     values = read_values(path)
+    sk = specdec_bench.kind(values[0][0])
+    if sk is not None:
+        return [_specdec_run(os.path.dirname(path) or ".", path, sk, values)]
     if aiperf.is_record(values[0][0]):
         return [_aiperf_from_records(path, values)]
     return [_aiperf_from_summary(path, obj, line, len(values)) if aiperf.is_summary(obj)
@@ -285,6 +302,99 @@ def from_aiperf(summary: dict, where: str, recs=None, rec_source: str | None = N
                    key=key)
 
 
+def is_result_dir(path: str) -> bool:
+    """Whether a directory is a load-test result: an aiperf artifact directory or a
+    specdec_bench run directory."""
+    return os.path.isdir(path) and any(os.path.isfile(os.path.join(path, f)) for f in (
+        "profile_export_aiperf.json", specdec_bench.TIMING))
+
+
+def _specdec_entries(path: str, want: str, values=None) -> list[tuple[dict, str]]:
+    """The entries [(object, where)] of one specdec_bench file, each of kind ``want``."""
+    values = read_values(path) if values is None else values
+    out = []
+    for i, (obj, line) in enumerate(values):
+        where = path if len(values) == 1 else f"{path}:{line} (run {i + 1} of {len(values)})"
+        k = specdec_bench.kind(obj)
+        if k != want:
+            what = {"timing": "a timing object ('Output TPS', 'TTFT Time', …)",
+                    "acceptance": "an acceptance object ('Request_AL', 'Average_AL', …)",
+                    "configuration": "a configuration object ('concurrency', 'engine', "
+                                     "'speculative_algorithm', …)"}[want]
+            raise InputError(f"{where}: not {what} of specdec_bench, in its "
+                             f"{os.path.basename(path)}")
+        out.append((obj, where))
+    return out
+
+
+def _specdec_run(d: str, given: str | None = None, given_kind: str | None = None,
+                 given_values=None) -> LoadRun:
+    """One specdec_bench run from its directory: timing.json, acceptance_rate.json and
+    configuration.json (any of them may be the file the user gave; docs/latency.md §1.4)."""
+    S = specdec_bench
+    paths = {"timing": os.path.join(d, S.TIMING), "acceptance": os.path.join(d, S.ACCEPTANCE),
+             "configuration": os.path.join(d, S.CONFIGURATION)}
+    if given_kind in paths:
+        paths[given_kind] = given
+    named = given or d
+    if not os.path.isfile(paths["timing"]):
+        raise InputError(f"{named}: no timing.json beside it: a specdec_bench run directory "
+                         "holds timing.json, acceptance_rate.json and configuration.json "
+                         "(run.py:200–216); give the run's directory as specdec_bench wrote it")
+    tpath = paths["timing"]
+    if not os.path.isfile(paths["acceptance"]):
+        raise InputError(f"{tpath}: acceptance_rate.json is not beside it; specdec_bench writes "
+                         "it in every run (run.py:200–208): give the run's directory as "
+                         "specdec_bench wrote it")
+    if not os.path.isfile(paths["configuration"]):
+        raise InputError(f"{tpath}: no configuration.json beside it, so no load point "
+                         "(--concurrency); specdec_bench writes one since NVIDIA/Model-Optimizer"
+                         "#1531 (run.py:210–216) — for an older run add configuration.json "
+                         '{"concurrency": N, "engine": "...", "speculative_algorithm": "..."}')
+    vals = {k: given_values if k == given_kind else None for k in paths}
+    timing = _specdec_entries(tpath, "timing", vals["timing"])
+    acc = _specdec_entries(paths["acceptance"], "acceptance", vals["acceptance"])
+    cfg = _specdec_entries(paths["configuration"], "configuration", vals["configuration"])
+    notes = []
+    if len(timing) > 1:
+        notes.append(f"{tpath}: {len(timing)} runs (specdec_bench appends one a run to a reused "
+                     "--save_dir, metrics/base.py:36–48); configuration.json describes the last "
+                     "only, which is read")
+    (tobj, twhere), (aobj, awhere), (cobj, cwhere) = timing[-1], acc[-1], cfg[-1]
+    fields, extra = S.timing_fields(tobj, twhere)
+    a = S.acceptance(aobj, awhere)
+    conc = S.load_point(cobj, cwhere)
+    info = S.describe(cobj)
+    n = a["calls"] if a["calls"] is not None else len(a["samples"])
+    total = duration = None
+    if a["calls"] is not None and "mean_output_tokens" in extra:
+        total = extra["mean_output_tokens"] * a["calls"]
+        duration = total / fields["output_tok_s"]
+    if a["calls"] is None:
+        notes.append(f"{awhere}: requests counted with their turns together (specdec_bench's "
+                     "MTBench/SpecBench acceptance pools a request's turns): n counts requests, "
+                     "not generate calls, and the run's duration is not known")
+    if duration is not None and not duration > 0:
+        duration = None
+    extra["speculative_algorithm"] = info["speculative_algorithm"]
+    extra["engine"] = info["engine"]
+    if a["average"] is not None:
+        extra["average_accept_len"] = a["average"]
+    run = {"source": tpath, "line_no": 1, "tool": "specdec_bench",
+           "run": os.path.basename(os.path.abspath(d))[:200] or None, "load": conc,
+           "load_kind": "concurrency", "request_rate": None, "max_concurrency": conc,
+           "duration_s": math.nan if duration is None else duration, "completed": n,
+           "failed": 0, "num_prompts": info["num_requests"], "total_output_tokens": total,
+           "request_throughput": None if duration is None else n / duration,
+           "accept_len": a["pooled"], "model": info["model"], "detailed": False, **fields,
+           "extra": json.dumps(extra, sort_keys=True)}
+    notes.append(f"{tpath}: specdec_bench saves no per-request times (each metric's mean, "
+                 "quartiles and extremes only): TTFT and TPOT p50 without intervals, no p90/p99,"
+                 " no goodput")
+    return LoadRun(tpath, 1, run, frame(LOAD_REQUESTS, {}), notes=notes,
+                   key=os.path.realpath(tpath), accept=a["samples"], accept_unit=a["unit"])
+
+
 def sglang_to_vllm(obj: dict, where: str) -> dict:
     """An SGLang bench_serving result object in vLLM's names (serving.py:1855–1952): ``tag`` →
     label, ``*_e2e_latency_ms`` → ``*_e2el_ms``, ``accept_length`` →
@@ -305,9 +415,11 @@ def sglang_to_vllm(obj: dict, where: str) -> dict:
 
 def tool_of(obj) -> str | None:
     """Which harness wrote this JSON value: "vllm", "sglang", "aiperf" (a summary),
-    "aiperf-record", or None."""
+    "aiperf-record", "specdec_bench" (an entry of one of its files), or None."""
     if not isinstance(obj, dict):
         return None
+    if specdec_bench.kind(obj) is not None:
+        return "specdec_bench"
     if aiperf.is_record(obj):
         return "aiperf-record"
     if aiperf.is_summary(obj):
@@ -370,6 +482,10 @@ def from_result(obj, source: str, line_no: int = 1) -> LoadRun:
         raise EaglelogError(f"{where}: {KNOWN}")
     if tool == "aiperf":
         return from_aiperf(obj, where, source=source, line_no=line_no)
+    if tool == "specdec_bench":
+        raise EaglelogError(f"{where}: a specdec_bench {specdec_bench.kind(obj)} object: read "
+                            "its run directory (timing.json, acceptance_rate.json and "
+                            "configuration.json)")
     if tool == "aiperf-record":
         raise EaglelogError(f"{where}: an aiperf per-request record: read its file "
                             "(profile_export.jsonl), with the summary beside it")
@@ -539,8 +655,12 @@ def read(paths) -> list[LoadRun]:
     for p in paths:
         for r in read_runs(os.fspath(p)):
             if r.key is not None and r.key in seen:
-                seen[r.key].notes.append(f"{r.source} and {seen[r.key].source} are one aiperf "
-                                         "run (summary and records): read once")
+                seen[r.key].notes.append(
+                    f"{os.fspath(p)}: one specdec_bench run with {seen[r.key].source} (its "
+                    "files or directory given twice): read once"
+                    if r.run.get("tool") == "specdec_bench" else
+                    f"{r.source} and {seen[r.key].source} are one aiperf run (summary and "
+                    "records): read once")
                 continue
             if r.key is not None:
                 seen[r.key] = r

@@ -46,6 +46,65 @@ def rows(r: LatencyResult) -> list[dict]:
     return out
 
 
+def _acc(v: float) -> str:
+    return f"{v:.2f}"
+
+
+def acceptance_rows(r: LatencyResult) -> list[dict]:
+    """One row per arm with per-request accept lengths (docs/latency.md §2.1)."""
+    out = []
+    for p in r.points:
+        for a in (p.spec, p.baseline):
+            c = None if a is None else a.acceptance
+            if c is None:
+                continue
+            row = {"load": _load_word(p.load, r.load_kind), "arm": a.arm,
+                   "accept len, mean": _cell(c.mean, _acc), "n": c.mean.n,
+                   "one sample": c.unit,
+                   "pooled": "n/a" if c.pooled is None else _acc(c.pooled),
+                   "ρ(accept, TPOT)": _cell(c.rho, lambda v: f"{v:+.2f}"),
+                   "TPOT p50, lower half (ms)": _cell(c.tpot_low),
+                   "TPOT p50, upper half (ms)": _cell(c.tpot_high)}
+            out.append(row)
+    return out
+
+
+def acceptance_lines(r: LatencyResult) -> list[str]:
+    """The acceptance of each arm in words: the mean over requests with its interval, the
+    run's pooled value and, where requests carry both, the relation to TPOT."""
+    lines = []
+    for p in r.points:
+        for a in (p.spec, p.baseline):
+            c = None if a is None else a.acceptance
+            if c is None:
+                continue
+            s = (f"{_load_word(p.load, r.load_kind)} {a.arm}: accept length "
+                 f"{_cell(c.mean, _acc)} (mean over {c.mean.n:,} {_plural(c.unit, c.mean.n)})")
+            if c.pooled is not None:
+                s += f", pooled {_acc(c.pooled)} ({c.pooled_def})"
+            if c.rho is not None:
+                s += (f"; against TPOT: Spearman ρ {_cell(c.rho, lambda v: f'{v:+.2f}')} over "
+                      f"{c.paired:,} requests")
+            if c.tpot_low is not None and c.tpot_high is not None:
+                s += (f", TPOT p50 {_cell(c.tpot_low)} ms below the median accept length, "
+                      f"{_cell(c.tpot_high)} ms above")
+            lines.append(s)
+    return lines
+
+
+def _plural(unit: str, n: int) -> str:
+    if n == 1:
+        return unit
+    head, sep, tail = unit.partition(", ")
+    return head + "s" + (sep + tail.replace("its ", "their ") if sep else "")
+
+
+def _load_word(load: float, kind: str) -> str:
+    if kind == "rate":
+        return "all at once" if load == math.inf else f"{load:g} req/s"
+    return f"concurrency {load:g}"
+
+
 def latency_block(r: LatencyResult) -> str:
     pct = f"{r.confidence:.0%}"
     lines = [f"latency under load: speculation vs baseline, per load point ({pct} intervals; "
@@ -60,6 +119,14 @@ def latency_block(r: LatencyResult) -> str:
     lines.append("")
     for p in r.points:
         lines.append(p.verdict)
+    acc = acceptance_lines(r)
+    if acc:
+        lines.append("")
+        lines.append(f"acceptance (tokens a verify step — for specdec_bench a streamed chunk; "
+                     f"the mean over requests with its {r.confidence:.0%} t interval, the "
+                     "pooled value the tool's own; ρ: Spearman, Bonett–Wright interval; the "
+                     "halves' TPOT p50: order-statistic intervals):")
+        lines.extend("  " + x for x in acc)
     lines.append("")
     lines.append("verdict: " + r.verdict)
     return "\n".join(lines) + "\n"
@@ -67,4 +134,5 @@ def latency_block(r: LatencyResult) -> str:
 
 def markdown_rows(r: LatencyResult) -> list[list[dict]]:
     verdicts = [{"load": f"{p.load:g}", "verdict": p.verdict} for p in r.points]
-    return [rows(r), verdicts, [{"verdict": r.verdict}]]
+    acc = acceptance_rows(r)
+    return [rows(r), verdicts] + ([acc] if acc else []) + [[{"verdict": r.verdict}]]
