@@ -790,9 +790,12 @@ def latency_cmd(ctx, files, slo, attainment, confidence, resamples, cmd_quiet, c
 
     SPEC... and the BASE... files after --baseline are load-test results: `vllm bench serve
     --save-result --save-detailed` JSON (one run per file or per line), SGLang `bench_serving
-    --output-file` JSONL (with --output-details), or aiperf's profile_export_aiperf.json /
-    profile_export.jsonl — a speculative and a baseline run at each request rate (or
-    --max-concurrency); spec and baseline may come from different tools. Per load point: p50/p90/p99 TTFT, TPOT
+    --output-file` JSONL (with --output-details), aiperf's profile_export_aiperf.json /
+    profile_export.jsonl, or NVIDIA specdec_bench / SPEED-Bench run directories (timing.json,
+    acceptance_rate.json, configuration.json: the run's p50s only) — a speculative and a
+    baseline run at each request rate (or concurrency); spec and baseline may come from
+    different tools. Per-request accept lengths (aiperf, specdec_bench) give the accept
+    length's mean over requests and, with aiperf, its relation to TPOT. Per load point: p50/p90/p99 TTFT, TPOT
     and ITL with intervals (one sample is a request), per-stream tok/s (1000 / p50 TPOT) and
     aggregate tok/s, goodput under --slo, the verdict in words, and the crossover load where
     speculation stops paying. docs/latency.md. -f csv/jsonl/parquet: one row per load point
