@@ -675,7 +675,8 @@ def _point_verdict(p_load, kind, spec: Arm | None, base: Arm | None, ratio, diff
     tail = {"yes": "speculation pays", "no": "speculation does not pay",
             "unclear": "not significant",
             "n/a": "no intervals (needs the per-request data: vLLM's --save-detailed, SGLang's "
-                   "--output-details, aiperf's profile_export.jsonl)"}[pays]
+                   "--output-details, aiperf's profile_export.jsonl; specdec_bench saves none)"
+            }[pays]
     return f"{where}: speculation: " + ", ".join(parts) + f" — {tail}"
 
 
