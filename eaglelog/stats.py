@@ -622,8 +622,21 @@ def block_sums(values: np.ndarray, n: int | None = None) -> np.ndarray:
     k = min(n, FINE)
     if k == n:
         return v.copy()
-    ids = (np.arange(n, dtype=np.int64) * k) // n
-    return np.bincount(ids, weights=v, minlength=k)
+    return np.bincount(_block_ids(n, k), weights=v, minlength=k)
+
+
+_IDS: list = [None]
+
+
+def _block_ids(n: int, k: int) -> np.ndarray:
+    """Each of n windows' block among k: made once for the last n (a fit sums a dozen series
+    of the same windows into blocks, and this was a third of each sum's time)."""
+    got = _IDS[0]
+    if got is None or got[0] != (n, k):
+        ids = (np.arange(n, dtype=np.int64) * k) // n
+        ids.setflags(write=False)
+        got = _IDS[0] = ((n, k), ids)
+    return got[1]
 
 
 def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray | None], n: int,

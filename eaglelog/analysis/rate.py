@@ -663,6 +663,14 @@ def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]
         labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
     else:
         labels = [str(int(a)) for a in uniq]
+    vv = v[ok]
+    if len(uniq) and small_ints(uniq) and float(uniq[-1]) < 1 << 20:
+        # (printed sizes, or their powers of two: a table lookup, not a search per window)
+        lut = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
+        lut[uniq.astype(np.int64)] = np.arange(len(uniq))
+        codes = np.full(len(r), -1, dtype=np.int64)
+        codes[ok] = lut[vv.astype(np.int64)]
+        return codes, labels
     codes = np.where(ok, np.searchsorted(uniq, np.where(ok, v, uniq[0] if len(uniq) else 0)), -1)
     return codes.astype(np.int64), labels
 

@@ -66,7 +66,7 @@ class PrefillWork:
     tests and small logs), with the passes the fit makes over millions of windows done on
     the stored rows: ``dot``, ``col``, ``take``, ``held``."""
 
-    __slots__ = ("n", "rows", "vals")
+    __slots__ = ("n", "rows", "vals", "_slot")
 
     def __init__(self, dense: np.ndarray):
         dense = np.asarray(dense, dtype=float).reshape(-1, N_X)
@@ -74,6 +74,15 @@ class PrefillWork:
         # (a NaN counts as held: the dense matrix's products carry it)
         self.rows = np.flatnonzero(dense.any(axis=1))
         self.vals = np.ascontiguousarray(dense[self.rows])
+        self._slot = None
+
+    def slot(self) -> np.ndarray:
+        """Each window's row in ``vals`` (−1: none), made once: the fit takes rows of the
+        design a block at a time, and a lookup is one gather where a search was a log."""
+        if self._slot is None:
+            self._slot = np.full(self.n, -1, dtype=np.int32 if self.n < 2**31 else np.int64)
+            self._slot[self.rows] = np.arange(len(self.rows))
+        return self._slot
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -136,10 +145,9 @@ class PrefillWork:
             rows = np.flatnonzero(rows)
         out = np.zeros((len(rows), N_X))
         if len(rows) and len(self.rows):
-            at = np.searchsorted(self.rows, rows)
-            at_ = np.minimum(at, len(self.rows) - 1)
-            hit = self.rows[at_] == rows
-            out[hit] = self.vals[at_[hit]]
+            at = self.slot()[rows]
+            hit = at >= 0
+            out[hit] = self.vals[at[hit]]
         return out
 
     def restrict(self, keep: np.ndarray) -> "PrefillWork":
@@ -149,6 +157,7 @@ class PrefillWork:
         sel = keep[self.rows]
         out.rows = (np.cumsum(keep) - 1)[self.rows[sel]]
         out.vals = np.ascontiguousarray(self.vals[sel])
+        out._slot = None
         return out
 
 
@@ -276,7 +285,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     b = r.copy()
     rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
     nin = np.zeros(n, dtype=np.float32)
-    x = np.zeros((n, N_X))
+    x = np.zeros((n, N_X), order="F")    # (filled a column at a time)
     pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
     ptok[~np.isfinite(ptok)] = 0.0
