@@ -414,7 +414,8 @@ class Mutator:
         return data.replace(b"\n", b"\n\n"), "blank line after every line"
 
     def emptyish(self, data: bytes):
-        return self.r.choice((b"", b"\n", b"\n\n\n", b" ", b"\x00" * 64, b"\xef\xbb\xbf")), "emptyish"
+        return self.r.choice((b"", b"\n", b"\n\n\n", b" ", b"\x00" * 64,
+                              b"\xef\xbb\xbf")), "emptyish"
 
     def mutate(self, data: bytes, n: int | None = None) -> tuple[bytes, list[str]]:
         n = n if n is not None else min(1 + int(self.r.expovariate(0.9)), 6)
@@ -1136,8 +1137,9 @@ def compare_snapshots(ref: dict, got: dict) -> tuple[str, str] | None:
     if set(ref) != set(got) or "error" in ref or "exception" in ref:
         if ref == got:
             return None
-        return "outcome", f"reference: {str(ref.get('error') or ref.get('exception') or 'tables')[:200]}" \
-                          f"\n    variant:   {str(got.get('error') or got.get('exception') or 'tables')[:200]}"
+        def said(o):
+            return str(o.get('error') or o.get('exception') or 'tables')[:200]
+        return "outcome", f"reference: {said(ref)}\n    variant:   {said(got)}"
     from eaglelog.report import render_frame
 
     for t in SGLANG_TABLES:

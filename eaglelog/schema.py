@@ -829,7 +829,7 @@ LOAD_RUNS = Table(
         C("load_kind", "category", "", "'rate' (request_rate) or 'concurrency' "
           "(max_concurrency)"),
         C("tool", "category", "", "the harness that wrote the file: vllm (bench serve), sglang "
-          "(bench_serving), aiperf", core=False),
+          "(bench_serving), aiperf, specdec_bench", core=False),
         C("request_rate", "float64", "req/s", "configured --request-rate (inf: all at once)"),
         C("max_concurrency", "float64", "requests", "configured --max-concurrency; NaN unset"),
         C("duration_s", "float64", "s", "benchmark duration"),

@@ -44,7 +44,8 @@ NO_ACCEPT_SOURCE = "not in the log: no decode line prints accept len, no Finish 
 MIN_COVERAGE = 0.8     # a baseline covering less of the run's request-steps: no whole-run verdict
 WIDE_SPAN = 4          # a stated rate against batch sizes spanning more than this factor
 DISAGREE = 0.03        # profiler and derived cycle: a difference worth a warning (and beyond CIs)
-PROF_PRECISION = 3     # agreeing blocks this many times more precise than the derived cycle carry it
+PROF_PRECISION = 3     # agreeing blocks this many times more precise than the derived cycle
+                       # carry it
 FEW_FOR_PREFILL = 30   # a corrected (prefill-fitted) cycle from fewer windows yields to the blocks
 
 

@@ -94,7 +94,8 @@ def warmup_windows(z: np.ndarray, w: np.ndarray, scale: float = 0.0) -> int:
     autocorrelation time of the rest's means: a batch-size level lasts many windows).  One-sided:
     a warm-up is slower than what follows; a start that is faster is the traffic (in the
     simulator's random batch levels the two-sided test with independent means cut the start
-    of 5 of 40 runs, moving the cycle by −1.1 to +1.7 %; this test, none).  0 when the start looks like the rest."""
+    of 5 of 40 runs, moving the cycle by −1.1 to +1.7 %; this test, none).  0 when the start
+    looks like the rest."""
     ok = np.flatnonzero(np.isfinite(z) & (w > 0))
     n = len(ok)
     if n < 40:
@@ -991,8 +992,8 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     each window's residual from the fitted curve, centred in its stratum, and its share of
     the fit's error (the regression's score through the sensitivity of the cycle to it) —
     not the spread of the batch sizes, so a run whose batch grows over time or jumps inside a
-    window is not taken for a noisy one.  The accept length's terms are deviations from the run's mean.  A stated
-    baseline is exact given the mix (its terms: None)."""
+    window is not taken for a noisy one.  The accept length's terms are deviations from the
+    run's mean.  A stated baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     ns = len(spec.smooth)
     wu = np.where(use, win.w, 0.0)

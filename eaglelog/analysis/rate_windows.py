@@ -658,7 +658,8 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
     gen throughput × its wall time (the time between this line and the one before: SGLang
     resets the throughput's clock, ``last_decode_stats_tic``, when it prints a decode line),
     its request-steps are tokens / accept len (tokens without speculation), and the mean batch
-    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there.  A series whose measured batches do not agree with the printed
+    is request-steps / decode_log_interval.  Overwrites b and y (y = wall / interval) there.
+    A series whose measured batches do not agree with the printed
     #running-req (median ratio off by over 3 %: a wrong decode_log_interval, a log whose
     clock is not the throughput's) keeps the trapezoid.
 

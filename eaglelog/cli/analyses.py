@@ -614,7 +614,8 @@ def paired_compare(ctx, pair_by, rid_map, by, logs, engine, keep_going, base_dat
     from .. import library
     from ..report.requests import paired_block, paired_group_rows
 
-    r = library.compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by, confidence=confidence)
+    r = library.compare_paired(ref, new, match=pair_by, rid_map=rid_map, by=by,
+                               confidence=confidence)
     render_result(r, fmt, output, paired_block, lambda res: [paired_group_rows(res)])
     if fail_on and r.verdict == "worse":
         if not ctx.obj["quiet"]:
@@ -795,7 +796,8 @@ def latency_cmd(ctx, files, slo, attainment, confidence, resamples, cmd_quiet, c
     acceptance_rate.json, configuration.json: the run's p50s only) — a speculative and a
     baseline run at each request rate (or concurrency); spec and baseline may come from
     different tools. Per-request accept lengths (aiperf, specdec_bench) give the accept
-    length's mean over requests and, with aiperf, its relation to TPOT. Per load point: p50/p90/p99 TTFT, TPOT
+    length's mean over requests and, with aiperf, its relation to TPOT. Per load point:
+    p50/p90/p99 TTFT, TPOT
     and ITL with intervals (one sample is a request), per-stream tok/s (1000 / p50 TPOT) and
     aggregate tok/s, goodput under --slo, the verdict in words, and the crossover load where
     speculation stops paying. docs/latency.md. -f csv/jsonl/parquet: one row per load point
