@@ -205,8 +205,12 @@ def literal_eval_fast(text: str):
     single-quoted run without escapes), None/True/False as words outside strings.  Anything
     json refuses (tuples, int keys, inf, a cut-short text) goes to literal_eval."""
     if "\\" not in text and '"' not in text:
+        # (every quote then opens or closes a string: without a word to rename, the quotes
+        # alone change — one str.replace, not a callback per string of a Finish line)
+        plain = "None" not in text and "True" not in text and "False" not in text
         try:
-            return _json.loads(_PY_TOKEN.sub(_to_json, text), parse_constant=_not_python)
+            return _json.loads(text.replace("'", '"') if plain else
+                               _PY_TOKEN.sub(_to_json, text), parse_constant=_not_python)
         except ValueError:
             pass
     return literal_eval(text)
