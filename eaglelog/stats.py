@@ -488,13 +488,19 @@ class Blocks:
     n: int               # windows
 
     @classmethod
-    def of(cls, columns: Sequence[np.ndarray], n: int | None = None) -> "Blocks":
-        n = len(columns[0]) if n is None else n
+    def of(cls, columns: Sequence, n: int | None = None) -> "Blocks":
+        """``columns``: arrays, or callables making them (each made, summed and dropped in
+        turn: on millions of windows, five products at once were the peak of a summary)."""
+        if n is None:
+            first = columns[0]
+            n = len(first() if callable(first) else first)
         k = min(n, FINE)
-        ids = (np.arange(n, dtype=np.int64) * k) // max(n, 1)
+        ids = _block_ids(n, k) if n else np.zeros(0, dtype=np.int64)
         sums = np.empty((k, len(columns)))
         for j, col in enumerate(columns):
-            sums[:, j] = np.bincount(ids, weights=np.asarray(col, dtype=float), minlength=k)
+            v = col() if callable(col) else col
+            sums[:, j] = np.bincount(ids, weights=np.asarray(v, dtype=float), minlength=k)
+            del v
         return cls(sums, np.bincount(ids, minlength=k).astype(float), n)
 
 

@@ -256,7 +256,8 @@ def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
     x = x - (math.floor(float(x.min())) - 1.0)
     span = _wquantiles(c, w, (0.05, 0.95))
     mean_a = float(np.dot(w, a) / w.sum())
-    blocks = stats.Blocks.of([w, w * x, w * a, w * x * x, w * x * a])
+    blocks = stats.Blocks.of([w, lambda: w * x, lambda: w * a, lambda: w * x * x,
+                              lambda: w * x * a], n)
 
     def f(t):
         s, sx, sa, sxx, sxa = t
