@@ -1,4 +1,5 @@
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -147,10 +148,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         lack = sorted(_needs(item) & missing)
         if lack:
-            for p in lack:
-                _SKIPPED[p] = _SKIPPED.get(p, 0) + 1
             item.add_marker(pytest.mark.skip(reason=f"needs {', '.join(lack)}: not on this "
                                                     "machine (scripts/test --system installs it)"))
+
+
+_SKIP_REASON = re.compile(r"needs ([a-z, ]+): not on this machine")
+
+
+def pytest_runtest_logreport(report):
+    """Count the tests skipped for a missing part from their reports: with pytest-xdist the
+    workers collect and skip, and only their reports reach the process that prints."""
+    if report.skipped and report.when == "setup":
+        m = _SKIP_REASON.search(str(report.longrepr))
+        if m:
+            for p in m.group(1).split(", "):
+                _SKIPPED[p] = _SKIPPED.get(p, 0) + 1
 
 
 def pytest_terminal_summary(terminalreporter):
