@@ -1004,7 +1004,9 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     th = {k: nan for k in OUTPUTS}
     terms: dict[str, np.ndarray | None] = {k: None for k in OUTPUTS}
     beta = np.zeros(N_X)
-    y = np.where(use, win.y, 0.0)
+    # (the windows' own y, not a copy zeroed outside ``use``: every use below takes the rows of
+    # ``use`` (the moments) or masks the others out (e, zi))
+    y = win.y
     if W > 0 and use.sum() > len(keep):
         # few large temporaries, no n × p matrix: fresh pages are what large arrays cost most
         A, rhs = _gram(win, spec.scale, keep, om, use, y)
@@ -1012,7 +1014,8 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         Ainv = np.linalg.pinv(A - dA)
         gamma = Ainv @ (rhs - drhs)
         beta[list(spec.xs)] = gamma[ns:]
-        e = np.where(use, y - _times(win, spec.scale, keep, gamma), 0.0)
+        with np.errstate(invalid="ignore"):     # (NaN, never read, outside ``use``)
+            e = np.where(use, y - _times(win, spec.scale, keep, gamma), 0.0)
         cor = within_cov(win, gamma, spec)
         th["_cor"] = cor
         direct, xbar = np.zeros(win.n), np.zeros(len(keep))
@@ -1069,7 +1072,8 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         terms["cycle_ms"] = (direct - through(xbar)) / cyc
         del direct
         n1 = float(use.sum())
-        zi = np.where(use, y - win.x.dot(beta), 0.0)        # per iteration
+        with np.errstate(invalid="ignore"):
+            zi = np.where(use, y - win.x.dot(beta), 0.0)    # per iteration
         del y
         cyc_it = float(zi.sum() / n1)
         th["cycle_ms_iter"] = cyc_it
