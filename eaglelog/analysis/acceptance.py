@@ -49,6 +49,7 @@ from ..errors import EaglelogError
 from ..stats import Estimate, insufficient
 from .estimators import MIN_REQUESTS, ratio_estimate
 from .results import _scaled
+from .requests_table import _f as _num       # a finite float, or None (NA, NaN, not a number)
 from .engines import non_draft_tokens
 
 ORIGINS = {
@@ -329,16 +330,6 @@ def _pp(text) -> list[float] | None:
     if not isinstance(v, list) or not v:
         return None
     return [float(x) for x in v]
-
-
-def _num(v) -> float | None:
-    if v is None or v is pd.NA:
-        return None
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def _pad(rows: list[list[float]]) -> np.ndarray:
