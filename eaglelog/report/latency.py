@@ -50,22 +50,26 @@ def _acc(v: float) -> str:
     return f"{v:.2f}"
 
 
+def _with_acceptance(r: LatencyResult):
+    """(point, arm, its acceptance) of every arm that read per-request accept lengths."""
+    for p in r.points:
+        for a in (p.spec, p.baseline):
+            if a is not None and a.acceptance is not None:
+                yield p, a, a.acceptance
+
+
 def acceptance_rows(r: LatencyResult) -> list[dict]:
     """One row per arm with per-request accept lengths (docs/latency.md §2.1)."""
     out = []
-    for p in r.points:
-        for a in (p.spec, p.baseline):
-            c = None if a is None else a.acceptance
-            if c is None:
-                continue
-            row = {"load": _load_word(p.load, r.load_kind), "arm": a.arm,
-                   "accept len, mean": _cell(c.mean, _acc), "n": c.mean.n,
-                   "one sample": c.unit,
-                   "pooled": "n/a" if c.pooled is None else _acc(c.pooled),
-                   "ρ(accept, TPOT)": _cell(c.rho, lambda v: f"{v:+.2f}"),
-                   "TPOT p50, lower half (ms)": _cell(c.tpot_low),
-                   "TPOT p50, upper half (ms)": _cell(c.tpot_high)}
-            out.append(row)
+    for p, a, c in _with_acceptance(r):
+        row = {"load": _load_word(p.load, r.load_kind), "arm": a.arm,
+               "accept len, mean": _cell(c.mean, _acc), "n": c.mean.n,
+               "one sample": c.unit,
+               "pooled": "n/a" if c.pooled is None else _acc(c.pooled),
+               "ρ(accept, TPOT)": _cell(c.rho, lambda v: f"{v:+.2f}"),
+               "TPOT p50, lower half (ms)": _cell(c.tpot_low),
+               "TPOT p50, upper half (ms)": _cell(c.tpot_high)}
+        out.append(row)
     return out
 
 
@@ -73,22 +77,18 @@ def acceptance_lines(r: LatencyResult) -> list[str]:
     """The acceptance of each arm in words: the mean over requests with its interval, the
     run's pooled value and, where requests carry both, the relation to TPOT."""
     lines = []
-    for p in r.points:
-        for a in (p.spec, p.baseline):
-            c = None if a is None else a.acceptance
-            if c is None:
-                continue
-            s = (f"{_load_word(p.load, r.load_kind)} {a.arm}: accept length "
-                 f"{_cell(c.mean, _acc)} (mean over {c.mean.n:,} {_plural(c.unit, c.mean.n)})")
-            if c.pooled is not None:
-                s += f", pooled {_acc(c.pooled)} ({c.pooled_def})"
-            if c.rho is not None:
-                s += (f"; against TPOT: Spearman ρ {_cell(c.rho, lambda v: f'{v:+.2f}')} over "
-                      f"{c.paired:,} requests")
-            if c.tpot_low is not None and c.tpot_high is not None:
-                s += (f", TPOT p50 {_cell(c.tpot_low)} ms below the median accept length, "
-                      f"{_cell(c.tpot_high)} ms above")
-            lines.append(s)
+    for p, a, c in _with_acceptance(r):
+        s = (f"{_load_word(p.load, r.load_kind)} {a.arm}: accept length "
+             f"{_cell(c.mean, _acc)} (mean over {c.mean.n:,} {_plural(c.unit, c.mean.n)})")
+        if c.pooled is not None:
+            s += f", pooled {_acc(c.pooled)} ({c.pooled_def})"
+        if c.rho is not None:
+            s += (f"; against TPOT: Spearman ρ {_cell(c.rho, lambda v: f'{v:+.2f}')} over "
+                  f"{c.paired:,} requests")
+        if c.tpot_low is not None and c.tpot_high is not None:
+            s += (f", TPOT p50 {_cell(c.tpot_low)} ms below the median accept length, "
+                  f"{_cell(c.tpot_high)} ms above")
+        lines.append(s)
     return lines
 
 
