@@ -65,8 +65,8 @@ def test_it_reads_the_common_layouts_itself():
                                     scan._key_spec(sglang.PREFILL_KEYS))
     pos, line_no, stops, consumed = 0, 1, [], 0
     while pos < len(data):
-        pos, line_no, c, _, _, _, bad = fs.scan(data, pos, line_no, 0)
-        assert bad == b""
+        pos, line_no, c, _, _, _, bad, whit, _ = fs.scan(data, pos, line_no, 0)
+        assert bad == b"" and whit == -1          # (no watch set: no line reported)
         consumed += c
         if pos < len(data):
             stops.append(line_no)
@@ -475,6 +475,65 @@ def test_dates_the_timestamp_columns_hold(tmp_path, monkeypatch, date):
     assert log.decode["timestamp"].notna().tolist() == [True, ok, True]
     assert log.prof["timestamp"].notna().tolist() == [ok]
     assert len([d for d in log.diagnostics if d.kind == "bad_value"]) == (0 if ok else 2)
+
+
+def test_the_scan_reports_the_first_line_holding_a_watched_literal():
+    """set_watch: scan() returns the offset and number of the first line of the call that holds
+    a watched literal and no record or marker (the C scan's walk over such lines); decode lines
+    and marker lines are never reported, and () turns the watch off."""
+    from eaglelog.parsers import sglang
+    fs = scan._fastscan.FastScanner(scan._key_spec(sglang.DECODE_KEYS),
+                                    scan._key_spec(sglang.PREFILL_KEYS))
+    dec = (b"[2026-01-20 10:00:00 TP0] Decode batch. #running-req: 8, #token: 53175, token "
+           b"usage: 0.38, accept len: 2.10, accept rate: 0.35, cuda graph: True, gen throughput "
+           b"(token/s): 92.96, #queue-req: 0, \n")
+    text = dec + b"INFO: hello\n" + dec + b"num_drafts: 12\n" + b"x num_drafts: 3\n" + dec
+    fs.set_watch((b"num_drafts:", b"accept len"))         # (in every decode line: not reported)
+    out = fs.scan(text, 0, 1, 0)
+    assert out[0] == len(text) and out[7:] == (text.index(b"num_drafts"), 4)
+    assert fs.scan(text, text.index(b"x num"), 5, 0)[7:] == (text.index(b"x num"), 5)
+    fs.set_watch(())
+    assert fs.scan(text, 0, 1, 0)[7] == -1
+    for bad in (("ab",), (b"",), tuple(b"n%02d" % i for i in range(65))):
+        with pytest.raises((TypeError, ValueError)):
+            fs.set_watch(bad)
+
+
+def test_first_any_agrees_with_a_find_per_needle():
+    """_fastscan.first_any (one Wu–Manber pass for every literal the watch looks for) gives the
+    earliest offset at or after start and, there, the lowest index, as a find per needle does
+    (parsers.first_any without the accelerator); on bytes and bytearrays."""
+    import random
+
+    from eaglelog.parsers import _fastscan as fs
+    from eaglelog.parsers import WATCH_LITERALS
+    rng = random.Random(11)
+    lits = tuple(lit for v in WATCH_LITERALS.values() for lit in v)
+    alpha = b"acdeimnpstuv_=:- #\n\"'"
+
+    def want(buf, needles, start):
+        best = (-1, -1)
+        for i, n in enumerate(needles):
+            j = buf.find(n, start)
+            if j >= 0 and (best[0] < 0 or j < best[0]):
+                best = (j, i)
+        return best
+    for _ in range(3000):
+        text = bytes(rng.choice(alpha) for _ in range(rng.randrange(0, 200)))
+        if rng.random() < 0.6:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(lits) + text[at:]
+        needles = tuple(rng.sample(lits, rng.randrange(1, 40))) if rng.random() < 0.7 else \
+            tuple({bytes(rng.choice(alpha) for _ in range(rng.randrange(2, 6)))
+                   for _ in range(rng.randrange(1, 6))})
+        start = rng.randrange(0, 30)
+        for buf in (text, bytearray(text)):
+            assert fs.first_any(buf, needles, start) == want(buf, needles, start)
+    assert fs.first_any(b"xxabab", (b"ab", b"abab")) == (2, 0)      # a tie: the lower index
+    assert fs.first_any(b"abc", ()) == (-1, -1) and fs.first_any(b"", (b"ab",)) == (-1, -1)
+    for bad in (("ab",), (b"a",), tuple(b"n%02d" % i for i in range(65))):
+        with pytest.raises((TypeError, ValueError)):
+            fs.first_any(b"abc", bad)
 
 
 def test_find_any_agrees_with_bytes_find():

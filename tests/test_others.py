@@ -110,9 +110,10 @@ def test_a_mixed_log_is_split_by_family():
 def test_an_engine_reads_only_its_family():
     with pytest.raises(eaglelog.NoRecordsError) as e:
         eaglelog.parse(OTHERS / "bench_serving.log", engine="trtllm")
-    # only the family asked for was tried; the message points at the one the file holds
-    assert str(e.value).endswith("families tried: trtllm; it holds bench lines: drop --engine "
-                                 "(auto) or pass --engine bench")
+    # only the family asked for was tried; the message points at the one the file holds, from
+    # its first record line (the watch: 'Serving Benchmark Result', line 4)
+    assert str(e.value).endswith("families tried: trtllm; it holds bench (from line 4) lines: "
+                                 "drop --engine (auto) or pass --engine bench")
 
 
 # ------------------------------------------------------------------ the accept-length arithmetic
@@ -262,3 +263,100 @@ def test_a_sglang_head_runs_no_other_familys_regex():
     for k, lits in oth.SNIFF_LITERALS.items():
         for head in heads:
             assert not any(lit in head for lit in lits), (k, [x for x in lits if x in head])
+
+
+def _offline_summary_and_body():
+    """A vLLM offline-example summary (its own lines, no server line) and over 1 MiB of SGLang
+    decode lines."""
+    from conftest import FIXTURES
+    summary = [ln for ln in (FIXTURES / "others" / "vllm_offline.log").read_text().splitlines()
+               if "INFO" not in ln]
+    line = ("[2026-01-20 10:00:{s:02d} TP0] Decode batch. #running-req: 8, #token: 53175, "
+            "token usage: 0.38, accept len: 2.10, accept rate: 0.35, cuda graph: True, "
+            "gen throughput (token/s): 92.96, #queue-req: 0, \n")
+    body = "".join(line.format(s=i % 60) for i in range(2 * (1 << 20) // len(line)))
+    assert len(body) > 1 << 20
+    return "\n".join(summary) + "\n", body
+
+
+def test_a_bench_summary_in_the_first_mib_is_read(tmp_path):
+    summary, body = _offline_summary_and_body()
+    early = tmp_path / "early.log"
+    early.write_text(body[:body.index("\n") + 1] + summary + body)
+    log = eaglelog.parse(str(early))
+    assert log.sources[0].engine == "sglang+bench"
+    assert len(log.bench) == 1 and len(log.decode) > 10_000
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_bench_summary_after_the_first_mib_is_reported(tmp_path, monkeypatch, pure):
+    """Nothing is lost: the same summary after more than 1 MiB of SGLang lines (the families
+    are chosen from the first MiB) is reported at its first record line, with what reads it —
+    by the C accelerator's scan and by the Python parser alike (before: neither read nor
+    reported; fuzz seed 43, case 43:167)."""
+    from eaglelog.parsers import scan
+    monkeypatch.setattr(scan, "_PURE", pure)
+    summary, body = _offline_summary_and_body()
+    late = tmp_path / "late.log"
+    late.write_text(body + summary)
+    log = eaglelog.parse(str(late))
+    assert len(log.bench) == 0 and len(log.decode) == body.count("\n")
+    first = body.count("\n") + 1 + next(i for i, ln in enumerate(summary.splitlines())
+                                         if ln.startswith("total_num_output_tokens:"))
+    assert [(d.line_no, d.message) for d in log.diagnostics if d.kind == "other_family"] == [
+        (first, "benchmark-script records from here on are not read (read as sglang, the "
+                "family of its first lines; the families are chosen from the first MiB): pass "
+                "--engine bench to read them, or read that part of the file on its own")]
+
+
+def test_every_watch_literal_is_in_every_match_of_its_kind():
+    """The watch (parsers.watched) looks for a family's literals before its regexes: each
+    kind's literals (KIND_LITERALS) are in every match of the kind's regex on every fixture and
+    sample, so a record line is never passed over."""
+    from conftest import FIXTURES, SAMPLES
+    from eaglelog.parsers import _kind_pattern
+    from eaglelog.parsers import others as oth
+    texts = [p.read_bytes() for p in sorted(FIXTURES.glob("*/*.log")) +
+             sorted(SAMPLES.glob("*.log"))]
+    hits = {}
+    for k, lits in oth.KIND_LITERALS.items():
+        assert lits, k
+        for t in texts:
+            for m in _kind_pattern(k).finditer(t):
+                assert any(lit in m.group(0) for lit in lits), (k, m.group(0))
+                hits[k] = hits.get(k, 0) + 1
+    assert len(hits) >= 20
+
+
+def test_server_logs_hold_no_other_familys_watch_literal():
+    """Watching costs one pass a chunk while no literal of the families watched is found; a
+    literal found runs the family's regex over the rest of the chunk.  The bundled SGLang and
+    vLLM logs hold none of the other families' literals."""
+    from conftest import SAMPLES
+    from eaglelog.parsers import WATCH_LITERALS
+    logs = [p.read_bytes() for p in sorted(SAMPLES.rglob("*.log"))]
+    n = 0
+    for t in logs:
+        own = "sglang" if b"Decode batch" in t else "vllm" if b"Engine 000" in t else None
+        if own is None:
+            continue
+        n += 1
+        for fam, lits in WATCH_LITERALS.items():
+            if fam not in (own, "sglang", "vllm"):
+                assert not any(lit in t for lit in lits), (fam, [x for x in lits if x in t])
+    assert n >= 6
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_literal_in_another_line_does_not_end_the_watch(tmp_path, monkeypatch, pure):
+    """A watched literal in a line that is not a record (a false alarm) is checked and the
+    watch goes on: the family's first record, chunks later, is the line reported."""
+    from eaglelog.parsers import scan
+    monkeypatch.setattr(scan, "_PURE", pure)
+    summary, body = _offline_summary_and_body()
+    path = tmp_path / "alarm.log"
+    path.write_text(body + "INFO: a word about num_drafts: in a sentence\n" + body + summary)
+    log = eaglelog.parse(str(path), chunk_size=1 << 16)
+    first = 2 * body.count("\n") + 2 + next(i for i, ln in enumerate(summary.splitlines())
+                                            if ln.startswith("total_num_output_tokens:"))
+    assert [d.line_no for d in log.diagnostics if d.kind == "other_family"] == [first]

@@ -158,6 +158,27 @@ def test_a_block_longer_than_a_range_gives_the_same_overview(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("workers", [2, 3])
+def test_a_bench_family_past_the_head_is_reported_by_a_parallel_scan(tmp_path, monkeypatch,
+                                                                     workers):
+    """A benchmark script's summary in the middle of an SGLang log, past the first MiB: every
+    worker count reports its first record line as the sequential scan does, once."""
+    from conftest import FIXTURES, SAMPLES
+    sg = (SAMPLES / "eagle3_5step.log").read_bytes()
+    bench = b"".join(ln for ln in (FIXTURES / "others" / "vllm_offline.log").read_bytes()
+                     .splitlines(keepends=True) if b"INFO" not in ln)
+    path = tmp_path / "mixed_bench.log"
+    head = sg * (2 * (1 << 20) // len(sg) + 1)
+    path.write_bytes(head + bench + sg + bench + sg)
+    seq, par = seq_and_par(path, monkeypatch, workers, cache=False)
+    first = head.count(b"\n") + 1 + bench.split(b"\n").index(
+        next(ln for ln in bench.split(b"\n") if ln.startswith(b"total_num_output_tokens:")))
+    for log in (seq, par):
+        other = [(d.line_no, d.message[:40]) for d in log.diagnostics if d.kind == "other_family"]
+        assert other == [(first, "benchmark-script records from here on ar")]
+        assert len(log.bench) == 0
+
+
+@pytest.mark.parametrize("workers", [2, 3])
 def test_another_family_s_lines_are_reported_by_a_parallel_scan(tmp_path, monkeypatch, workers):
     """vLLM lines in the middle of an SGLang log: the parallel scan reports their first line
     as the sequential one does (once, with the --engine that reads them)."""

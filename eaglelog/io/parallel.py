@@ -25,7 +25,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from .._lazy import pd
-from ..parsers import engine_named, holds_any
+from ..parsers import engine_named
 from ..schema import TABLES
 from .sources import MAX_LINE
 from ..tables import concat_frames
@@ -103,7 +103,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     """The range's rows, diagnostics and counts (scan_parallel unpacks them), or None when it
     holds a line longer than MAX_LINE: sources.iter_chunks drops such a line by a rule of its
     own (and rejects a file that starts with one), so the file is the sequential scan's."""
-    from ..parsers import ENGINES, SERVER_LABEL, WATCH_LITERALS
+    from ..parsers import WATCH_LITERALS, other_family_message, report_watched, watched
+    from ..parsers.scan import Scanner
     from ..parsers.scan import MARKERS
 
     sc = engine_named(engine).scanner(name, base_date, columns)
@@ -112,6 +113,10 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
     watch = {f: lit for f, lit in WATCH_LITERALS.items() if f not in engine.split("+")}
     how = (f"--engine {requested}" if requested != "auto" else
            f"read as {engine}, the family of its first lines")
+    # (a C-accelerated SGLang scan watches the lines it passes over; the others, each chunk)
+    inner = isinstance(sc, Scanner) and bool(watch) and sc.watch_lines(
+        tuple(lit for v in watch.values() for lit in v),
+        lambda chunk, off, ln: report_watched(sc, chunk, off, ln, watch, how))
     with open(path, "rb") as f:
         fd = f.fileno()
         pos = start
@@ -136,13 +141,10 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             if got > MAX_LINE and _has_long_line(buf):
                 return None
             pos += got
-            for fam in [f for f, lit in watch.items() if holds_any(buf, lit)]:
-                m = ENGINES[fam].first_match(buf)
-                if m is not None:
-                    sc.diag(sc.stats.lines + buf.count(b"\n", 0, m.start()) + 1, "other_family",
-                            f"{SERVER_LABEL[fam]} lines from here on are not read ({how}): "
-                            f"pass --engine {fam} to read them")
-                    del watch[fam]
+            for fam, m in ([] if inner else watched(buf, watch)):
+                sc.diag(sc.stats.lines + buf.count(b"\n", 0, m.start()) + 1, "other_family",
+                        other_family_message(fam, how))
+                del watch[fam]
             sc.feed(buf)
         del buf
         f.seek(pos)

@@ -207,11 +207,74 @@ def choose_engine(name: str, head: bytes):
     return _combined(found)
 
 
-# Server families watched beyond the head, by literals one of which every line worth reporting
-# holds (holds_any per chunk); the family's markers confirm a hit.
+# The families a scan does not read, watched beyond the head (the families are chosen from the
+# first MiB), by literals one of which every line worth reporting holds: the servers' and the
+# benchmark and llama.cpp / TensorRT-LLM families' (all at once per chunk: watched); the
+# family's markers confirm a hit.
 WATCH_LITERALS = {"sglang": (b"Decode batch", b"Prefill batch", b"server_args=", b"EAGLE3_PROF"),
-                  "vllm": _vllm.WATCH_LITERALS}
+                  "vllm": _vllm.WATCH_LITERALS, **others.WATCH_LITERALS}
 SERVER_LABEL = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def first_any(buf, literals: tuple[bytes, ...], start: int = 0) -> tuple[int, int]:
+    """(offset, index) of the earliest occurrence at or after ``start`` of any of ``literals``
+    (the lowest index among those starting there), or (-1, -1): the C accelerator's one pass
+    for all of them (Wu–Manber, the GIL released), else a find per literal."""
+    if _fastscan is not None and hasattr(_fastscan, "first_any"):
+        return _fastscan.first_any(buf, literals, start)
+    best, which = -1, -1
+    for i, lit in enumerate(literals):
+        j = buf.find(lit, start)
+        if j >= 0 and (best < 0 or j < best):
+            best, which = j, i
+    return best, which
+
+
+def watched(buf, watch: dict[str, tuple[bytes, ...]],
+            start: int = 0) -> list[tuple[str, "re.Match"]]:
+    """(family, its first marker match) of each family of ``watch`` (family → literals, one of
+    which is in every line of it) whose records ``buf`` holds, in the order of their lines.
+    One search for every family's literals at once; the family of the earliest literal found
+    is then confirmed by its own regex from that line on (a literal in a line of another kind
+    is not a record), and the search goes on for the others.  From offset ``start`` on."""
+    fams, out = list(watch), []
+    while fams:
+        lits, owner = [], []
+        for f in fams:
+            lits += watch[f]
+            owner += [f] * len(watch[f])
+        pos, i = first_any(buf, tuple(lits), start)
+        if pos < 0:
+            break
+        fam = owner[i]
+        m = ENGINES[fam].pattern.search(buf, buf.rfind(b"\n", 0, pos) + 1)
+        if m is not None:
+            out.append((fam, m))
+        fams.remove(fam)
+        start = pos
+    return sorted(out, key=lambda fm: fm[1].start())
+
+
+def report_watched(sc, chunk, offset: int, line_no: int, watch: dict,
+                   how: str) -> tuple[bytes, ...]:
+    """From the line at ``offset`` (number ``line_no``) of ``chunk`` on: report the first line
+    of each family of ``watch`` found there on ``sc`` (an 'other_family' diagnostic) and drop
+    it from ``watch``; the literals still watched."""
+    for fam, m in watched(chunk, watch, offset):
+        del watch[fam]
+        sc.diag(line_no + chunk.count(b"\n", offset, m.start()), "other_family",
+                other_family_message(fam, how))
+    return tuple(lit for v in watch.values() for lit in v)
+
+
+def other_family_message(fam: str, how: str) -> str:
+    """What an 'other_family' diagnostic says: whose lines are not read, and how to read them."""
+    if fam in SERVER_LABEL:
+        return (f"{SERVER_LABEL[fam]} lines from here on are not read ({how}): pass --engine "
+                f"{fam} to read them")
+    return (f"{others.FAMILY_LABEL[fam]} records from here on are not read ({how}; the families "
+            f"are chosen from the first MiB): pass --engine {fam} to read them, or read that "
+            "part of the file on its own")
 
 
 def holds_any(buf, literals: tuple[bytes, ...]) -> bool:
@@ -264,6 +327,7 @@ class SniffingScanner:
         self._nl = self._lines = self._bytes = self._blank = 0
         self._first: int | None = None
         self._watch: dict[str, tuple[bytes, ...]] = {}
+        self._inner_watches = False
         self._overrun = False
         if requested != "auto":
             self._choose(engine_named(requested))
@@ -281,6 +345,10 @@ class SniffingScanner:
         self.inner, self.engine_name = sc, eng.name
         chosen = set(eng.name.split("+"))
         self._watch = {f: lit for f, lit in WATCH_LITERALS.items() if f not in chosen}
+        # (a C-accelerated SGLang scan watches the lines it passes over; the others, each chunk)
+        self._inner_watches = isinstance(sc, Scanner) and bool(self._watch) and \
+            sc.watch_lines(tuple(lit for v in self._watch.values() for lit in v),
+                           self._watch_hit)
         if at_line is not None:
             sc.diag(at_line, "engine", f"no family's lines in the first MiB: read as {eng.name}, "
                     f"whose first line this is", "note")
@@ -306,18 +374,20 @@ class SniffingScanner:
         m = ENGINES[family].first_match(chunk)
         return None if m is None else self._nl + chunk.count(b"\n", 0, m.start()) + 1
 
+    def _how(self) -> str:
+        return (f"--engine {self.requested}" if self.requested != "auto" else
+                f"read as {self.engine_name}, the family of its first lines")
+
     def _watch_chunk(self, chunk: bytes) -> None:
-        for fam, lits in list(self._watch.items()):
-            if not holds_any(chunk, lits):
-                continue
-            line = self._line_of(chunk, fam)
-            if line is None:
-                continue
+        for fam, m in watched(chunk, self._watch):
             del self._watch[fam]
-            how = (f"--engine {self.requested}" if self.requested != "auto" else
-                   f"read as {self.engine_name}, the family of its first lines")
-            self.inner.diag(line, "other_family", f"{SERVER_LABEL[fam]} lines from here on "
-                            f"are not read ({how}): pass --engine {fam} to read them")
+            self.inner.diag(self._nl + chunk.count(b"\n", 0, m.start()) + 1, "other_family",
+                            other_family_message(fam, self._how()))
+
+    def _watch_hit(self, chunk: bytes, offset: int, line_no: int) -> tuple[bytes, ...]:
+        """The C scan found a watched literal in the line at ``offset`` (number ``line_no``)
+        of ``chunk``: the rest of the chunk is checked here (Scanner.watch_lines)."""
+        return report_watched(self.inner, chunk, offset, line_no, self._watch, self._how())
 
     # ------------------------------------------------------------------ the scanner interface
     def feed(self, chunk: bytes) -> None:
@@ -330,7 +400,7 @@ class SniffingScanner:
             lines = [ln for ln in (self._line_of(chunk, f) for f in found)
                      if ln is not None]
             self._choose(eng, min(lines) if lines else self._nl + 1)
-        if self._watch:
+        if self._watch and not self._inner_watches:
             self._watch_chunk(chunk)
         self.inner.feed(chunk)
         self._nl += chunk.count(b"\n")

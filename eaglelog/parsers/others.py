@@ -41,6 +41,23 @@ _MARKER_TEXT = {**llamacpp.MARKER_TEXT, **trtllm.MARKER_TEXT, **bench.MARKER_TEX
 SNIFF_LITERALS = {**llamacpp.SNIFF_LITERALS, **trtllm.SNIFF_LITERALS, **bench.SNIFF_LITERALS}
 FAMILY_KINDS = {f: tuple(k for k, v in KIND_FAMILY.items() if v == f)
                 for f in ("llamacpp", "trtllm", "bench")}
+# the kinds whose regex starts with its own literal (sniffing runs the regex: re finds such a
+# prefix fast), for the watch of a scan that reads another family (parsers/__init__.watched):
+# each is in every match of its kind's regex (tests/test_others.py)
+_WATCH_ONLY = {"llama_stats": (b"#gen drafts",), "trt_block": (b"DECODING STATISTICS",),
+               "trt_iter": (b"host_step_time",), "trt_stats": (b'"specDecodingStats"',),
+               "serving": (b"Serving Benchmark Result",),
+               "vllm_section": (b"-Speculative Decoding-",), "bspec_json": (b'"acc_length":',),
+               "mtbench": (b"#questions:",), "mtbench_json": (b'"accept_length":',),
+               "adaptive": (b"Avg accept_len:",),
+               "run_eval": (b"Speculative accept length (per-request",),
+               "sb_answer": (b'"accept_lengths":',), "eagle_answer": (b'"idxs":',)}
+KIND_LITERALS = {k: SNIFF_LITERALS.get(k, ()) + _WATCH_ONLY.get(k, ()) for k in KIND_FAMILY}
+# a family's literals: one of them is in every record line of the family
+WATCH_LITERALS = {f: tuple(dict.fromkeys(lit for k in kinds for lit in KIND_LITERALS[k]))
+                  for f, kinds in FAMILY_KINDS.items()}
+FAMILY_LABEL = {"llamacpp": "llama.cpp", "trtllm": "TensorRT-LLM",
+                "bench": "benchmark-script"}
 LINE_PARSERS = {**llamacpp.LINE_PARSERS, **trtllm.LINE_PARSERS, **bench.LINE_PARSERS}
 ITER_KINDS = trtllm.ITER_KINDS
 JSON_KINDS = {"trt_stats", "bspec_json", "mtbench_json", "sb_answer", "eagle_answer",

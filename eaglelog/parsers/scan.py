@@ -197,6 +197,8 @@ class Scanner(ScannerBase):
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         self._fast_acc = FastRows(self.fast, columns)
+        self._on_watch_hit = None     # watch_lines: the owner's check of a line the C scan found
+        self._watched_chunk = False   # … made for the rest of the current chunk
         self._init_diags()
         self.stats = ScanStats()
         self.blocks = eagle3_prof.BlockAssembler()
@@ -350,8 +352,23 @@ class Scanner(ScannerBase):
         return True
 
     # ------------------------------------------------------------------ the loop
+    def watch_lines(self, literals: tuple[bytes, ...], on_hit) -> bool:
+        """Have the C accelerator look for ``literals`` (the families this scan does not read:
+        parsers.WATCH_LITERALS) in the lines it passes over as holding no record and no marker
+        — the walk it makes over them anyway, where a search of every chunk for every literal
+        cost an eighth of a gigabyte's scan.  ``on_hit(chunk, offset, line_no)`` is called with
+        the first such line of a chunk; it checks the rest of the chunk and returns the literals
+        still to watch.  False (nothing set) without the accelerator: the owner watches the
+        chunks itself."""
+        if self.fast is None:
+            return False
+        self.fast.set_watch(tuple(literals))
+        self._on_watch_hit = on_hit if literals else None
+        return True
+
     def feed(self, chunk: bytes) -> None:
         """Scan one chunk (it ends after a newline unless it is the last one)."""
+        self._watched_chunk = False
         n = len(chunk)
         if _fastscan is not None:
             nl, blank = _fastscan.line_stats(chunk)
@@ -414,8 +431,14 @@ class Scanner(ScannerBase):
         if st.first_skipped is None and pos > self._acct_pos:
             self._first_skipped_in(chunk, self._acct_pos, pos)
         self._acct_pos, self._next_expected = pos, line_no   # all before pos is accounted for
-        pos, line_no, consumed, first_skipped, last_line, last_end, bad = self.fast.scan(
-            chunk, pos, line_no, self.startup)
+        pos, line_no, consumed, first_skipped, last_line, last_end, bad, whit, whit_line = \
+            self.fast.scan(chunk, pos, line_no, self.startup)
+        if whit >= 0 and self._on_watch_hit is not None and not self._watched_chunk:
+            self._watched_chunk = True
+            rest = self._on_watch_hit(chunk, whit, whit_line)
+            self.fast.set_watch(tuple(rest))
+            if not rest:
+                self._on_watch_hit = None
         if bad:        # int64 quadruples: (header line, start, end, problems)
             q = memoryview(bad).cast("q")
             if self._kept.get("identity", 0) >= MAX_KEPT:     # counted, not worded
