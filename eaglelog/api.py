@@ -88,8 +88,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
         workers = _workers()
         if resume is None and src.compression is None and workers > 1 and src.size and \
                 src.size >= parallel.MIN_PARALLEL:
-            # the head the sequential scan sniffs (the first chunk, at most 1 MiB); a
-            # peek gives only what the buffer holds
+            # the head the sequential scan sniffs (the first MiB); a peek gives only what
+            # the buffer holds
             with open(spec, "rb") as fh:
                 head = fh.read(1 << 20)
             eng = choose_engine(engine, head)
@@ -128,21 +128,47 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                 else:
                     scanner.diags.append(d)
                     scanner._kept[d.kind] = scanner._kept.get(d.kind, 0) + 1
+        # the chunks read before the family is chosen: it is chosen from the first MiB whatever
+        # the chunk size (chunks smaller than that are read ahead; 4 KiB chunks once chose from
+        # the first 4 KiB and reported, not read, a family the first MiB holds)
+        pending: list[bytes] = []
+
+        def start() -> None:
+            nonlocal scanner, nul, chunk_head, pending
+            head = b"".join(pending)[:1 << 20] if len(pending) > 1 else pending[0][:1 << 20]
+            nul = head.find(b"\x00", 0, 65536)
+            chunk_head = head[:65536]
+            # the family from the head, else from the first later chunk with its lines
+            scanner = sniffing_scanner(engine, head, info.name, base_date, columns,
+                                       lambda n: setattr(info, "engine", n))
+            read, pending = pending, []
+            for c in read:
+                feed(c)
+
+        def feed(chunk: bytes) -> None:
+            nonlocal offset, safe
+            scanner.feed(chunk)
+            offset += len(chunk)
+            if chunk.endswith(b"\n") and src.compression is None:
+                cp = scanner.checkpoint()
+                if cp is not None:
+                    safe = {"offset": offset, "state": cp}
         try:
             for chunk in iter_chunks(src, chunk_size):
                 if scanner is None:
-                    nul = chunk.find(b"\x00", 0, 65536)
-                    chunk_head = chunk[:65536]
-                    # the family from the head, else from the first later chunk with its lines
-                    scanner = sniffing_scanner(engine, chunk[:1 << 20], info.name, base_date,
-                                               columns, lambda n: setattr(info, "engine", n))
-                scanner.feed(chunk)
-                offset += len(chunk)
-                if chunk.endswith(b"\n") and src.compression is None:
-                    cp = scanner.checkpoint()
-                    if cp is not None:
-                        safe = {"offset": offset, "state": cp}
+                    pending.append(chunk)
+                    if sum(map(len, pending)) >= 1 << 20:
+                        start()
+                    continue
+                feed(chunk)
+            if pending:
+                start()
         except InputError as e:
+            if pending:               # (what was read before the damage: kept with keep_going)
+                try:
+                    start()
+                except InputError:
+                    pass
             if scanner is None or not keep_going:
                 raise
             line, what = error_line(str(e))

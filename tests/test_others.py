@@ -360,3 +360,29 @@ def test_a_literal_in_another_line_does_not_end_the_watch(tmp_path, monkeypatch,
     first = 2 * body.count("\n") + 2 + next(i for i, ln in enumerate(summary.splitlines())
                                             if ln.startswith("total_num_output_tokens:"))
     assert [d.line_no for d in log.diagnostics if d.kind == "other_family"] == [first]
+
+
+@pytest.mark.parametrize("chunk_size", [4093, 1 << 16, 8 << 20])
+def test_the_families_are_chosen_from_the_first_mib_whatever_the_chunk_size(tmp_path,
+                                                                             chunk_size):
+    """Chunks smaller than a MiB are read ahead for the sniff: a summary 800 KB into a gzipped
+    SGLang log (decompressed a piece at a time: the first chunk of a small chunk size is far
+    less than a MiB) is read at every chunk size; it was once reported instead, its family
+    sniffed from the first chunk only (fuzz seed 43, case 43:167)."""
+    import gzip
+    import random
+    summary, _ = _offline_summary_and_body()
+    rng = random.Random(5)
+    line = ("[2026-01-20 10:00:{s:02d} TP0] Decode batch. #running-req: {r}, #token: {t}, "
+            "token usage: 0.{u:02d}, accept len: {a:.2f}, accept rate: 0.35, cuda graph: True, "
+            "gen throughput (token/s): {g:.2f}, #queue-req: 0, \n")
+    body = "".join(line.format(s=i % 60, r=rng.randint(1, 64), t=rng.randint(1, 99999),
+                               u=rng.randint(0, 99), a=rng.uniform(1, 4), g=rng.uniform(10, 99))
+                   for i in range(8000))
+    cut = body.index("\n", 800_000) + 1
+    path = tmp_path / "near.log.gz"
+    path.write_bytes(gzip.compress((body[:cut] + summary + body[cut:]).encode()))
+    log = eaglelog.parse(str(path), chunk_size=chunk_size)
+    assert log.sources[0].engine == "sglang+bench"
+    assert len(log.bench) == 1 and len(log.decode) == body.count("\n")
+    assert not [d for d in log.diagnostics if d.kind == "other_family"]
