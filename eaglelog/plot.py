@@ -69,6 +69,17 @@ def _no_kwargs(kind: str, kwargs: dict) -> None:
                         "for the logs: given a result, the figure draws that result as it is")
 
 
+def _of(kind: str, result, kwargs: dict, analysis: str | None = None):
+    """``result`` as given (then without keyword arguments), or, given logs, the library's
+    analysis ``analysis`` (default: ``kind``) of them with ``kwargs``."""
+    from . import library
+
+    if _is_logs(result):
+        return getattr(library, analysis or kind)(result, **kwargs)
+    _no_kwargs(kind, kwargs)
+    return result
+
+
 def timeline(log, **kwargs: Any) -> "Figure":
     """Accept length, decode throughput, running requests and the profiler's cycle time over
     time, one line per input and rank; idle gaps shaded, restarts marked.  ``log``: a path, a
@@ -83,14 +94,8 @@ def timeline(log, **kwargs: Any) -> "Figure":
 def phases(summaries, **kwargs: Any) -> "Figure":
     """The cycle breakdown per run as stacked bars.  ``summaries``: ``eaglelog.summarize(...)``
     (or a list of its runs), or logs and summarize's keyword arguments."""
-    from . import library
-
     figures = _figures()
-    if _is_logs(summaries):
-        summaries = library.summarize(summaries, **kwargs)
-    else:
-        _no_kwargs("phases", kwargs)
-    return figures.phases_figure(_runs(summaries))
+    return figures.phases_figure(_runs(_of("phases", summaries, kwargs, "summarize")))
 
 
 def breakeven(results, **kwargs: Any) -> "Figure":
@@ -98,42 +103,24 @@ def breakeven(results, **kwargs: Any) -> "Figure":
     baseline log).  ``results``: ``eaglelog.breakeven(...)`` or a list of its runs, or logs
     and breakeven's keyword arguments (``baseline_toks=`` or ``baseline_log=``; with a
     baseline log the figure is per batch size, as ``eaglelog plot --kind breakeven``)."""
-    from . import library
-
     figures = _figures()
-    if _is_logs(results):
-        if kwargs.get("baseline_log") is not None:
-            kwargs.setdefault("by_batch", True)
-        results = library.breakeven(results, **kwargs)
-    else:
-        _no_kwargs("breakeven", kwargs)
-    return figures.breakeven_figure(_runs(results))
+    if _is_logs(results) and kwargs.get("baseline_log") is not None:
+        kwargs.setdefault("by_batch", True)
+    return figures.breakeven_figure(_runs(_of("breakeven", results, kwargs)))
 
 
 def sweep(result, **kwargs: Any) -> "Figure":
     """The per-stream rate against the config key that varies between runs, with intervals.
     ``result``: ``eaglelog.sweep(...)``, or logs and sweep's keyword arguments."""
-    from . import library
-
     figures = _figures()
-    if _is_logs(result):
-        result = library.sweep(result, **kwargs)
-    else:
-        _no_kwargs("sweep", kwargs)
-    return figures.sweep_figure(result)
+    return figures.sweep_figure(_of("sweep", result, kwargs))
 
 
 def compare(result, **kwargs: Any) -> "Figure":
     """Each metric's ratio to the first run, with its interval.  ``result``:
     ``eaglelog.compare(...)``, or logs (at least two runs) and compare's keyword arguments."""
-    from . import library
-
     figures = _figures()
-    if _is_logs(result):
-        result = library.compare(result, **kwargs)
-    else:
-        _no_kwargs("compare", kwargs)
-    return figures.compare_figure(result)
+    return figures.compare_figure(_of("compare", result, kwargs))
 
 
 def requests(result, **kwargs: Any) -> "Figure":
@@ -143,15 +130,11 @@ def requests(result, **kwargs: Any) -> "Figure":
     from . import library
 
     figures = _figures()
-    if _is_logs(result):
-        if "by" not in kwargs:
-            from .analysis.requests import auto_by
-            result = library.load(result, engine=kwargs.get("engine", "auto"))
-            kwargs["by"] = auto_by(result)
-        result = library.requests(result, **kwargs)
-    else:
-        _no_kwargs("requests", kwargs)
-    return figures.requests_figure(result)
+    if _is_logs(result) and "by" not in kwargs:
+        from .analysis.requests import auto_by
+        result = library.load(result, engine=kwargs.get("engine", "auto"))
+        kwargs["by"] = auto_by(result)
+    return figures.requests_figure(_of("requests", result, kwargs))
 
 
 def latency(result, baseline=None, *, slo=None, part: str = "all", **kwargs: Any) -> "Figure":
@@ -186,30 +169,20 @@ def acceptance(result, **kwargs: Any) -> "Figure":
     """P(accept ≥ i) against the draft position i, and the conditional rates (``eaglelog
     acceptance --plot``).  ``result``: ``eaglelog.acceptance(...)``, or logs and its keyword
     arguments."""
-    from . import library
     from .report.acceptance import acceptance_figure
 
     _figures()
-    if _is_logs(result):
-        result = library.acceptance(result, **kwargs)
-    else:
-        _no_kwargs("acceptance", kwargs)
-    return acceptance_figure(result)
+    return acceptance_figure(_of("acceptance", result, kwargs))
 
 
 def schedule(result, **kwargs: Any) -> "Figure":
     """The per-stream rate against batch size for each num_steps, and the chosen schedule
     (``eaglelog schedule --plot``).  ``result``: ``eaglelog.schedule(...)``, or logs and its
     keyword arguments."""
-    from . import library
     from .report.schedule import schedule_figure
 
     _figures()
-    if _is_logs(result):
-        result = library.schedule(result, **kwargs)
-    else:
-        _no_kwargs("schedule", kwargs)
-    return schedule_figure(result)
+    return schedule_figure(_of("schedule", result, kwargs))
 
 
 def caption(fig: "Figure") -> str:

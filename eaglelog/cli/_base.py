@@ -542,6 +542,20 @@ def results_output(result, fmt, output, block):
         emit(render_frame(result.to_frame(), fmt, output), output)
 
 
+def table_output(result, fmt, output, block, items) -> None:
+    """A result whose human block is a table (compare, compare --by batch, sweep): -f json its
+    JSON, jsonl one line per item of ``items(result)``, table and markdown the block (simple or
+    github tables), csv/parquet its frame."""
+    if fmt == "json":
+        emit(render_object(result.to_dict(), "json"), output)
+    elif fmt == "jsonl":
+        emit("".join(render_object(x.to_dict(), "jsonl") for x in items(result)), output)
+    elif fmt in ("table", "markdown"):
+        emit(block(result, "github" if fmt == "markdown" else "simple"), output)
+    else:
+        emit(render_frame(result.to_frame(), fmt, output), output)
+
+
 def save_picture(fig, path: str, fmt: str | None = None) -> None:
     """Write a figure (report.plot.save_figure) and say so; a path that cannot be written is
     one line."""

@@ -12,7 +12,7 @@ from ._base import (PLOT_SUFFIXES, baseline_option, emit, finish, follow_options
                     split_baseline,
                     input_options, main, make_baseline, metrics_options, output_options,
                     picture_output, read_logs, render_frame, render_object, render_result,
-                    results_output, run_follow, run_workers, said_wrote, save_picture,
+                    results_output, run_follow, table_output, run_workers, said_wrote, save_picture,
                     selection_options, show_run_errors, span_options, warmup_of)
 
 
@@ -585,14 +585,7 @@ def batch_compare(ctx, adaptive_config, logs, engine, keep_going, base_date, bas
 
     r = library.compare_by_batch(ref, new, confidence=confidence,
                                  adaptive_config=adaptive_config)
-    if fmt in ("table", "markdown"):
-        emit(batch_compare_block(r, "github" if fmt == "markdown" else "simple"), output)
-    elif fmt == "json":
-        emit(render_object(r.to_dict(), "json"), output)
-    elif fmt == "jsonl":
-        emit("".join(render_object(b.to_dict(), "jsonl") for b in r.buckets), output)
-    else:
-        emit(render_frame(r.to_frame(), fmt, output), output)
+    table_output(r, fmt, output, batch_compare_block, lambda res: res.buckets)
     finish(ctx, ref)
     finish(ctx, new)
 
@@ -678,14 +671,7 @@ def compare_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baselin
     baseline = make_baseline(ctx, baseline_toks, baseline_log, engine, base_date, required=False)
     result, log = compare_of(ctx, logs, engine, keep_going, base_date, baseline, confidence,
                              test=test, min_effect=min_effect / 100)
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt == "jsonl":
-        emit("".join(render_object(m.to_dict(), "jsonl") for m in result.metrics), output)
-    elif fmt in ("table", "markdown"):
-        emit(compare_block(result, "github" if fmt == "markdown" else "simple"), output)
-    else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+    table_output(result, fmt, output, compare_block, lambda res: res.metrics)
     shown = fmt in ("table", "markdown") and output is None      # the block printed them
     for w in result.warnings:
         if not ctx.obj["quiet"] and not shown:
@@ -755,14 +741,7 @@ def sweep_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, baseline_
     result = library.sweep(log, keys=list(keys), baseline=baseline, confidence=confidence,
                            keep_going=keep_going, skip_warmup=warmup_of(ctx),
                            exports=[e for e in found if e is not None])
-    if fmt == "json":
-        emit(render_object(result.to_dict(), "json"), output)
-    elif fmt == "jsonl":
-        emit("".join(render_object(r.to_dict(), "jsonl") for r in result.rows), output)
-    elif fmt in ("table", "markdown"):
-        emit(sweep_block(result, "github" if fmt == "markdown" else "simple"), output)
-    else:
-        emit(render_frame(result.to_frame(), fmt, output), output)
+    table_output(result, fmt, output, sweep_block, lambda res: res.rows)
     if log is not None:
         finish(ctx, log)
 
