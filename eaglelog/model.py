@@ -83,11 +83,11 @@ class ParsedLog:
         return memo[i]
 
     @staticmethod
-    def _take(df: pd.DataFrame, at: np.ndarray, renumber: bool = False) -> pd.DataFrame:
-        """df's rows at positions ``at`` (ascending): a slice when they are contiguous (the
-        usual case: the tables concatenate the inputs in order), which copies nothing;
-        ``renumber``: with a fresh 0 … n−1 index."""
-        sl = contiguous(at)
+    def _take(df: pd.DataFrame, at: "np.ndarray | slice", renumber: bool = False) -> pd.DataFrame:
+        """df's rows at positions ``at`` (ascending, or a slice): a slice when they are
+        contiguous (the usual case: the tables concatenate the inputs in order), which copies
+        nothing; ``renumber``: with a fresh 0 … n−1 index."""
+        sl = at if isinstance(at, slice) else contiguous(at)
         if sl is not None:
             out = df.iloc[sl]
             if renumber:            # a new index on the slice object: its data stay shared
@@ -100,7 +100,7 @@ class ParsedLog:
         """The rows of table ``name`` that input ``source`` holds, only ``columns`` of them if
         given (one pass over the table for all inputs, kept: asking for every input of many
         costs no more than asking once)."""
-        df, at = self.tables[name], self.positions(source, name)
+        df, at = self.tables[name], self._where(source, name)
         if columns is not None:        # only these columns' rows: no copy of the table
             return pd.DataFrame({c: self._take(df[c], at) for c in columns if c in df.columns})
         return self._take(df, at)
@@ -113,27 +113,99 @@ class ParsedLog:
         df = self.tables[name]
         if column not in df.columns:
             return np.empty(0, dtype=dtype)
-        at = self.positions(source, name)
+        at = self._where(source, name)
         col = df[column]
         if isinstance(col.dtype, pd.CategoricalDtype):
+            if dtype is object:        # (the categories taken by code: no cast of the column)
+                codes = col.array.codes[at]
+                cats = np.append(np.asarray(col.cat.categories, dtype=object), na)
+                return cats[codes]     # (code −1, NA: the last)
             col = col.astype(object)
-        whole = col.to_numpy(dtype=dtype, na_value=na)
-        sl = contiguous(at)
-        return whole[sl] if sl is not None else whole[at]
+        return col.to_numpy(dtype=dtype, na_value=na)[at]
+
+    def codes(self, source: str, name: str, column: str) -> tuple[np.ndarray, list[str]]:
+        """Column ``column`` of input ``source``'s rows of table ``name`` as (integer codes,
+        the label of each code), the labels in the order they first occur; a missing value is
+        the label 'nan'.  A categorical column gives its own codes: no string per row is
+        made or compared (a long log's profiler phases are hundreds of thousands of rows)."""
+        col = self.tables[name][column] if column in self.tables[name].columns else None
+        if col is None:
+            return np.empty(0, dtype=np.int64), []
+        at = self._where(source, name)
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            raw = np.asarray(col.array.codes[at], dtype=np.int64)
+            names = [str(c) for c in col.cat.categories] + ["nan"]
+        else:
+            vals = self.values(source, name, column, object).astype(str)
+            names, raw = np.unique(vals, return_inverse=True)
+            names = [str(c) for c in names]
+            raw = raw.astype(np.int64)
+        if not len(raw):
+            return raw, []
+        # renumbered by first occurrence (code −1, NA: the label 'nan')
+        key = np.where(raw < 0, len(names) - 1, raw) if len(names) else raw
+        present, first = np.unique(key, return_index=True)
+        order = present[np.argsort(first, kind="stable")]
+        new = np.empty(int(key.max()) + 1, dtype=np.int64)
+        new[order] = np.arange(len(order))
+        return new[key], [names[int(k)] for k in order]
 
     def positions(self, source: str, name: str) -> np.ndarray:
         """The row positions (ascending) of table ``name`` that input ``source`` holds."""
+        at = self._where(source, name)
+        return np.arange(at.start, at.stop) if isinstance(at, slice) else at
+
+    def span_s(self, source: str) -> float | None:
+        """Seconds from the first to the last timestamp of input ``source``'s rows over every
+        table (a missing one skipped; None: none has one)."""
+        lo = hi = None
+        for name, df in self.tables.items():
+            if "timestamp" not in df.columns or not len(df):
+                continue
+            t = df["timestamp"].to_numpy(dtype="datetime64[us]")[self._where(source, name)]
+            t = t.view(np.int64)
+            t = t[t != np.iinfo(np.int64).min]          # (NaT)
+            if len(t):
+                a, b = int(t.min()), int(t.max())
+                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        if lo is None:
+            return None
+        sec, us = divmod(hi - lo, 1_000_000)    # (as pandas' Timedelta.total_seconds adds them)
+        return sec + us / 1e6
+
+    def _where(self, source: str, name: str) -> "slice | np.ndarray":
+        """positions(), as a slice where they are contiguous — every row of a one-input log's
+        table, the usual case — and kept per table: the analyses of a small log ask for the
+        same rows dozens of times, and each answer was a pass over the column."""
         df, rows = self.tables[name], self._rows_of(name)
-        if rows is None:
-            if not len(df):
-                return np.empty(0, dtype=np.int64)
-            col = df["source"]
-            if isinstance(col.dtype, pd.CategoricalDtype):     # (the codes: no comparison of
-                cats = col.cat.categories                         # strings, no Series)
-                k = cats.get_loc(source) if source in cats else -2
-                return np.flatnonzero(col.array.codes == k)
-            return np.flatnonzero((col == source).to_numpy(dtype=bool))
-        return rows.get(source, np.empty(0, dtype=np.int64))
+        if rows is not None:
+            at = rows.get(source, np.empty(0, dtype=np.int64))
+            sl = contiguous(at)
+            return sl if sl is not None else at
+        if not len(df):
+            return slice(0, 0)
+        memo = self.__dict__.setdefault("_one_rows", {})
+        got = memo.get((source, name))
+        if got is not None and got[0] is df:
+            return got[1]
+        col = df["source"]
+        if isinstance(col.dtype, pd.CategoricalDtype):     # (the codes: no comparison of
+            cats = col.cat.categories                         # strings, no Series)
+            k = cats.get_loc(source) if source in cats else -2
+            hit = col.array.codes == k
+        else:
+            hit = (col == source).to_numpy(dtype=bool)
+        if hit.all():
+            out: slice | np.ndarray = slice(0, len(df))
+        else:
+            out = np.flatnonzero(hit)
+            sl = contiguous(out)
+            if sl is not None:
+                out = slice(sl.start, sl.stop)
+            else:
+                out.setflags(write=False)
+        memo[(source, name)] = (df, out)
+        return out
 
     def startups(self, source: str) -> list[tuple[int, int | None]]:
         """(startup, line of its server_args or None for 0) of every start-up segment of
@@ -145,10 +217,9 @@ class ParsedLog:
                 continue
             # the distinct start-ups by hashing the integer column where it lies (no float copy
             # and no sort of millions of rows: issue 37)
-            at = self.positions(source, name)
-            sl = contiguous(at)
+            at = self._where(source, name)
             col = df["startup"].array
-            part = col[sl] if sl is not None else col.take(at)
+            part = col[at] if isinstance(at, slice) else col.take(at)
             seen.update(int(x) for x in pd.unique(part) if not pd.isna(x))
         st = self.values(source, "server_args", "startup")
         ln = self.values(source, "server_args", "line_no")
@@ -191,7 +262,7 @@ class ParsedLog:
             m = None
             if rows is None and len(df):
                 m = np.zeros(len(df), dtype=bool)
-                m[self.positions(source, name)] = True
+                m[self._where(source, name)] = True
             if startup is not None:
                 s = (df["startup"] == startup).to_numpy(dtype=bool, na_value=False)
                 m = s if m is None else m & s

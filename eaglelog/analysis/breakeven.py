@@ -35,6 +35,7 @@ from .windows import decode_interval, rows_where, windows
 from .configs import within_configs
 from .evidence import Evidence
 from .kv_life import kv_lifetime
+from .prof_blocks import ProfBlocks
 # the result types and the verdict's words (their home: results.py)
 from .results import (BreakevenResult, BucketResult, ESTIMATES, GATE_FAILS,  # noqa: F401
                       NEEDS_ACCEPT, NO_VERDICT, VERDICTS, _estimates, _num, _scaled,
@@ -285,30 +286,27 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
                since_line: int | None = None) -> Estimate | None:
     """The cycle-weighted mean TOTAL of the complete no-sync EAGLE3_PROF blocks (a point
     estimate even when they are too few for an interval), or None."""
-    p = log.prof[log.prof["source"] == source]
-    if p.empty:
+    p = ProfBlocks.of(log, source)
+    if not len(p):
         return None
-    mode = p["mode"]
-    complete = p["complete"].fillna(False).astype(bool)
-    sync = (mode == "sync").fillna(False).astype(bool)       # NA (no mode) is not sync
-    if sync.any():
-        notes.append(f"{int(sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
+    if p.sync.any():
+        notes.append(f"{int(p.sync.sum())} EAGLE3_PROF block(s) in sync mode left out: a device "
                      "synchronize after each phase distorts the cycle time")
-    if (~complete).any():
-        notes.append(f"{int((~complete).sum())} incomplete EAGLE3_PROF block(s) left out")
-    if mode.isna().any():
-        notes.append(f"{int(mode.isna().sum())} EAGLE3_PROF block(s) without a mode are taken as "
+    if (~p.complete).any():
+        notes.append(f"{int((~p.complete).sum())} incomplete EAGLE3_PROF block(s) left out")
+    if p.no_mode.any():
+        notes.append(f"{int(p.no_mode.sum())} EAGLE3_PROF block(s) without a mode are taken as "
                      "'no sync'")
-    keep = complete & ~sync
+    keep = p.complete & ~p.sync
     if since_line is not None:
-        keep &= p["line_no"] >= since_line
-    use = p[keep.to_numpy(dtype=bool)].sort_values("line_no")
-    if use.empty:
+        keep &= p.line >= since_line
+    use = p.take(keep)
+    if not len(use):
         return None
-    tot = use["total_ms"].to_numpy(dtype=float)
+    tot = use.total_ms
     # (TOTAL printed the same in every block: the rounding to its last digit is its error)
     const = len(tot) > 1 and float(np.nanmax(tot)) == float(np.nanmin(tot))
-    return stats.weighted_mean(tot, use["cycles"].to_numpy(dtype=float),
+    return stats.weighted_mean(tot, use.cycles,
                                confidence, f"EAGLE3_PROF blocks ({len(use)} no-sync blocks, "
                                "cycle-weighted)",
                                resolution=stats.half_unit(tot) if const else 0.0,

@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from .. import stats
 from ..api import ParsedLog
@@ -14,6 +13,7 @@ from ..schema import CONFIG_LABELS
 from ..stats import Estimate
 from . import engines, ranks, rate
 from .evidence import Evidence
+from .prof_blocks import ProfBlocks
 from .breakeven import (Baseline, breakeven, choose_cycle, free_fit, prof_cycle,
                         run_windows, short_note)
 from .results import Phase, SummaryResult  # noqa: F401  (their home: results.py)
@@ -61,29 +61,14 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     cfg = log.config(source)
     config = {label: cfg.get(key) for key, label in CONFIG_KEYS if key in cfg}
     log, notes = engines.apply(log, source)    # engine/version corrections (docs/engines.md)
-    # span
-    ends = []                  # (first, last) timestamp of each table (NaT skipped)
-    for df in log.tables.values():
-        if "timestamp" not in df or not len(df):
-            continue
-        col = df["timestamp"]
-        if len(log.sources) > 1:
-            col = col[(df["source"] == source).to_numpy(dtype=bool)]
-        lo, hi = col.min(), col.max()
-        if not pd.isna(lo):
-            ends.append((lo, hi))
-    span = None
-    if ends:
-        span = (max(h for _, h in ends) - min(lo for lo, _ in ends)).total_seconds()
+    span = log.span_s(source)
     # cycle breakdown from no-sync complete blocks
-    p = log.prof[log.prof["source"] == source]
-    sync = (p["mode"] == "sync").to_numpy(dtype=bool)
-    complete = p["complete"].fillna(False).astype(bool).to_numpy()
-    use = p[complete & ~sync].sort_values("line_no")
+    p = ProfBlocks.of(log, source)
+    sync = p.sync
+    use = p.take(p.complete & ~sync)
     cyc, phases, bottleneck, phases_from = None, [], None, None
     if len(use):
-        weights = use["cycles"].to_numpy(float)
-        cyc = stats.weighted_mean(use["total_ms"].to_numpy(), weights, confidence,
+        cyc = stats.weighted_mean(use.total_ms, use.cycles, confidence,
                                   f"{len(use)} no-sync EAGLE3_PROF blocks",
                                   floor=stats.BLOCK_PHI)
         phases = _phases(log, source, use, cyc.estimate, confidence)
@@ -91,13 +76,13 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         n_sync = int(sync.sum())
         if n_sync:
             notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
-    elif (complete & sync).any():
+    elif (p.complete & sync).any():
         # sync mode: a device synchronize after each phase makes the split exact and the cycle
         # slower than production: the shares are shown, never the cycle time
-        sblocks = p[complete & sync].sort_values("line_no")
-        scyc = stats.weighted_mean(sblocks["total_ms"].to_numpy(), sblocks["cycles"].to_numpy(
-            float), confidence, f"{len(sblocks)} sync-mode EAGLE3_PROF blocks",
-            floor=stats.BLOCK_PHI)
+        sblocks = p.take(p.complete & sync)
+        scyc = stats.weighted_mean(sblocks.total_ms, sblocks.cycles, confidence,
+                                   f"{len(sblocks)} sync-mode EAGLE3_PROF blocks",
+                                   floor=stats.BLOCK_PHI)
         phases = _phases(log, source, sblocks, scyc.estimate, confidence)
         phases_from = f"{len(sblocks)} sync-mode blocks"
     if phases:
@@ -123,8 +108,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     whole = be is None or be.coverage >= 1 - 1e-9
     acc_sg = (be.accept_len if be is not None and whole else fit["accept_len"]) \
         if win.spec else None
-    acc_pr = stats.weighted_mean(use["accept_len"].to_numpy(), use["cycles"].to_numpy(float),
-                                 confidence, f"{len(use)} EAGLE3_PROF blocks, cycle-weighted",
+    acc_pr = stats.weighted_mean(use.accept_len, use.cycles, confidence,
+                                 f"{len(use)} EAGLE3_PROF blocks, cycle-weighted",
                                  floor=stats.BLOCK_PHI) \
         if len(use) else None
     derived = fit["cycle_ms"] if fit is not None and math.isfinite(fit["cycle_ms"].estimate) \
@@ -192,7 +177,7 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         if short:
             notes.append(short)
     return SummaryResult(source, confidence, config, info.lines, span, cyc, len(use),
-                         int(use["cycles"].sum()) if len(use) else 0, tuple(phases), bottleneck,
+                         int(np.nansum(use.cycles)) if len(use) else 0, tuple(phases), bottleneck,
                          acc_sg, acc_pr, t_all, eff, win.n, fit.used if fit else 0, be,
                          tuple(dict.fromkeys(notes)), info.engine, phases_from, derived,
                          fit.kind if fit is not None else None, win.spec,
@@ -201,21 +186,24 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                          Evidence(win, fit) if fit is not None else None)
 
 
-def _phases(log: ParsedLog, source: str, blocks: pd.DataFrame, total: float,
+def _phases(log: ParsedLog, source: str, blocks: "ProfBlocks", total: float,
             confidence: float) -> list[Phase]:
     """Each phase's ms per cycle over ``blocks`` (cycle-weighted) and its share of ``total``."""
-    weights = blocks["cycles"].to_numpy(float)
+    weights = blocks.cycles
     block = log.values(source, "prof_phases", "block", np.int64, -1)
-    lines = blocks["line_no"].to_numpy(dtype=np.int64)
+    lines = blocks.line
     keep = np.isin(block, lines)
     block = block[keep]
-    phase = log.values(source, "prof_phases", "phase", object).astype(str)[keep]
+    code, labels = log.codes(source, "prof_phases", "phase")
+    code = code[keep]
     ms = log.values(source, "prof_phases", "ms_per_cycle")[keep]
     order = np.argsort(lines, kind="stable")
     w_of = weights[order][np.searchsorted(lines[order], block)]    # each row's block weight
     out = []
-    for label in dict.fromkeys(phase):
-        m = phase == label
+    present, first = np.unique(code, return_index=True)
+    for k in present[np.argsort(first, kind="stable")]:    # (the order they first occur)
+        label = labels[int(k)]
+        m = code == k
         by = np.argsort(block[m], kind="stable")
         est = stats.weighted_mean(ms[m][by], w_of[m][by], confidence, floor=stats.BLOCK_PHI)
         out.append(Phase(label, est, 100 * est.estimate / total if total else float("nan")))

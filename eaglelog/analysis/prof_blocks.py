@@ -1,0 +1,41 @@
+"""The EAGLE3_PROF blocks of one input as numpy columns, in line order: what the cycle
+breakdown (summary.py) and the profiler's cycle (breakeven.prof_cycle) read of them.  No
+DataFrame is built: a small log's summary asked the prof table for a frame of its rows, a
+filter of it and a sort of that, each costing more than the handful of blocks in it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ParsedLog
+
+
+@dataclass(frozen=True)
+class ProfBlocks:
+    line: np.ndarray           # int64 line of the block's header
+    cycles: np.ndarray         # float (NaN: not printed)
+    total_ms: np.ndarray       # TOTAL ms per cycle
+    accept_len: np.ndarray
+    complete: np.ndarray       # bool: every line of the block read
+    sync: np.ndarray           # bool: sync mode (a block without a mode is not)
+    no_mode: np.ndarray        # bool: the header prints no mode
+
+    @classmethod
+    def of(cls, log: ParsedLog, source: str) -> "ProfBlocks":
+        line = log.values(source, "prof", "line_no", np.int64, -1)
+        order = np.argsort(line, kind="stable")
+        mode = log.values(source, "prof", "mode", object)[order]
+        no_mode = np.array([not isinstance(m, str) for m in mode], dtype=bool)
+        return cls(line[order], log.values(source, "prof", "cycles")[order],
+                   log.values(source, "prof", "total_ms")[order],
+                   log.values(source, "prof", "accept_len")[order],
+                   log.values(source, "prof", "complete", bool, False)[order],
+                   mode == "sync", no_mode)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def take(self, keep: np.ndarray) -> "ProfBlocks":
+        """The blocks where ``keep`` (a mask), in line order."""
+        return ProfBlocks(*(getattr(self, f)[keep] for f in self.__dataclass_fields__))
