@@ -467,6 +467,11 @@ typedef struct {
     char coltype[MAX_COLS];
     Col cols[MAX_COLS];
     Py_ssize_t rows;
+    Py_ssize_t room;            /* rows every active column has storage for (0: to be seen) */
+    int nact;                   /* the active columns, in order: index, bytes, NA bit pattern */
+    int act[MAX_COLS];
+    int actsz[MAX_COLS];
+    uint64_t actna[MAX_COLS];
     int guess[MAX_SEGS];        /* key index seen at segment i on the previous line */
     int queue_col;              /* column of '#queue-req' (a record needs it) */
 } LineTable;
@@ -820,6 +825,23 @@ static void fill_na(char *p, char type, Py_ssize_t n) {
         }
 }
 
+/* Add column c to T's list of active columns (kept in column order). */
+static void note_active(LineTable *T, int c) {
+    int i = T->nact;
+    while (i > 0 && T->act[i - 1] > c) {
+        T->act[i] = T->act[i - 1];
+        T->actsz[i] = T->actsz[i - 1];
+        T->actna[i] = T->actna[i - 1];
+        i--;
+    }
+    uint64_t na = 0;
+    fill_na((char *)&na, T->coltype[c], 1);
+    T->act[i] = c;
+    T->actsz[i] = col_size(T->coltype[c]);
+    T->actna[i] = na;
+    T->nact++;
+}
+
 /* A value column gets storage when a line first prints its key: NA for the rows before and
  * for the row being staged (the columns of keys a log never prints cost nothing). */
 static int activate(LineTable *T, int c) {
@@ -830,6 +852,8 @@ static int activate(LineTable *T, int c) {
     fill_na(col->data, T->coltype[c], T->rows + 1);
     col->len = T->rows * sz;
     col->active = 1;
+    if (col->cap / sz < T->room) T->room = col->cap / sz;
+    note_active(T, c);
     return 0;
 }
 
@@ -896,18 +920,33 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
     return 1;
 }
 
+/* Storage and NA for the row at T->rows in every active column.  The columns are grown only
+ * when the row is past T->room (the fewest rows any of them has room for): a check per row,
+ * not a call per column; the NA of each type stored inline. */
 static int grow_row(LineTable *T) {
-    for (int c = 0; c < T->ncols; c++)
-        if (T->cols[c].active) {
-            if (col_grow(&T->cols[c], col_size(T->coltype[c]))) return -1;
-            fill_na(T->cols[c].data + T->cols[c].len, T->coltype[c], 1);
+    if (T->rows >= T->room) {
+        Py_ssize_t room = PY_SSIZE_T_MAX;
+        for (int i = 0; i < T->nact; i++) {
+            Col *col = &T->cols[T->act[i]];
+            if (col_grow(col, T->actsz[i])) return -1;
+            if (col->cap / T->actsz[i] < room) room = col->cap / T->actsz[i];
         }
+        T->room = room;
+    }
+    for (int i = 0; i < T->nact; i++) {
+        Col *col = &T->cols[T->act[i]];
+        char *q = col->data + col->len;
+        switch (T->actsz[i]) {
+        case 8: memcpy(q, &T->actna[i], 8); break;
+        case 4: { uint32_t v = (uint32_t)T->actna[i]; memcpy(q, &v, 4); break; }
+        default: *q = (char)T->actna[i];
+        }
+    }
     return 0;
 }
 
 static void commit_row(LineTable *T) {
-    for (int c = 0; c < T->ncols; c++)
-        if (T->cols[c].active) T->cols[c].len += col_size(T->coltype[c]);
+    for (int i = 0; i < T->nact; i++) T->cols[T->act[i]].len += T->actsz[i];
     T->rows++;
 }
 
@@ -1488,6 +1527,11 @@ static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
         }
         Py_DECREF(want);
     }
+    for (int t = 0; t < 2; t++) {          /* the columns active from the start, listed */
+        tabs[t]->nact = 0;
+        for (int c = 0; c < tabs[t]->ncols; c++)
+            if (tabs[t]->cols[c].active) note_active(tabs[t], c);
+    }
     return 0;
 }
 
@@ -1650,6 +1694,7 @@ static PyObject *FastScanner_take_into(FastScanner *self, PyObject *args) {
                                before))
                     return NULL;
             T->rows = 0;
+            T->room = 0;                   /* (the columns were handed over: none is left) */
         } else {
             int n = t == 2 ? PC_N : HC_N;
             Col *cols = t == 2 ? self->prof : self->phase;
