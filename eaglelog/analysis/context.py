@@ -224,10 +224,11 @@ def _f(v):
     return v if math.isfinite(v) else None
 
 
-def _wquantiles(v: np.ndarray, w: np.ndarray, qs) -> tuple:
+def _wquantiles(v: np.ndarray, w: np.ndarray, qs, lv: np.ndarray | None = None) -> tuple:
     """Weighted quantiles of positive ``v``, to 1/64 of an octave (a descriptive range: a
-    histogram on log2(v), O(n), not a sort of millions of windows — issue 37's budget)."""
-    lv = np.log2(v)
+    histogram on log2(v), O(n), not a sort of millions of windows — issue 37's budget);
+    ``lv``: log2(v) when the caller has it."""
+    lv = np.log2(v) if lv is None else lv
     lo, hi = float(lv.min()), float(lv.max())
     if hi - lo < 1e-9:
         return tuple(float(v[0]) for _ in qs)
@@ -236,6 +237,31 @@ def _wquantiles(v: np.ndarray, w: np.ndarray, qs) -> tuple:
     cw = np.cumsum(h)
     return tuple(float(2.0 ** edges[min(int(np.searchsorted(cw, q * cw[-1])) + 1, nb)])
                  for q in qs)
+
+
+def _product_blocks(products, n: int) -> stats.Blocks:
+    """stats.Blocks.of the columns Π ``products[j]`` (each a tuple of arrays of the n windows,
+    multiplied left to right), the same sums: each block's sum is np.bincount's, in window
+    order, over a stretch of whole blocks at a time — no product of every window (millions
+    each: five of them, and the arrays they are made of, were a summary's peak)."""
+    k = min(n, stats.FINE)
+    ids = stats._block_ids(n, k) if n else np.zeros(0, dtype=np.int64)
+    sums = np.zeros((k, len(products)))
+    lo = 0
+    while lo < n:
+        # to the start of the block holding window lo + 2¹⁶ (past lo: at least one block)
+        hi = n if lo + (1 << 16) >= n else int(np.searchsorted(ids, ids[lo + (1 << 16)]))
+        if hi <= lo:
+            hi = int(np.searchsorted(ids, ids[lo], side="right"))
+        b0, b1 = int(ids[lo]), int(ids[hi - 1]) + 1
+        at = ids[lo:hi] - b0
+        for j, vs in enumerate(products):
+            v = vs[0][lo:hi].copy() if len(vs) == 1 else vs[0][lo:hi] * vs[1][lo:hi]
+            for u in vs[2:]:
+                v *= u[lo:hi]
+            sums[b0:b1, j] = np.bincount(at, weights=v, minlength=b1 - b0)
+        lo = hi
+    return stats.Blocks(sums, np.bincount(ids, minlength=k).astype(float), n)
 
 
 def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
@@ -250,14 +276,17 @@ def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
     if n < MIN_TREND:
         return ContextTrend(math.nan, None, None, n, confidence)
     a, w, c = a[ok], w[ok], c[ok]
+    del ok
     x = np.log2(c)
+    c = c[:1].copy()            # (log2 of the rest is x: _wquantiles reads c[0] alone)
+    span = _wquantiles(c, w, (0.05, 0.95), x)
+    del c
     # (an offset changes no slope; one below every x keeps the sums of x away from 0, where
     # stats._gradient's relative step would vanish, and their cancellation small)
-    x = x - (math.floor(float(x.min())) - 1.0)
-    span = _wquantiles(c, w, (0.05, 0.95))
+    x -= math.floor(float(x.min())) - 1.0
     mean_a = float(np.dot(w, a) / w.sum())
-    blocks = stats.Blocks.of([w, lambda: w * x, lambda: w * a, lambda: w * x * x,
-                              lambda: w * x * a], n)
+
+    blocks = _product_blocks(((w,), (w, x), (w, a), (w, x, x), (w, x, a)), n)
 
     def f(t):
         s, sx, sa, sxx, sxa = t

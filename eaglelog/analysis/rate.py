@@ -512,6 +512,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             # +5.3 % in [0 … 10¹⁶]; with equal precisions −0.05 %, se 0.09 %
             prec = None
     thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
+    step = None
     beta = thetas.pop("_beta")
     cor = thetas.pop("_cor", None)
     # the batches run over the windows that count (a warm-up left out, stalls, the first
@@ -519,12 +520,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     counted = use | acc
     n = int(counted.sum())
     # (each output's terms go as soon as they are summed into batches: millions of windows
-    # each, and the passes below need the room)
-    sums = []
-    for k in OUTPUTS:
-        t = terms.pop(k)
-        sums.append(None if t is None else stats.block_sums(t[counted], n))
-        del t
+    # each, and the passes below need the room; the rate's, the accept length's less the
+    # cycle's, made here from the two, a block at a time: _point_and_terms)
+    sums = _term_sums(terms, counted, n)
     del terms
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
@@ -545,17 +543,26 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     approx_share = float(win.w[approx].sum() / win.w[use].sum()) if use.any() else 0.0
     if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and approx_share > 0:
         alt = dataclasses.replace(win)        # (shares every array but the two replaced)
-        alt.y = np.where(approx & (alt.b > 0),
-                         win.y * win.r / np.where(win.b > 0, win.b, 1.0), win.y)
-        alt.b = np.where(approx, win.r.astype(float), win.b)
+        # (y × r / b where approximated, else y; then r there, else b: each made in one array,
+        # the peak of a large log's fit is this pass)
+        alt.y = win.y * win.r
+        den = np.where(win.b > 0, win.b, 1.0)
+        alt.y /= den
+        den = None
+        np.copyto(alt.y, win.y, where=~(approx & (win.b > 0)))
+        alt.b = win.r.astype(float)
+        np.copyto(alt.b, win.b, where=~approx)
+        alt._w = None          # (its w is made once in the pass, not kept: _masked_w)
         th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec, prec,
                                      strata, point_only=True)
+        alt = None
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
         # requests finishing and admitted inside a window move its mean batch in ways neither
         # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature, on the
         # share of the request-steps whose windows approximate it
         sys_rel = math.hypot(sys_rel, SYS_FLOOR * approx_share)
+    strata = None
     sys_trap = sys_rel
     if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
             thetas["cycle_ms"] > 0:
@@ -709,8 +716,9 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     ``buckets``: bucket_of(win.r) when the caller has it."""
     codes, labels = buckets if buckets is not None else bucket_of(win.r)
     beta = np.asarray(fit_.beta)
-    zi = win.y - win.x.dot(beta)
-    zc = zi if fit_.cov is None else zi + fit_.cov
+    zi = win.x.dot(beta)
+    np.subtract(win.y, zi, out=zi)          # y − β·x (the cycle's adds the fit's cov: zc)
+    cov = fit_.cov
     use, acc = fit_.use, fit_.acc
     w = win.w
     total = float(w[use | acc].sum())
@@ -721,8 +729,8 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     counted = np.flatnonzero((use | acc) & (codes >= 0))
     # (as int16 the stable sort is a radix sort: the buckets are a few dozen at most)
     order = counted[np.argsort(codes[counted].astype(np.int16), kind="stable")]
-    cs = codes[order]
-    cuts = np.searchsorted(cs, np.arange(len(labels) + 1))
+    del counted
+    cuts = np.searchsorted(codes[order], np.arange(len(labels) + 1))
     for g, label in enumerate(labels):
         idx = order[cuts[g]:cuts[g + 1]]
         if not len(idx):
@@ -732,7 +740,7 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
         terms = {k: None for k in OUTPUTS}
         Wu = float(wi[mu].sum())
         if Wu > 0:
-            zg = zc[idx]
+            zg = zi[idx] if cov is None else zi[idx] + cov[idx]
             c = float((wi[mu] * zg[mu]).sum() / Wu)
             th["cycle_ms"] = c
             terms["cycle_ms"] = np.where(mu, wi * (zg - c) / Wu / c, 0.0)
@@ -976,6 +984,58 @@ def _within(win: Windows, c, dc) -> np.ndarray:
     return out
 
 
+class _Difference:
+    """The terms a − b, not made for every window (_term_sums takes the rows it needs)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: np.ndarray, b: np.ndarray):
+        self.a, self.b = a, b
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.a - self.b
+        return out if dtype is None else out.astype(dtype)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        out = self.a[rows]
+        out -= self.b[rows]         # ((a − b)[rows], element by element the same)
+        return out
+
+
+def _term_sums(terms: dict, rows: np.ndarray, n: int) -> list:
+    """stats.block_sums of each OUTPUTS' terms at ``rows`` (None stays None; outputs that
+    share their terms get the same sums), the terms dropped from ``terms`` as they are
+    summed: the per-iteration cycle's first, each difference after the arrays it is taken
+    from, so that few arrays of millions of windows are alive at once."""
+    groups: dict[str, list[str]] = {}        # the first output of each terms object: all
+    for k in OUTPUTS:
+        first = next((g for g in groups if terms[g] is terms[k]), k)
+        groups.setdefault(first, []).append(k)
+    order = sorted(groups, key=lambda g: (g != "cycle_ms_iter",
+                                          isinstance(terms[g], _Difference)))
+    out: dict[str, np.ndarray | None] = {}
+    for g in order:
+        t = terms.pop(g)
+        for k in groups[g][1:]:
+            terms.pop(k)
+        s = None if t is None else stats.block_sums(t[rows], n)
+        del t
+        for i, k in enumerate(groups[g]):
+            out[k] = s if i == 0 or s is None else s.copy()
+    return [out[k] for k in OUTPUTS]
+
+
+def _masked_w(win: Windows, mask: np.ndarray) -> np.ndarray:
+    """np.where(mask, win.w, 0.0), made in one array; w is not computed and kept on a
+    Windows made for one pass (fit's ``alt``, whose ``_w`` is None)."""
+    if win.rs is None and (win._w is None or win._w[0] is not win.b):
+        out = win.b * win.interval          # (Windows.w's own product)
+    else:
+        out = win.w.copy()
+    out[~mask] = 0.0
+    return out
+
+
 def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
                      spec: ModelSpec, prec: np.ndarray | None = None,
                      strata: np.ndarray | None = None, *,
@@ -996,7 +1056,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     run's mean.  A stated baseline is exact given the mix (its terms: None)."""
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     ns = len(spec.smooth)
-    wu = np.where(use, win.w, 0.0)
+    wu = _masked_w(win, use)
     om = wu if prec is None else wu * prec
     W = float(wu.sum())
     st = strata if strata is not None else np.where(use | acc, 0, -1)
@@ -1014,11 +1074,11 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         Ainv = np.linalg.pinv(A - dA)
         gamma = Ainv @ (rhs - drhs)
         beta[list(spec.xs)] = gamma[ns:]
+        # (y − Zγ where used, else 0: made in one array)
+        e = _times(win, spec.scale, keep, gamma)
         with np.errstate(invalid="ignore"):     # (NaN, never read, outside ``use``)
-            e = np.where(use, y - _times(win, spec.scale, keep, gamma), 0.0)
-        cor = within_cov(win, gamma, spec)
-        th["_cor"] = cor
-        direct, xbar = np.zeros(win.n), np.zeros(len(keep))
+            np.subtract(y, e, out=e)
+        e[~use] = 0.0
         g = st[use]
         if len(g) and g.min() < 0:           # windows of no stratum: one of their own
             g = np.where(g < 0, g.max() + 1, g)
@@ -1037,10 +1097,16 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         eg = np.bincount(g, weights=oe[use], minlength=ng) * inv
         del oe
         if point_only:
-            del e, y
+            del e, y, om
+        cor = within_cov(win, gamma, spec)
+        if not point_only:
+            th["_cor"] = cor
         fitted = _times(win, spec.scale, spec.smooth, gamma[:ns])
         fitted += cor
-        mix = float(wu[use] @ fitted[use]) / W
+        if point_only:
+            del cor
+        fitted = fitted[use]
+        mix = float(wu[use] @ fitted) / W
         del fitted
         cyc = float(np.sum(share[live] * eg[live])) + mix
         if point_only:
@@ -1049,7 +1115,17 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # a window's own error is its residual, not its deviation from its stratum's mean:
         # the mean batch moves inside a stratum (a window the batch jumped in sits far from
         # its printed size), and that is the run's mix, which the cycle is conditional on
-        direct[use] = share[g] * om[use] * (e[use] - eg[g]) * inv[g]
+        # (share[g] × ω × (e − eg[g]) × inv[g], left to right, a product at a time)
+        direct, xbar = np.zeros(win.n), np.zeros(len(keep))
+        dj = share[g]
+        dj *= om[use]
+        ej = e[use]
+        ej -= eg[g]
+        dj *= ej
+        del ej
+        dj *= inv[g]
+        direct[use] = dj
+        del dj
         omu = om[use]
         x1 = np.zeros(len(keep))
         for i, c in enumerate(keep):
@@ -1061,19 +1137,31 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
             else:
                 x1[i] = float(col.mean())
             del col
+        del omu
+        if step is not None:
+            th["step_ms"] = float((wu * step).sum() / W)
         # each window's share of γ's error, (Z_j · ω_j e_j) Ainv, taken through the
         # sensitivity of the output to γ (xbar): a vector, not an n × p matrix
-        ve = om * e
+        ve = np.multiply(om, e, out=e)
+        wu = om = None          # (millions of windows each: the terms below need the room)
 
         def through(sens):
-            return _times(win, spec.scale, keep, Ainv.T @ sens) * ve
+            out = _times(win, spec.scale, keep, Ainv.T @ sens)
+            out *= ve
+            return out
         th["cycle_ms"] = cyc
         del e, cor
-        terms["cycle_ms"] = (direct - through(xbar)) / cyc
+        t = through(xbar)
+        np.subtract(direct, t, out=t)           # (direct − through(xbar)) / cyc
         del direct
+        t /= cyc
+        terms["cycle_ms"] = t
+        del t
         n1 = float(use.sum())
+        zi = win.x.dot(beta)                    # y − β·x where used, else 0: per iteration
         with np.errstate(invalid="ignore"):
-            zi = np.where(use, y - win.x.dot(beta), 0.0)    # per iteration
+            np.subtract(y, zi, out=zi)
+        zi[~use] = 0.0
         del y
         cyc_it = float(zi.sum() / n1)
         th["cycle_ms_iter"] = cyc_it
@@ -1084,9 +1172,8 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         zi /= cyc_it
         terms["cycle_ms_iter"] = zi
         del zi, ve
-        if step is not None:
-            th["step_ms"] = float((wu * step).sum() / W)
-    wa = np.where(acc, win.w, 0.0)
+    wu = om = None
+    wa = _masked_w(win, acc)
     Wa = float(wa.sum())
     if Wa > 0:
         a = np.where(acc, win.a, 0.0)
@@ -1094,7 +1181,11 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         # deviations from the run's own mean, not from each batch-size stratum's: the accept
         # length is not a function of the batch size, and strata that are contiguous in time
         # (a batch that grows) would cancel inside the batches of the jackknife
-        dev = np.where(acc, wa * (a - tau), 0.0)
+        # (wa × (a − τ) where counted, else 0: in a's array)
+        dev = a
+        dev -= tau
+        np.multiply(wa, dev, out=dev)
+        dev[~acc] = 0.0
         del a, wa
         th["accept_len"] = tau
         dev /= Wa
@@ -1102,7 +1193,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         terms["accept_len"] = dev
     if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
         th["rate"] = th["accept_len"] / th["cycle_ms"]
-        terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
+        terms["rate"] = _Difference(terms["accept_len"], terms["cycle_ms"])
         if step is not None and th["step_ms"] > 0:
             th["speedup"] = th["rate"] * th["step_ms"]
             terms["speedup"] = terms["rate"]

@@ -325,9 +325,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             at = np.searchsorted(line[idx], pline[pm])
             inside = at < m
             ai = at[inside]
-            x[idx, 0] = np.bincount(ai, weights=ptok[pm][inside], minlength=m) / interval
-            x[idx, 1] = np.bincount(ai, minlength=m) / interval
-            x[idx, 4] = np.bincount(ai, weights=pdrain[pm][inside], minlength=m) / interval
+            for c, wts in ((0, ptok), (1, None), (4, pdrain)):
+                v = np.bincount(ai, weights=None if wts is None else wts[pm][inside],
+                                minlength=m).astype(float, copy=False)
+                v /= interval
+                x[idx, c] = v
+                del v
             x[nxt, 2], x[nxt, 3] = x[prv, 0], x[prv, 1]
             own = (pkey[pm] == s)[inside] if dp_attention and nseries > 1 else \
                 np.ones(int(inside.sum()), dtype=bool)
@@ -336,19 +339,40 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
             nin[idx] = np.bincount(ai[own], weights=(pseq * (1 - pdrain))[pm][inside][own],
                                    minlength=m)
             admitted += float(pseq[pm][inside][own].sum())
-        if ts is not None and m > 2:
-            t = ts[idx]
-            if not (t == NAT).any():
-                gap = np.diff(t).astype(float) / 1e6
-                med = median(gap)
-                peer = _gap_medians(gap, rs[1:], med)
-                # far longer than the series' windows, and longer than its own batch size's
-                idle = (med > 0) & (gap > IDLE_FACTOR * med) & (gap >= med + IDLE_EXTRA_S) & \
-                    (gap > IDLE_PEER_FACTOR * peer) & (gap >= peer + IDLE_EXTRA_S)
-                sub = why[nxt]
-                sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
-                why[nxt] = sub
-                del gap, peer, idle
+    rs = bs = None
+    # (the prefill work kept by the rows that hold any before the idle gaps are looked for,
+    # unless vLLM's drafts or prompt throughput rework it below: the dense matrix, 40 bytes a
+    # window, was the largest array alive in the idle-gap pass)
+    if not any(c in d.columns and np.isfinite(_col(d, c)).any()
+               for c in ("drafts", "prompt_throughput")):
+        x = PrefillWork(x)
+    for s, idx in _series_rows(key, present) if ts is not None else ():
+        # idle gaps, a series at a time (each series' own rows: the order of the series
+        # changes nothing)
+        t = ts[idx]
+        if len(t) <= 2 or (t == NAT).any():
+            continue
+        _, nxt, _ = _ends(idx)
+        gap = np.diff(t).astype(float)
+        gap /= 1e6
+        med = median(gap)
+        if not med > 0:
+            continue
+        peer = _gap_medians(gap, r[nxt], med)
+        # far longer than the series' windows, and longer than its own batch size's
+        # (gap > IDLE_FACTOR × med, ≥ med + IDLE_EXTRA_S, > IDLE_PEER_FACTOR × peer and
+        # ≥ peer + IDLE_EXTRA_S)
+        idle = gap > IDLE_FACTOR * med
+        idle &= gap >= med + IDLE_EXTRA_S
+        lim = IDLE_PEER_FACTOR * peer
+        idle &= gap > lim
+        np.add(peer, IDLE_EXTRA_S, out=lim)
+        idle &= gap >= lim
+        del gap, peer, lim
+        sub = why[nxt]
+        sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
+        why[nxt] = sub
+        del idle
     spec = bool(np.isfinite(a).any())
     tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -485,11 +509,17 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
     ok = np.isfinite(r) & (r > 0)
     if not ok.any():
         return out
-    r_med = median(r[ok])
-    out = np.where(ok, out * np.maximum(1.0, np.where(ok, r, 1.0) / r_med), out)
+    r_med = median(r[ok], scratch=True)
+    # out × max(1, r / r_med) where ok, else out: in one array
+    f = np.where(ok, r, 1.0)
+    f /= r_med
+    np.maximum(1.0, f, out=f)
+    np.multiply(out, f, out=f)
+    np.copyto(out, f, where=ok)
+    del f
     for v, sel in _by_value(np.where(ok, r, -1.0)):
         if v > 0 and len(sel) >= IDLE_PEERS:
-            out[sel] = median(gap[sel])
+            out[sel] = median(gap[sel], scratch=True)
     return out
 
 
@@ -503,9 +533,12 @@ def _by_value(k: np.ndarray):
     order = np.argsort(k.astype(np.int16) if small_ints(k, 32767, signed=True) else k,
                        kind="stable")
     ks = k[order]
+    del k                   # (the keys and their sorted copy: millions of rows each)
     starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
-    for a_, b_ in zip(starts, np.r_[starts[1:], len(ks)]):
-        yield ks[a_], order[a_:b_]
+    vals, ends = ks[starts], np.r_[starts[1:], len(ks)]
+    del ks
+    for v, a_, b_ in zip(vals, starts, ends):
+        yield v, order[a_:b_]
 
 
 def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray, said: dict) -> list:
@@ -722,8 +755,8 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
             # finished; an overlap scheduler's prefill printed before the line before cannot
             # have joined either): their mean batch is r, and (bm / r − 1) × Δt is the stamps'
             # error of Δt, plus the rounding's
-            pinned = ok & (r[j] == rp[j]) & (x[j, 1] == 0) & (x[j, 3] == 0) & (nin[j] == 0) & \
-                (r[j] > 0)
+            pinned = ok & (r[j] == rp[j]) & (_xcol(x, 1, j) == 0) & (_xcol(x, 3, j) == 0) & \
+                (nin[j] == 0) & (r[j] > 0)
             if pinned.sum() >= PINNED_LEAST:
                 z = (bm[pinned] / r[j][pinned] - 1) * dt[pinned]
                 v = max(_spread(z) - float(np.mean(rounding[pinned] * dt[pinned] ** 2)), 0.0)
@@ -757,6 +790,11 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
     return (bvar, svar) if bvar.any() else (None, None)
 
 
+def _xcol(x, c: int, rows) -> np.ndarray:
+    """Column c of the prefill work ``x`` (dense, or a PrefillWork) at ``rows``."""
+    return x.col(c, rows) if isinstance(x, PrefillWork) else x[rows, c]
+
+
 def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
     """Whether the SGLang decode lines of ``rows`` are stamped in whole seconds (SGLang's
     default; SGLANG_LOG_MS=1 adds milliseconds, v0.5.6 →)."""
@@ -772,15 +810,21 @@ def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> boo
     not negative (``signed``: at least −1, the stand-in for none): printed batch sizes, which
     counting (or a radix sort) handles in one pass where sorting millions of floats takes
     many."""
-    return bool(len(v)) and v.min() >= (-1 if signed else 0) and v.max() < limit and \
-        bool((v == np.floor(v)).all())
+    if not (bool(len(v)) and v.min() >= (-1 if signed else 0) and v.max() < limit):
+        return False
+    for s in range(0, len(v), 1 << 16):        # (a block at a time: no n-length temporaries)
+        c = v[s:s + (1 << 16)]
+        if not (c == np.floor(c)).all():
+            return False
+    return True
 
 
-def median(v: np.ndarray) -> float:
+def median(v: np.ndarray, scratch: bool = False) -> float:
     """np.median of finite values, the same number; of small non-negative integers (printed
-    batch sizes) by counting them: a selection among millions of repeated values is slow."""
+    batch sizes) by counting them: a selection among millions of repeated values is slow.
+    ``scratch``: ``v`` is the caller's own copy, which the selection may reorder."""
     if not small_ints(v):
-        return float(np.median(v))
+        return float(np.median(v, overwrite_input=scratch))
     cum = np.cumsum(np.bincount(v.astype(np.int64)))
     n = len(v)
     lo = int(np.searchsorted(cum, (n - 1) // 2, side="right"))    # the order statistics
