@@ -57,10 +57,7 @@ def one_source(log: ParsedLog, source: str) -> tuple[dict, pd.DataFrame]:
     memo = log.__dict__.setdefault("_windows", {})
     if source not in memo:
         cfg = log.config(source)
-        dec = log.decode
-        if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
-            dec = dec[dec["source"] == source]
-        pre = rows_where(log.prefill, log.prefill["source"] == source)
+        dec, pre = log.rows_of(source, "decode"), log.rows_of(source, "prefill")
         memo[source] = (cfg, windows(dec, pre, decode_interval(cfg)))
     return memo[source]
 
@@ -103,10 +100,9 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
     memo = log.__dict__.setdefault("_rate_windows", {})
     if source not in memo:
         cfg = log.config(source)
-        dec = log.decode
-        if len(log.sources) > 1 or (len(dec) and (dec["source"] != source).any()):
-            dec = dec[(dec["source"] == source).to_numpy(dtype=bool)]
-        pre = rows_where(log.prefill, log.prefill["source"] == source)
+        # (the source's rows: a slice of the tables, every row of a one-input log's, found
+        # once per table — not a pass over the source column of millions of rows per call)
+        dec, pre = log.rows_of(source, "decode"), log.rows_of(source, "prefill")
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
                                   bool(cfg.get("enable_dp_attention")))
         path = log.__dict__.get("_config_path")

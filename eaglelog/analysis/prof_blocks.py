@@ -23,15 +23,27 @@ class ProfBlocks:
 
     @classmethod
     def of(cls, log: ParsedLog, source: str) -> "ProfBlocks":
+        """The blocks of ``source``, read once per ParsedLog (the summary and its break-even
+        both ask)."""
+        memo = log.__dict__.setdefault("_prof_blocks", {})
+        if source not in memo:
+            memo[source] = cls._read(log, source)
+        return memo[source]
+
+    @classmethod
+    def _read(cls, log: ParsedLog, source: str) -> "ProfBlocks":
         line = log.values(source, "prof", "line_no", np.int64, -1)
         order = np.argsort(line, kind="stable")
         mode = log.values(source, "prof", "mode", object)[order]
         no_mode = np.array([not isinstance(m, str) for m in mode], dtype=bool)
-        return cls(line[order], log.values(source, "prof", "cycles")[order],
-                   log.values(source, "prof", "total_ms")[order],
-                   log.values(source, "prof", "accept_len")[order],
-                   log.values(source, "prof", "complete", bool, False)[order],
-                   mode == "sync", no_mode)
+        out = cls(line[order], log.values(source, "prof", "cycles")[order],
+                  log.values(source, "prof", "total_ms")[order],
+                  log.values(source, "prof", "accept_len")[order],
+                  log.values(source, "prof", "complete", bool, False)[order],
+                  mode == "sync", no_mode)
+        for f in cls.__dataclass_fields__:      # (shared by every caller: read-only)
+            getattr(out, f).setflags(write=False)
+        return out
 
     def __len__(self) -> int:
         return len(self.line)
