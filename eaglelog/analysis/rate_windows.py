@@ -249,7 +249,14 @@ def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
     """A column as a writable array of its own."""
     if name not in df.columns:
         return np.full(len(df), na, dtype=dtype)
-    return np.array(df[name].to_numpy(dtype=dtype, na_value=na), dtype=dtype, copy=True)
+    col = df[name]
+    out = col.to_numpy(dtype=dtype, na_value=na)
+    # (a converted column — integers with NA to floats — is already a new array: copied only
+    # when it may be the frame's own, as a float column's is)
+    if out.dtype != dtype or not out.flags.writeable or out.base is not None or \
+            np.may_share_memory(out, col.array):
+        out = np.array(out, dtype=dtype, copy=True)
+    return out
 
 
 def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
