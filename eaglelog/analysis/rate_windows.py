@@ -826,10 +826,21 @@ def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> boo
     return True
 
 
+SORT_MEDIAN = 2048      # a median of at most this many values by a sort (median)
+
+
 def median(v: np.ndarray, scratch: bool = False) -> float:
     """np.median of finite values, the same number; of small non-negative integers (printed
     batch sizes) by counting them: a selection among millions of repeated values is slow.
     ``scratch``: ``v`` is the caller's own copy, which the selection may reorder."""
+    n = len(v)
+    if 0 < n <= SORT_MEDIAN:
+        # a short series (a small log's windows): its middle one or two after a sort — what
+        # np.median takes and averages, (a + b) / 2, without its machinery (~40 µs a call)
+        s = np.sort(v)
+        if not np.isnan(s[-1]):
+            h = n // 2
+            return float(s[h]) if n % 2 else float((s[h - 1] + s[h]) / 2)
     if not small_ints(v):
         return float(np.median(v, overwrite_input=scratch))
     cum = np.cumsum(np.bincount(v.astype(np.int64)))
