@@ -358,3 +358,23 @@ def test_a_warning_is_said_once_where_it_is_seen(run):
     r = run("compare", "-f", "csv", a, b)
     assert r.stderr == f"eaglelog: warning: {warn}\n"
     assert json.loads(run("compare", "-f", "json", a, b).stdout)["warnings"] == [warn]
+
+
+def test_sweep_with_a_run_without_speculation(run):
+    """A llama-server baseline (no draft acceptance: a per-stream rate, no accept length or
+    cycle) is a sweep row of its own, not an internal error (fuzz seed 47, case 243)."""
+    base = ROOT / "tests" / "fixtures" / "llamacpp" / "real" / "baseline_c4.log"
+    r = run("-q", "sweep", "-f", "json", base, FIVE)
+    assert r.exit_code == 0, r.stderr
+    rows = {row["run"]: row for row in json.loads(r.stdout)["rows"]}
+    plain, spec = rows[str(base)], rows[str(FIVE)]
+    assert plain["cycle_ms"] is None and plain["accept_len"] is None
+    assert plain["eff_tok_s"]["estimate"] == pytest.approx(30.66, abs=0.01)
+    assert spec["cycle_ms"]["estimate"] == pytest.approx(27.28, abs=0.01)
+    assert any("no speculation" in n for n in json.loads(r.stdout)["notes"])
+    human = run("-q", "sweep", base, FIVE)
+    assert human.exit_code == 0, human.stderr
+    line = next(ln for ln in human.stdout.splitlines() if ln.endswith(str(base)))
+    assert line.split().count("n/a") == 2 and "nan" not in human.stdout.lower()
+    csv = run("-q", "sweep", "-f", "csv", base, FIVE)
+    assert csv.exit_code == 0 and ",,,," in csv.stdout.splitlines()[1]

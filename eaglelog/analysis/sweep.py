@@ -28,9 +28,9 @@ TIED_MEANS = ("tied: not distinguishable from the best at {conf} (one-sided Welc
 class SweepRow:
     run: str
     keys: dict
-    cycle_ms: Estimate
+    cycle_ms: Estimate | None       # None: a run without speculation (a llama-server baseline)
     verify_ms: Estimate | None
-    accept_len: Estimate
+    accept_len: Estimate | None
     eff_tok_s: Estimate
     breakeven_accept_len: Estimate | None
     speedup: Estimate | None
@@ -148,8 +148,14 @@ def sweep(log: ParsedLog | None, *, keys: list[str] | None = None,
                                                   warmup=warmup) if sub is not None \
             else from_export.breakeven(run, baseline, confidence)
         verify = m.get("phase:Target verify")
-        rows.append(SweepRow(label, {k: run.config.get(k) for k in chosen}, m["cycle_ms"].estimate,
-                             verify.estimate if verify else None, m["accept_len"].estimate,
+        cyc, acc = m.get("cycle_ms"), m.get("accept_len")
+        if cyc is None or acc is None:
+            notes.append(f"{label}: no speculation (no accept length or cycle time): its row "
+                         "has the per-stream rate alone")
+        rows.append(SweepRow(label, {k: run.config.get(k) for k in chosen},
+                             cyc.estimate if cyc else None,
+                             verify.estimate if verify else None,
+                             acc.estimate if acc else None,
                              m["eff_tok_s"].estimate,
                              be.breakeven_accept_len if be else None,
                              be.speedup if be else None, be.verdict if be else None, ""))

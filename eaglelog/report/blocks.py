@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from ..stats import Estimate  # noqa: F401
-from .format import ci, num, pct, row, verdict_sentence  # noqa: F401  (re-exported)
+from .format import ci, ms2, num, pct, row, verdict_sentence  # noqa: F401  (re-exported)
 
 
 def breakeven_block(r) -> str:
@@ -341,9 +341,9 @@ def sweep_block(r, tablefmt: str = "simple") -> str:
     rows = []
     for sr in r.rows:
         line = [str(sr.keys.get(k)) for k in r.keys] if r.keys else []
-        line += [f"{sr.cycle_ms.estimate:.2f}",
-                 f"{sr.verify_ms.estimate:.2f}" if sr.verify_ms else "",
-                 num(sr.accept_len.estimate), f"{num(sr.eff_tok_s.estimate)} "
+        line += [ms2(sr.cycle_ms), ms2(sr.verify_ms, ""),
+                 num(sr.accept_len.estimate if sr.accept_len else None),
+                 f"{num(sr.eff_tok_s.estimate)} "
                  f"{ci(sr.eff_tok_s)}"]
         if r.baseline:
             line += [num(sr.breakeven_accept_len.estimate),

@@ -18,6 +18,14 @@ def num(v: float | None, digits: int = 4) -> str:
     return f"{v:.{dec}f}"
 
 
+def ms2(e: Estimate | None, missing: str = "n/a") -> str:
+    """A time in ms with two decimals (``missing`` where there is none, or it is not a
+    number)."""
+    if e is None or e.estimate is None or not math.isfinite(e.estimate):
+        return missing
+    return f"{e.estimate:.2f}"
+
+
 def ci(e: Estimate, digits: int = 4) -> str:
     if not e.sufficient:
         return "insufficient data"

@@ -28,7 +28,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import EaglelogError
-from .blocks import (_pv, _val, breakeven_block, ci, config_diff_text, num, reconcile_block,
+from .blocks import (_pv, _val, breakeven_block, ci, config_diff_text, ms2, num, reconcile_block,
                      summary_block, verdict_sentence)
 
 if TYPE_CHECKING:
@@ -429,9 +429,8 @@ def report_html(log: "ParsedLog | None", *, baseline: "Baseline | None" = None,
             rows, marks = [], []
             for r in sr.rows:
                 line: list = [str(r.keys.get(k)) for k in sr.keys]
-                line += [f"{r.cycle_ms.estimate:.2f}",
-                         f"{r.verify_ms.estimate:.2f}" if r.verify_ms else "",
-                         num(r.accept_len.estimate),
+                line += [ms2(r.cycle_ms), ms2(r.verify_ms, ""),
+                         num(r.accept_len.estimate if r.accept_len else None),
                          _with_ci(num(r.eff_tok_s.estimate), ci(r.eff_tok_s))]
                 if sr.baseline:
                     line += [num(r.breakeven_accept_len.estimate),
