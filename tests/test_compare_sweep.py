@@ -331,7 +331,15 @@ def test_sweep_keep_going_and_batch_size_note(run):
     (lambda t: t.replace('"n": ', '"n": 1e400, "was": ', 1), "a number out of range: 1e400"),
     (lambda t: t.replace('"n": ', '"n": NaN, "was": ', 1), "a non-finite number: NaN"),
     (lambda t: t.replace('"batch_sizes": [', '"batch_sizes": ["x", ', 1),
-     "bad or missing batch_sizes")])
+     "bad or missing batch_sizes"),
+    # a metric's fields of the wrong type (fuzz seed 48, case 231: an internal TypeError)
+    (lambda t: t.replace('"n": ', '"n": "x", "was": ', 1), "bad or missing eff_tok_s.n"),
+    (lambda t: t.replace('"n": ', '"n": 10.5, "was": ', 1), "bad or missing eff_tok_s.n"),
+    (lambda t: t.replace('"estimate": ', '"estimate": "83", "was": ', 1),
+     "bad or missing eff_tok_s.estimate"),
+    (lambda t: t.replace('"se_log": ', '"se_log": [1], "was": ', 1),
+     "bad or missing eff_tok_s.se_log"),
+    (lambda t: t.replace('"unit": "tok/s"', '"unit": 3', 1), "bad or missing eff_tok_s.unit")])
 def test_a_damaged_export_is_one_line_naming_it(run, tmp_path, damage, why):
     """An export whose numbers are not finite, or whose batch sizes are not numbers, is not
     used: one line naming the file (issue 13's fuzz: 'inf' in a table, an internal error)."""

@@ -252,7 +252,17 @@ class Metric:
 
     @classmethod
     def from_dict(cls, name: str, d: dict, confidence: float) -> "Metric":
-        est, se, df = d["estimate"], d.get("se_log"), d.get("df")
+        est, se, df = (_number(d, k, name) for k in ("estimate", "se_log", "df"))
+        _number(d, "n", name, whole=True)
+        _number(d, "resolution", name)
+        for k in ("label", "unit", "better"):
+            if not isinstance(d[k], str):
+                raise ValueError(f"{name}.{k}")
+        if d.get("source") is not None and not isinstance(d["source"], str):
+            raise ValueError(f"{name}.source")
+        if not isinstance(d.get("batch_logs") or [], list) or \
+                not all(_is_number(x) for x in d.get("batch_logs") or []):
+            raise ValueError(f"{name}.batch_logs")
         if est is None:
             e = stats.insufficient(math.nan, d.get("n") or 0, confidence, d.get("source"))
         elif se is None:
@@ -267,6 +277,22 @@ class Metric:
 
 def _f(x):
     return None if x is None or not math.isfinite(float(x)) else float(x)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _number(d: dict, key: str, metric: str, whole: bool = False):
+    """``d[key]`` of an export's metric: a number (``whole``: a whole one), or None when
+    missing; ValueError naming the metric and key otherwise (load_export says it in one
+    line)."""
+    v = d.get(key)
+    if v is None:
+        return None
+    if not _is_number(v) or (whole and v != int(v)):
+        raise ValueError(f"{metric}.{key}")
+    return v
 
 
 @dataclass
