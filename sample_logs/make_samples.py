@@ -63,8 +63,9 @@ def server_args(spec: dict | None, port: int) -> str:
 
 
 def simulate(name: str, *, seed: int, spec: dict | None, cycle_ms: float, phases: dict | None,
-             accept_dist: tuple[float, ...], prof_accept: float, requests: int, out_tokens: tuple[int, int],
-             prof_prefix: bool, port: int, out_dir: str = HERE) -> None:
+             accept_dist: tuple[float, ...], prof_accept: float, requests: int,
+             out_tokens: tuple[int, int], prof_prefix: bool, port: int,
+             out_dir: str = HERE) -> None:
     rng = random.Random(seed)
     t = dt.datetime(2026, 3, 2, 14, 0, 0, 250000)
     lines: list[str] = [HEADER]
@@ -327,13 +328,15 @@ def main() -> None:
             "Other overhead": 0.0}
     simulate("eagle3_5step.log", seed=5, port=30000,
              spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3", "steps": 5},
-             cycle_ms=27.28, phases=five, accept_dist=(0.2, 0.4, 0.3, 0.1), prof_accept=1.14, requests=40,
+             cycle_ms=27.28, phases=five, accept_dist=(0.2, 0.4, 0.3, 0.1), prof_accept=1.14,
+             requests=40,
              out_tokens=(160, 320), prof_prefix=False)
     two = {"Draft steps": 0.40, "Target verify": 25.22, "Draft re-extend": 0.28,
            "Other overhead": 0.0}
     simulate("eagle3_2step.log", seed=2, port=30001,
              spec={"algorithm": "EAGLE3", "draft": "/models/llama-3.1-8b-eagle3", "steps": 2},
-             cycle_ms=25.90, phases=two, accept_dist=(0.25, 0.5, 0.25), prof_accept=1.02, requests=40,
+             cycle_ms=25.90, phases=two, accept_dist=(0.25, 0.5, 0.25), prof_accept=1.02,
+             requests=40,
              out_tokens=(160, 320), prof_prefix=True)
     simulate("baseline.log", seed=9, port=30002, spec=None, cycle_ms=11.1, phases=None,
              accept_dist=(1.0,), prof_accept=0.0, requests=40, out_tokens=(160, 320),
