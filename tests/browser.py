@@ -75,9 +75,14 @@ class Cdp:
         self.next_id = 0
         self.events: list[dict] = []
 
+    REPLY_TIMEOUT = 60.0      # s: a command's reply on a loaded 2-core machine
+
     def send(self, method: str, **params) -> dict:
         self.next_id += 1
         mid = self.next_id
+        # (its own timeout: drain() and wait_for() leave the socket's at what they last set,
+        # as little as 50 ms, and a reply under load took longer — a flaky CI failure)
+        self.ws.settimeout(self.REPLY_TIMEOUT)
         self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
         while True:
             msg = json.loads(self.ws.recv())
