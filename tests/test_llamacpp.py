@@ -260,3 +260,15 @@ def test_the_one_pass_statistics_pattern_reads_what_the_key_search_reads(monkeyp
     slow = [llamacpp.parse_stats(ln) for ln in lines]
     assert [(f.record, f.problems, f.bad, f.cut) for f in fast] == \
         [(s.record, s.problems, s.bad, s.cut) for s in slow]
+
+
+def test_a_timing_line_without_its_numbers_is_reported_not_an_internal_error(run, tmp_path):
+    """'prompt eval time = ms / 23 tokens': the marker's shape, no time (fuzz seed 50, case
+    275: an AttributeError in TimingBlock); reported at its line, the other requests read."""
+    log = tmp_path / "llama.log"
+    log.write_text(" | prompt eval time = ms /    23 tokens \n")
+    r = run("parse", log)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr == (f"eaglelog: error: {log}:1: no record could be read: llama-server "
+                        "request timings not read: no 'N ms / M tokens' after 'prompt eval "
+                        "time ='\n")

@@ -711,3 +711,15 @@ def test_the_year_note_asks_for_date_only_without_it(run):
             "line)\n") in given and "pass --date" not in given
     assert "; pass --date YYYY-MM-DD (the first line's date) to set it" in \
         run("acceptance", log).stderr
+
+
+def test_a_wrapper_stamp_of_no_date_is_reported_not_an_internal_error(run, tmp_path):
+    """A wrapper's stamp '2026-13-01T08:00:100000Z' (month 13, no space after the seconds)
+    in front of a vLLM line (fuzz seed 50, case 186: an AttributeError in read_prefix): one
+    line, exit 1."""
+    log = tmp_path / "vllm.log"
+    log.write_text("2026-13-01T08:00:100000Z Avg prompt throughput: \n")
+    r = run("parse", log)
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.startswith(f"eaglelog: error: {log}:1: no record could be read: ")
+    assert "internal error" not in r.stderr and r.stderr.count("\n") == 1

@@ -269,6 +269,11 @@ _TIME = re.compile(r"(?P<what>prompt eval|eval|total) time\s*=\s*(?P<ms>[^\s/]+)
                    r"\s*(?P<n>[^\s(]+)\s+tokens(?P<tail>\s*\(\s*(?P<per>\S+)\s*ms per token,"
                    r"\s*(?P<tps>[^\s)]+)\s*tokens per second\s*\))?", re.ASCII)
 _GRAPHS = re.compile(r"graphs reused\s*=\s*(?P<n>\S+)", re.ASCII)
+
+
+def is_timing_line(line: str) -> bool:
+    """Whether a line the ``llama_timing`` marker matched holds the times TimingBlock reads."""
+    return _TIME.search(line) is not None
 SLOT_EVENT = re.compile(r"\|\s*(?P<what>processing task|stop processing)", re.ASCII)
 _BARE = re.compile(r"\bid\s+\d+\s*\|\s*task\s+-?\d+\s*\|\s*$", re.ASCII)
 

@@ -233,6 +233,11 @@ class OthersScanner(ScannerBase):
         elif kind == "llama_timing":
             if "llama_perf" in line:           # llama-cli's perf print ('N runs'): not a request
                 return False
+            if not llamacpp.is_timing_line(line):
+                # the marker's shape without its numbers ('prompt eval time = ms / 23 tokens')
+                self.diag(line_no, "malformed", f"{llamacpp.TimingBlock.name} not read: no "
+                          "'N ms / M tokens' after 'prompt eval time ='")
+                return True
             self._open(llamacpp.TimingBlock(line_no, line, self._concurrency(line)),
                        unterminated)
         elif kind == "llama_simple":

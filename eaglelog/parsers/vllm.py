@@ -249,7 +249,8 @@ def read_prefix(text: str, problems: list[str] | None = None) -> dict:
                 not text[w.end("time"):w.end("time") + 1].isdigit():
             out["_iso"] = f"{w.group('date')} {w.group('time')}"
         elif problems is not None:
-            stamp = WRAPPER_STAMP_RX.match(text, w.start()).group(0)
+            printed = WRAPPER_STAMP_RX.match(text, w.start())
+            stamp = printed.group(0) if printed is not None else w.group(0)
             problems.append(f"timestamp {stamp!r} is not a valid date and time; the record is "
                             "kept without a timestamp")
     return out
