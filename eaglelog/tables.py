@@ -97,7 +97,20 @@ def _column(values: list, dtype: str, bad: list[int] | None = None):
     if dtype == "string":
         return pd.array([v if v is None or isinstance(v, str) else str(v) for v in values],
                         dtype="string")
-    return pd.array([v if _present(v) else None for v in values], dtype=dtype)
+    clean = [v if _present(v) else None for v in values]
+    try:
+        return pd.array(clean, dtype=dtype)
+    except (OverflowError, TypeError, ValueError):
+        if not dtype.startswith(("Int", "UInt")):
+            raise
+    # an integer the column cannot hold (a 21-digit task id): left empty, its index in ``bad``
+    info = np.iinfo(dtype.lower())
+    for i, v in enumerate(clean):
+        if v is not None and not (isinstance(v, (int, np.integer)) and info.min <= v <= info.max):
+            clean[i] = None
+            if bad is not None:
+                bad.append(i)
+    return pd.array(clean, dtype=dtype)
 
 
 _EMPTY: dict[tuple[str, tuple], pd.DataFrame] = {}
@@ -125,10 +138,12 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
             if c.core or any(_present(v) for v in vals):
                 bad: list[int] = []
                 cols[c.name] = _column(vals, c.dtype, bad)
+                what = "a valid date and time" if c.dtype.startswith("datetime64") else \
+                    f"a whole number this column holds ({c.dtype})"
                 for i in bad:
                     if report is not None:
                         report(rows[i].get("line_no"), f"{c.name} {str(vals[i])[:40]!r} is not "
-                               "a valid date and time; the record is kept without it")
+                               f"{what}; the record is kept without it")
         elif c.core:
             cols[c.name] = _typed([None] * n, c.dtype)
     if table.name == "server_args" and "_args" in present:

@@ -272,3 +272,19 @@ def test_a_timing_line_without_its_numbers_is_reported_not_an_internal_error(run
     assert r.stderr == (f"eaglelog: error: {log}:1: no record could be read: llama-server "
                         "request timings not read: no 'N ms / M tokens' after 'prompt eval "
                         "time ='\n")
+
+
+def test_a_task_id_no_column_holds_is_reported_and_the_request_kept(run, tmp_path):
+    """A 21-digit task id (fuzz seed 54, case 184: an OverflowError building the table): the
+    value is left empty and said at its line; the request's times are kept."""
+    log = tmp_path / "llama.log"
+    log.write_text("slot print_timing: id  2 | task 123401234567890123456 | prompt eval time ="
+                   "  1.85 ms /    39 tokens (    0.05 ms per token, 21081.08 tokens per "
+                   "second)\n")
+    r = run("parse", "-f", "csv", "--table", "bench", log)
+    assert r.exit_code == 0, r.stderr
+    assert (f"{log}:1: task_id '123401234567890123456' is not a whole number this column "
+            "holds (Int64); the record is kept without it") in r.stderr
+    row = r.stdout.splitlines()[1].split(",")
+    head = r.stdout.splitlines()[0].split(",")
+    assert row[head.index("task_id")] == "" and row[head.index("prompt_ms")] == "1.85"
