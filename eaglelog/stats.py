@@ -297,10 +297,18 @@ def unit_labels(k: int) -> tuple[np.ndarray, int]:
     return (np.arange(k, dtype=np.int64) * m) // max(k, 1), m
 
 
+MAX_LOG_HALF_WIDTH = 700.0   # e^700 ≈ 1e304: an interval's half width on the log scale
+                             # beyond which its upper end is no float
+
+
 def from_log_se(theta: float, se_log: float, df: float, n: int, confidence: float,
                 source: str | None = None) -> Estimate:
     t = float(dist.stdtrit(df, 0.5 + confidence / 2)) if math.isfinite(df) else \
         float(dist.ndtri(0.5 + confidence / 2))
+    if t * se_log > MAX_LOG_HALF_WIDTH:
+        # an interval past any number (a damaged value among the units: a negative TOTAL in
+        # one EAGLE3_PROF block, fuzz seed 54): no interval, not an overflow
+        return insufficient(theta, n, confidence, source)
     return Estimate(theta, theta * math.exp(-t * se_log), theta * math.exp(t * se_log), n,
                     confidence, se_log, df, source)
 

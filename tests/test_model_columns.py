@@ -121,3 +121,29 @@ def test_prof_blocks_without_a_mode_are_counted(tmp_path):
     assert len(b) == 1
     assert b.no_mode.tolist() == [True] and b.sync.tolist() == [False]
     assert b.total_ms.tolist() == [10.0] and b.cycles.tolist() == [100.0]
+
+
+def test_a_block_whose_total_is_not_a_cycle_is_left_out_with_a_note(tmp_path):
+    """A damaged TOTAL (-29.07: the parsers keep signed numbers, the identity warning names
+    it) is no cycle to weigh: left out of the cycle, the phases' shares and the profiler's
+    accept length, with a note — it made the cycle 0.00 ms and the shares 10¹⁸ % (and, with
+    two blocks, an interval past any float: fuzz seed 54, case 138)."""
+    from eaglelog.library import summarize
+    good = ("EAGLE3_PROF (100 cycles, 223 tok, no sync)\n"
+            "  Draft steps:        1.54 ms/cyc  (  5.3%)\n"
+            "  Target verify:     27.25 ms/cyc  ( 93.7%)\n"
+            "  Draft re-extend:    0.28 ms/cyc  (  1.0%)\n"
+            "  TOTAL:             {total} ms/cyc\n"
+            "  Accept len:      2.23\n"
+            "  Eff tok/s:       76.7\n\n")
+    path = tmp_path / "prof.log"
+    path.write_text(good.format(total="29.07") * 3 + good.format(total="-29.07"))
+    log = api.parse([str(path)], cache=False)
+    b = ProfBlocks.of(log, log.sources[0].name)
+    assert b.bad_total.tolist() == [False, False, False, True]
+    assert b.usable().tolist() == [True, True, True, False]
+    s = summarize(log).runs[0]
+    assert s.cycle_ms.estimate == pytest.approx(29.07) and s.blocks == 3
+    assert [round(p.pct, 1) for p in s.phases] == [5.3, 93.7, 1.0]
+    assert "1 EAGLE3_PROF block(s) with a TOTAL of 0 ms/cyc or less left out (a damaged " \
+        "value: see its identity warning)" in s.notes

@@ -20,6 +20,8 @@ class ProfBlocks:
     complete: np.ndarray       # bool: every line of the block read
     sync: np.ndarray           # bool: sync mode (a block without a mode is not)
     no_mode: np.ndarray        # bool: the header prints no mode
+    bad_total: np.ndarray      # bool: complete, but its TOTAL is 0 or less (a damaged value,
+                               # which its identity warning names): no cycle to weigh
 
     @classmethod
     def of(cls, log: ParsedLog, source: str) -> "ProfBlocks":
@@ -36,17 +38,28 @@ class ProfBlocks:
         order = np.argsort(line, kind="stable")
         mode = log.values(source, "prof", "mode", object)[order]
         no_mode = np.array([not isinstance(m, str) for m in mode], dtype=bool)
-        out = cls(line[order], log.values(source, "prof", "cycles")[order],
-                  log.values(source, "prof", "total_ms")[order],
-                  log.values(source, "prof", "accept_len")[order],
-                  log.values(source, "prof", "complete", bool, False)[order],
-                  mode == "sync", no_mode)
+        total = log.values(source, "prof", "total_ms")[order]
+        complete = log.values(source, "prof", "complete", bool, False)[order]
+        with np.errstate(invalid="ignore"):
+            bad_total = complete & ~(total > 0)
+        out = cls(line[order], log.values(source, "prof", "cycles")[order], total,
+                  log.values(source, "prof", "accept_len")[order], complete,
+                  mode == "sync", no_mode, bad_total)
         for f in cls.__dataclass_fields__:      # (shared by every caller: read-only)
             getattr(out, f).setflags(write=False)
         return out
 
     def __len__(self) -> int:
         return len(self.line)
+
+    def usable(self, sync: bool = False) -> np.ndarray:
+        """The complete blocks of one mode (no sync, or ``sync``) whose TOTAL is a cycle."""
+        return self.complete & (self.sync if sync else ~self.sync) & ~self.bad_total
+
+    def bad_total_note(self) -> str | None:
+        k = int(self.bad_total.sum())
+        return None if not k else (f"{k} EAGLE3_PROF block(s) with a TOTAL of 0 ms/cyc or less "
+                                   "left out (a damaged value: see its identity warning)")
 
     def take(self, keep: np.ndarray) -> "ProfBlocks":
         """The blocks where ``keep`` (a mask), in line order."""

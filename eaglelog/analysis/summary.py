@@ -65,7 +65,9 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     # cycle breakdown from no-sync complete blocks
     p = ProfBlocks.of(log, source)
     sync = p.sync
-    use = p.take(p.complete & ~sync)
+    use = p.take(p.usable())
+    if p.bad_total_note():
+        notes.append(p.bad_total_note())
     cyc, phases, bottleneck, phases_from = None, [], None, None
     if len(use):
         cyc = stats.weighted_mean(use.total_ms, use.cycles, confidence,
@@ -76,10 +78,10 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
         n_sync = int(sync.sum())
         if n_sync:
             notes.append(f"{n_sync} sync-mode block(s) left out of the cycle breakdown")
-    elif (p.complete & sync).any():
+    elif p.usable(sync=True).any():
         # sync mode: a device synchronize after each phase makes the split exact and the cycle
         # slower than production: the shares are shown, never the cycle time
-        sblocks = p.take(p.complete & sync)
+        sblocks = p.take(p.usable(sync=True))
         scyc = stats.weighted_mean(sblocks.total_ms, sblocks.cycles, confidence,
                                    f"{len(sblocks)} sync-mode EAGLE3_PROF blocks",
                                    floor=stats.BLOCK_PHI)
