@@ -293,8 +293,9 @@ def prof_cycle(log: ParsedLog, source: str, confidence: float, notes: list[str],
     if p.no_mode.any():
         notes.append(f"{int(p.no_mode.sum())} EAGLE3_PROF block(s) without a mode are taken as "
                      "'no sync'")
-    if p.bad_total_note():
-        notes.append(p.bad_total_note())
+    bad_total = p.bad_total_note()
+    if bad_total:
+        notes.append(bad_total)
     keep = p.usable()
     if since_line is not None:
         keep &= p.line >= since_line

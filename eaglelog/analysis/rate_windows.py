@@ -251,10 +251,9 @@ def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
         return np.full(len(df), na, dtype=dtype)
     col = df[name]
     out = col.to_numpy(dtype=dtype, na_value=na)
-    # (a converted column — integers with NA to floats — is already a new array: copied only
-    # when it may be the frame's own, as a float column's is)
-    if out.dtype != dtype or not out.flags.writeable or out.base is not None or \
-            np.may_share_memory(out, col.array):
+    # (a numpy-backed column's array may be the frame's own: copied; an extension column's —
+    # integers with NA, booleans, text — is converted into a new array already)
+    if isinstance(col.dtype, np.dtype) or out.dtype != dtype or not out.flags.writeable:
         out = np.array(out, dtype=dtype, copy=True)
     return out
 

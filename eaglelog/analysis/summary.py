@@ -66,8 +66,6 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     p = ProfBlocks.of(log, source)
     sync = p.sync
     use = p.take(p.usable())
-    if p.bad_total_note():
-        notes.append(p.bad_total_note())
     cyc, phases, bottleneck, phases_from = None, [], None, None
     if len(use):
         cyc = stats.weighted_mean(use.total_ms, use.cycles, confidence,
@@ -171,6 +169,9 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
     elif baseline is not None:
         notes.append("not a speculative run (no EAGLE3_PROF blocks, no accept len): there is no "
                      "break-even to compute")
+    bad_total = p.bad_total_note()
+    if bad_total and be is None:     # (break-even's notes say it otherwise: prof_cycle)
+        notes.append(bad_total)
     if fit is not None and fit.warmup and be is None:
         notes.append(f"the first {fit.warmup} decode windows differ from the rest (a warm-up): "
                      "left out (--skip-warmup 0 keeps them)")
