@@ -145,5 +145,9 @@ def test_a_block_whose_total_is_not_a_cycle_is_left_out_with_a_note(tmp_path):
     s = summarize(log).runs[0]
     assert s.cycle_ms.estimate == pytest.approx(29.07) and s.blocks == 3
     assert [round(p.pct, 1) for p in s.phases] == [5.3, 93.7, 1.0]
-    assert "1 EAGLE3_PROF block(s) with a TOTAL of 0 ms/cyc or less left out (a damaged " \
-        "value: see its identity warning)" in s.notes
+    note = ("1 EAGLE3_PROF block(s) with a TOTAL of 0 ms/cyc or less left out (a damaged "
+            "value: see its identity warning)")
+    assert note in s.notes
+    # with a baseline, break-even says it; the summary does not say it again
+    both = summarize(log, baseline_toks=90).runs[0]
+    assert (list(both.notes) + list(both.breakeven.notes)).count(note) == 1
