@@ -1,8 +1,14 @@
-"""The C accelerator of the scanner (eaglelog/parsers/_fastscan.c); everything else is in
-pyproject.toml.  It is optional: without a C compiler the package installs and reads every log
-with the Python parser alone, several times more slowly
-(`python -c "from eaglelog.parsers import scan; print(scan.fast_available())"` says which)."""
+"""The C accelerators: the scanner's (eaglelog/parsers/_fastscan.c) and the rate model's passes
+over every window (eaglelog/analysis/_ratekern.c); everything else is in pyproject.toml.  Both
+are optional: without a C compiler the package installs, reads every log with the Python parser
+alone and fits with numpy, several times more slowly
+(`python -c "from eaglelog.parsers import scan; print(scan.fast_available())"` and
+`python -c "from eaglelog.analysis import rate; print(rate.fast_available())"` say which)."""
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("eaglelog.parsers._fastscan", ["eaglelog/parsers/_fastscan.c"],
-                             extra_compile_args=["-O2"], optional=True)])
+setup(ext_modules=[
+    Extension("eaglelog.parsers._fastscan", ["eaglelog/parsers/_fastscan.c"],
+              extra_compile_args=["-O2"], optional=True),
+    # (no fused multiply-add: its elementwise passes give numpy's numbers to the bit)
+    Extension("eaglelog.analysis._ratekern", ["eaglelog/analysis/_ratekern.c"],
+              extra_compile_args=["-O2", "-ffp-contract=off"], optional=True)])

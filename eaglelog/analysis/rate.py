@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,19 @@ from .rate_windows import (  # noqa: F401
     _timed_steps, _present, _series_rows, _ends, _gap_medians, _by_value, _clocks, _said, _spread,
     _wrapper_jitter, _prefill_jitter, _measured_batch, MIN_VACANCY_PAIRS, MEASURED_TOL,
     MEASURED_TOL_ALL, median, distinct, small_ints, whole_seconds)
+
+try:   # the passes over every window in C (setup.py); without it numpy makes them
+    from . import _ratekern
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _ratekern = None
+# (EAGLELOG_PURE_PYTHON=1 turns the C passes off, as it does the scanner's)
+_PURE = os.environ.get("EAGLELOG_PURE_PYTHON", "") not in ("", "0")
+
+
+def fast_available() -> bool:
+    """Whether the fit's passes over every window run in C (_ratekern.c)."""
+    return _ratekern is not None and not _PURE
+
 
 STALL_SIGMAS = 8       # a residual over this many robust σ …
 STALL_SHARE = 0.25     # … and over this share of the fitted cycle is a stall
@@ -165,9 +179,13 @@ def _gram(win: Windows, scale: tuple[float, float], keep, omega: np.ndarray, row
           y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The weighted moments of the design over ``rows`` (a mask): Σ ω z zᵀ and Σ ω z y, a
     block of windows at a time (no n × p matrix: a large log has millions of windows)."""
-    idx = np.flatnonzero(rows)
     p = len(keep)
     A, r = np.zeros((p, p)), np.zeros(p)
+    if fast_available():
+        _ratekern.moments(*_floats(win.b, omega), _mask(rows), _floats(y)[0], *_sparse(win.x),
+                          float(scale[0]), float(scale[1]), bytes(keep), A, r)
+        return A, r
+    idx = np.flatnonzero(rows)
     for s in range(0, len(idx), CHUNK):
         i = idx[s:s + CHUNK]
         Z = _design(win, scale, keep, i)
@@ -176,6 +194,22 @@ def _gram(win: Windows, scale: tuple[float, float], keep, omega: np.ndarray, row
         if y is not None:
             r += wz.T @ y[i]
     return A, r
+
+
+def _floats(*arrays) -> list:
+    """Each array as contiguous float64 (None stays None), for the C passes."""
+    return [None if a is None else np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
+
+
+def _mask(rows: np.ndarray) -> np.ndarray:
+    """A mask of windows as contiguous bools, for the C passes."""
+    return np.ascontiguousarray(rows, dtype=bool)
+
+
+def _sparse(x) -> tuple[np.ndarray, np.ndarray]:
+    """The prefill work's stored rows (int64, ascending) and their values (C order)."""
+    return (np.ascontiguousarray(x.rows, dtype=np.int64),
+            np.ascontiguousarray(x.vals, dtype=np.float64))
 
 
 def _column(win: Windows, scale: tuple[float, float], c: int) -> np.ndarray:
@@ -192,6 +226,10 @@ def _times(win: Windows, scale: tuple[float, float], keep, coef: np.ndarray) -> 
     """The design's columns ``keep`` times ``coef`` for every window (Z @ coef, without Z; a
     block of windows at a time, so that its temporaries stay small)."""
     out = np.zeros(win.n)
+    if fast_available():
+        _ratekern.times(_floats(win.b)[0], *_sparse(win.x), float(scale[0]), float(scale[1]),
+                        bytes(keep), np.asarray(coef, dtype=float).ravel(), out)
+        return out
     smooth = 1 in keep or 2 in keep
     coef = [float(v) for v in coef]
     for s_ in range(0, win.n, CHUNK):
@@ -321,10 +359,28 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     """The regressors the data can carry, and what the cycle then is: 'clean' (no prefill work
     in the usable windows), 'corrected' (prefill time estimated and removed) or 'upper bound'
     (prefill work that cannot be told apart from the cycle: it stays in)."""
-    bs = win.b[use]
-    if not len(bs):
+    lo_x, hi_x = np.full(N_X, np.inf), np.full(N_X, -np.inf)
+    if fast_available():
+        # (every range below in one pass, in C)
+        xlo, xhi = np.empty(N_X), np.empty(N_X)
+        r_lo, r_hi, distinct, lo, hi, n_held, n_used = _ratekern.ranges(
+            _mask(use), *_floats(win.r, win.b), *_sparse(win.x), xlo, xhi)
+    else:
+        bs = win.b[use]
+        n_used = len(bs)
+        lo, hi = (float(bs.min()), float(bs.max())) if n_used else (0.0, 0.0)
+        r_lo = float(np.min(win.r, where=use & np.isfinite(win.r), initial=np.inf))
+        r_hi = float(np.max(win.r, where=use & np.isfinite(win.r), initial=-np.inf))
+        distinct = 1 if not r_hi > r_lo else \
+            3 if bool(np.any((win.r > r_lo) & (win.r < r_hi) & use)) else 2
+        held = use[win.x.rows]
+        n_held = int(held.sum())
+        if n_held:
+            xi = win.x.vals[held]
+            xlo, xhi = xi.min(axis=0), xi.max(axis=0)
+            del xi
+    if not n_used:
         return ModelSpec((), (0,), (1.0, 1.0)), "clean"
-    lo, hi = float(bs.min()), float(bs.max())
     scale = ((lo + hi) / 2, max((hi - lo) / 2, 1e-9))
     # three batch sizes carry a quadratic exactly: a line through three levels of a convex
     # cycle leaves the ends above it, and a run that starts at the smallest was then taken for
@@ -332,22 +388,15 @@ def _choose(win: Windows, use: np.ndarray) -> tuple[ModelSpec, str]:
     # (the printed sizes: a measured mean batch is continuous, and one that only its rounding
     # moves — every line printing one size — carries no curve; ar09 seed 5021 at 7–8
     # requests fitted a quadratic to mean batches 7.89–8.03 and its cycle came out +5 %)
-    r_lo = float(np.min(win.r, where=use & np.isfinite(win.r), initial=np.inf))
-    r_hi = float(np.max(win.r, where=use & np.isfinite(win.r), initial=-np.inf))
-    levels = 1 if not r_hi > r_lo else \
-        3 if bool(np.any((win.r > r_lo) & (win.r < r_hi) & use)) else 2
-    smooth = (0,) if np.ptp(bs) == 0 or levels < 2 else (0, 1) if levels < 3 else (0, 1, 2)
-    # (the prefill work's range over the used windows, a block of rows at a time: a large log
-    # has millions, and a column reduction with a mask strides through all of them)
-    # (over the windows holding prefill work, and a zero where a used window holds none)
-    lo_x, hi_x = np.full(N_X, np.inf), np.full(N_X, -np.inf)
-    held = use[win.x.rows]
-    if int(held.sum()) < int(use.sum()):
+    levels = 1 if not r_hi > r_lo else min(distinct, 3)     # (3: three or more)
+    smooth = (0,) if hi - lo == 0 or levels < 2 else (0, 1) if levels < 3 else (0, 1, 2)
+    # (the prefill work's range over the used windows: over those holding any, and a zero
+    # where a used window holds none)
+    if n_held < n_used:
         lo_x[:], hi_x[:] = 0.0, 0.0
-    if held.any():
-        xi = win.x.vals[held]
-        np.minimum(lo_x, xi.min(axis=0), out=lo_x)
-        np.maximum(hi_x, xi.max(axis=0), out=hi_x)
+    if n_held:
+        np.minimum(lo_x, xlo, out=lo_x)
+        np.maximum(hi_x, xhi, out=hi_x)
     xs = tuple(k for k in range(N_X) if hi_x[k] - lo_x[k] > 0)
     wu = np.where(use, win.w, 0.0)
     if not max(hi_x) > 0:
@@ -511,19 +560,23 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             # 98 % of the weight at a batch of 7.95 ± 0.03 (λ = 1.0005), and the cycle came out
             # +5.3 % in [0 … 10¹⁶]; with equal precisions −0.05 %, se 0.09 %
             prec = None
-    thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
-    step = None
-    beta = thetas.pop("_beta")
-    cor = thetas.pop("_cor", None)
     # the batches run over the windows that count (a warm-up left out, stalls, the first
     # window: none of them in a batch), so their length in windows is what the data hold
     counted = use | acc
     n = int(counted.sum())
-    # (each output's terms go as soon as they are summed into batches: millions of windows
-    # each, and the passes below need the room; the rate's, the accept length's less the
-    # cycle's, made here from the two, a block at a time: _point_and_terms)
-    sums = _term_sums(terms, counted, n)
-    del terms
+    if fast_available():
+        # (the terms summed into batches as they are made, in C: no array of them)
+        thetas, sums = _point_and_sums(win, use, acc, step, spec, prec, strata, n=n)
+    else:
+        thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
+        # (each output's terms go as soon as they are summed into batches: millions of
+        # windows each, and the passes below need the room; the rate's, the accept length's
+        # less the cycle's, made here from the two, a block at a time: _point_and_terms)
+        sums = _term_sums(terms, counted, n)
+        del terms
+    step = None
+    beta = thetas.pop("_beta")
+    cor = thetas.pop("_cor", None)
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
                                             lifetime=win.lifetime)
@@ -553,8 +606,8 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         alt.b = win.r.astype(float)
         np.copyto(alt.b, win.b, where=~approx)
         alt._w = None          # (its w is made once in the pass, not kept: _masked_w)
-        th_alt, _ = _point_and_terms(alt, use & np.isfinite(alt.y), acc, None, spec, prec,
-                                     strata, point_only=True)
+        th_alt, _ = (_point_and_sums if fast_available() else _point_and_terms)(
+            alt, use & np.isfinite(alt.y), acc, None, spec, prec, strata, point_only=True)
         alt = None
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
@@ -923,6 +976,16 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
 
     def dc(B):
         return (g[1] + 2 * g[2] * (B - c0) / c1) / c1
+    if fast_available():
+        out = np.empty(win.n)
+        r, b = _floats(win.r, win.b)
+        _ratekern.within_quad(r, np.ascontiguousarray(win.rp, np.float32), b,
+                              None if win.nin is None else np.ascontiguousarray(win.nin,
+                                                                                np.float32),
+                              None if win.measured is None else _mask(win.measured),
+                              *(float(v) for v in g), float(c0), float(c1),
+                              vacancy(win) / win.interval, out)
+        return out
     return _within(win, c, dc)
 
 
@@ -1202,6 +1265,120 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         terms["breakeven_accept_len"] = terms["cycle_ms"]
     th["_beta"] = beta
     return th, terms
+
+
+def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.ndarray | None,
+                    spec: ModelSpec, prec: np.ndarray | None = None,
+                    strata: np.ndarray | None = None, *, point_only: bool = False,
+                    n: int = 0) -> tuple[dict, list]:
+    """_point_and_terms in two passes in C (_ratekern: point_sums, term_sums): the same
+    point estimates, and instead of each output's terms per window their sums over blocks of
+    the ``n`` windows that count (use or acc), as _term_sums gives them.  No array of the
+    windows' length is made but the within-window term's (``_cor``, which the fit keeps)."""
+    keep = list(spec.smooth) + [3 + k for k in spec.xs]
+    ns = len(spec.smooth)
+    cols = bytes(keep)
+    wu = _masked_w(win, use)
+    om = wu if prec is None else wu * prec
+    W = float(wu.sum())
+    del wu
+    nan = math.nan
+    th = {k: nan for k in OUTPUTS}
+    beta = np.zeros(N_X)
+    b, y, a = _floats(win.b, win.y, win.a)
+    om = _floats(om)[0]
+    rs = _floats(win.rs)[0]
+    use_m, acc_m = _mask(use), _mask(acc)
+    st = np.where(use | acc, 0, -1).astype(np.int32) if strata is None else \
+        np.ascontiguousarray(strata, dtype=np.int32)
+    xr, xv = _sparse(win.x)
+    do_cycle = False
+    gamma = Ainv = None
+    share = eg = inv = np.zeros(0)
+    gneg, cyc, cyc_it, n1 = 0, nan, nan, nan
+    if W > 0 and use.sum() > len(keep):
+        A, rhs = _gram(win, spec.scale, keep, om, use, win.y)
+        dA, drhs = _eiv(win, use, spec, keep, om)
+        Ainv = np.linalg.pinv(A - dA)
+        gamma = Ainv @ (rhs - drhs)
+        beta[list(spec.xs)] = gamma[ns:]
+        cor = within_cov(win, gamma, spec)
+        if not point_only:
+            th["_cor"] = cor
+        nb = int(st.max()) + 1 if len(st) else 0
+        p = len(keep)
+        Og, Wg, OEg = np.empty(nb + 1), np.empty(nb + 1), np.empty(nb + 1)
+        SX, WX, X1 = np.empty((p, nb + 1)), np.empty(p), np.empty(p)
+        xb0 = float(np.zeros(N_X) @ beta)
+        mixsum, n1, zisum, stepsum, gmax, negs = _ratekern.point_sums(
+            b, y, om, rs, float(win.interval), use_m, st, nb, xr, xv, cols,
+            np.ascontiguousarray(gamma, dtype=float), ns, *map(float, spec.scale), _floats(cor)[0],
+            beta, xb0, _floats(step)[0], Og, Wg, OEg, SX, WX, X1)
+        del cor
+        # (the used strata's bins, and the bin of used windows of no stratum after them: the
+        # code numpy's path gives them)
+        bins = list(range(gmax + 1)) + ([nb] if negs else [])
+        gneg = gmax + 1 if negs else 0
+        Og, share = Og[bins], Wg[bins] / W
+        live = Og > 0
+        inv = np.divide(1.0, Og, out=np.zeros(len(bins)), where=live)
+        eg = OEg[bins] * inv
+        cyc = float(np.sum(share[live] * eg[live])) + mixsum / W
+        th["cycle_ms"] = cyc
+        if point_only:
+            th["_beta"] = beta
+            return th, []
+        xbar, x1 = np.zeros(p), np.zeros(p)
+        for i in range(p):
+            xbar[i] = float(np.sum(share * SX[i, bins] * inv))
+            if i < ns:
+                xbar[i] -= WX[i] / W
+            else:
+                x1[i] = X1[i] / n1
+        if step is not None:
+            th["step_ms"] = stepsum / W
+        cyc_it = zisum / n1
+        th["cycle_ms_iter"] = cyc_it
+        do_cycle = True
+    elif point_only:
+        th["_beta"] = beta
+        return th, []
+    wa = _masked_w(win, acc)
+    Wa = float(wa.sum())
+    tau = nan
+    if Wa > 0:
+        tau = float((wa * np.where(acc, win.a, 0.0)).sum() / Wa)
+        th["accept_len"] = tau
+    del wa
+    do_acc = Wa > 0
+    k = min(n, stats.FINE)
+    out = np.zeros((k, 4))
+    if do_cycle or do_acc:
+        z = np.zeros(len(keep))
+        _ratekern.term_sums(
+            b, y, a, om, rs, float(win.interval), use_m, acc_m, st, gneg, xr, xv, cols,
+            *(np.ascontiguousarray(v, dtype=float) for v in
+              ((gamma, Ainv.T @ xbar, Ainv.T @ x1) if do_cycle else (z, z, z))),
+            share, eg, inv, beta, float(np.zeros(N_X) @ beta), *map(float, spec.scale),
+            float(cyc), float(cyc_it), float(n1), float(tau), Wa, int(do_cycle), int(do_acc), n,
+            out)
+    sums: dict[str, np.ndarray | None] = {k_: None for k_ in OUTPUTS}
+    if do_acc:
+        sums["accept_len"] = out[:, 0].copy()
+    if do_cycle:
+        sums["cycle_ms"] = out[:, 1].copy()
+        sums["cycle_ms_iter"] = out[:, 3].copy()
+    if do_cycle and do_acc:
+        th["rate"] = th["accept_len"] / th["cycle_ms"]
+        sums["rate"] = out[:, 2].copy()
+        if step is not None and th["step_ms"] > 0:
+            th["speedup"] = th["rate"] * th["step_ms"]
+            sums["speedup"] = out[:, 2].copy()
+    if do_cycle and step is not None and th["step_ms"] > 0:
+        th["breakeven_accept_len"] = th["cycle_ms"] / th["step_ms"]
+        sums["breakeven_accept_len"] = out[:, 1].copy()
+    th["_beta"] = beta
+    return th, [sums[k_] for k_ in OUTPUTS]
 
 
 def step_curve(sizes: np.ndarray, steps: np.ndarray):

@@ -1,0 +1,671 @@
+/* The rate model's passes over every decode window (eaglelog/analysis/rate.py), in C.
+
+   A large log has millions of windows, and the fit passes over them a few dozen times.  In
+   numpy each pass built the design matrix a block at a time and made several full-length
+   temporaries; here each is one loop that reads the windows' own arrays and makes nothing.
+
+   - moments: the weighted moments of the design over the windows a mask keeps, Σ ω z zᵀ and
+     Σ ω z y (rate._gram).  Summed a block of BLOCK kept windows at a time, the blocks in
+     window order: the same sums as numpy's within rounding (its BLAS sums in an order of its
+     own, which depends on the CPU), and the same on every machine.
+   - times: the design's columns times coefficients for every window, Z @ coef (rate._times).
+     Element by element the operations numpy made, in its order: bit-identical.
+   - within_quad: within_cov's term for a quadratic cycle c(B) (rate._within), element by
+     element as numpy made it: bit-identical.
+
+   The design's columns (codes): 0 the intercept, 1 u = (b − c0) / c1, 2 u², 3 … 7 the
+   prefill regressors x[:, code − 3], stored by the windows that hold any (rows ascending,
+   vals rows × 5 in C order: rate_windows.PrefillWork).
+
+   The module is optional (setup.py): without a C compiler rate.py makes the same passes in
+   numpy, which the tests also use as the oracle (tests/test_ratekern.py). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define N_X 5
+#define MAXP 8
+#define BLOCK 4096
+
+typedef struct {
+    const int64_t *rows;
+    const double *vals;
+    Py_ssize_t m, k;
+} Sparse;
+
+/* the prefill row of window i (NULL: none), for i ascending */
+static inline const double *sparse_at(Sparse *s, Py_ssize_t i) {
+    while (s->k < s->m && s->rows[s->k] < i) s->k++;
+    if (s->k < s->m && s->rows[s->k] == i) return s->vals + s->k * N_X;
+    return NULL;
+}
+
+static int check(Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t n, const char *name) {
+    if (v->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, expected %zd", name, v->len,
+                     n * itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_cols(Py_buffer *cb, int *cols, int *p) {
+    if (cb->len < 1 || cb->len > MAXP) {
+        PyErr_SetString(PyExc_ValueError, "cols: 1 to 8 column codes");
+        return -1;
+    }
+    *p = (int)cb->len;
+    for (int j = 0; j < *p; j++) {
+        cols[j] = ((const unsigned char *)cb->buf)[j];
+        if (cols[j] > 2 + N_X) {
+            PyErr_SetString(PyExc_ValueError, "cols: a code above 7");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int sparse_init(Sparse *s, Py_buffer *rows, Py_buffer *vals) {
+    s->m = rows->len / 8;
+    s->rows = rows->buf;
+    s->vals = vals->buf;
+    s->k = 0;
+    if (vals->len != s->m * N_X * 8) {
+        PyErr_SetString(PyExc_ValueError, "xvals: not rows × 5 float64");
+        return -1;
+    }
+    return 0;
+}
+
+/* the moments' loop for p columns (a constant where it is inlined) */
+static inline __attribute__((always_inline)) void moments_loop(
+        const int p, const int *cols, Py_ssize_t n, const double *bv, const double *ov,
+        const char *uv, const double *yv, Sparse *s, double c0, double c1, double *A,
+        double *rhs) {
+    double acc[MAXP * MAXP] = {0}, racc[MAXP] = {0}, z[MAXP], wz[MAXP];
+    int inblock = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!uv[i]) continue;
+        const double *x = sparse_at(s, i);
+        double u = (bv[i] - c0) / c1, w = ov[i];
+#pragma GCC unroll 8
+        for (int j = 0; j < p; j++) {
+            int c = cols[j];
+            z[j] = c == 0 ? 1.0 : c == 1 ? u : c == 2 ? u * u : (x ? x[c - 3] : 0.0);
+            wz[j] = z[j] * w;
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < p; j++)
+#pragma GCC unroll 8
+            for (int k = j; k < p; k++) acc[j * MAXP + k] += wz[j] * z[k];
+        if (yv) {
+            double yi = yv[i];
+#pragma GCC unroll 8
+            for (int j = 0; j < p; j++) racc[j] += wz[j] * yi;
+        }
+        if (++inblock == BLOCK) {
+            for (int j = 0; j < p; j++) {
+                for (int k = j; k < p; k++) {
+                    A[j * p + k] += acc[j * MAXP + k];
+                    acc[j * MAXP + k] = 0.0;
+                }
+                rhs[j] += racc[j];
+                racc[j] = 0.0;
+            }
+            inblock = 0;
+        }
+    }
+    for (int j = 0; j < p; j++) {
+        for (int k = j; k < p; k++) {
+            A[j * p + k] += acc[j * MAXP + k];
+            A[k * p + j] = A[j * p + k];
+        }
+        rhs[j] += racc[j];
+    }
+}
+
+/* moments(b, omega, use, y or None, xrows, xvals, c0, c1, cols, A, rhs): A (p × p) and rhs
+   (p) are filled (not added to) */
+static PyObject *moments(PyObject *self, PyObject *args) {
+    Py_buffer b, om, use, xr, xv, cb, Ab, rb, yb;
+    PyObject *yo;
+    double c0, c1;
+    if (!PyArg_ParseTuple(args, "y*y*y*Oy*y*ddy*w*w*", &b, &om, &use, &yo, &xr, &xv, &c0, &c1,
+                          &cb, &Ab, &rb))
+        return NULL;
+    int have_y = yo != Py_None;
+    PyObject *ret = NULL;
+    if (have_y && PyObject_GetBuffer(yo, &yb, PyBUF_SIMPLE) < 0) goto done_noy;
+    Py_ssize_t n = b.len / 8;
+    int cols[MAXP], p;
+    Sparse s;
+    if (read_cols(&cb, cols, &p) < 0 || check(&om, 8, n, "omega") < 0 ||
+        check(&use, 1, n, "use") < 0 || (have_y && check(&yb, 8, n, "y") < 0) ||
+        check(&Ab, 8, (Py_ssize_t)p * p, "A") < 0 || check(&rb, 8, p, "rhs") < 0 ||
+        sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    {
+        const double *bv = b.buf, *ov = om.buf, *yv = have_y ? yb.buf : NULL;
+        const char *uv = use.buf;
+        double *A = Ab.buf, *rhs = rb.buf;
+        memset(A, 0, sizeof(double) * p * p);
+        memset(rhs, 0, sizeof(double) * p);
+        Py_BEGIN_ALLOW_THREADS
+        switch (p) {   /* (a loop per width, unrolled: the accumulators stay in registers) */
+        case 1: moments_loop(1, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 2: moments_loop(2, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 3: moments_loop(3, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 4: moments_loop(4, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 5: moments_loop(5, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 6: moments_loop(6, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        case 7: moments_loop(7, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        default: moments_loop(8, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (have_y) PyBuffer_Release(&yb);
+done_noy:
+    PyBuffer_Release(&b); PyBuffer_Release(&om); PyBuffer_Release(&use);
+    PyBuffer_Release(&xr); PyBuffer_Release(&xv); PyBuffer_Release(&cb);
+    PyBuffer_Release(&Ab); PyBuffer_Release(&rb);
+    return ret;
+}
+
+/* times(b, xrows, xvals, c0, c1, cols, coef, out): out[i] = Σ_j coef[j] z_j(i), in numpy's
+   order (rate._times: an x column whose coefficient is 0 is not added) */
+static PyObject *times(PyObject *self, PyObject *args) {
+    Py_buffer b, xr, xv, cb, cf, ob;
+    double c0, c1;
+    if (!PyArg_ParseTuple(args, "y*y*y*ddy*y*w*", &b, &xr, &xv, &c0, &c1, &cb, &cf, &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = b.len / 8;
+    int cols[MAXP], p;
+    Sparse s;
+    if (read_cols(&cb, cols, &p) < 0 || check(&cf, 8, p, "coef") < 0 ||
+        check(&ob, 8, n, "out") < 0 || sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    {
+        const double *bv = b.buf, *coef = cf.buf;
+        double *out = ob.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *x = sparse_at(&s, i);
+            double u = (bv[i] - c0) / c1, o = 0.0;
+            for (int j = 0; j < p; j++) {
+                int c = cols[j];
+                double v = coef[j];
+                if (c == 0) o += v;
+                else if (c == 1) o += v * u;
+                else if (c == 2) o += v * (u * u);
+                else if (v != 0.0) o += v * (x ? x[c - 3] : 0.0);   /* (NaN != 0: added) */
+            }
+            out[i] = o;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyBuffer_Release(&b); PyBuffer_Release(&xr); PyBuffer_Release(&xv);
+    PyBuffer_Release(&cb); PyBuffer_Release(&cf); PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* numpy's clip of floats: NaN in x propagates, a NaN bound wins over a number */
+static inline double npclip(double x, double lo, double hi) {
+    double v = isnan(x) ? x : (x > lo ? x : lo);
+    return isnan(v) ? v : (v < hi ? v : hi);
+}
+
+/* numpy's maximum and minimum: NaN propagates */
+static inline double npmax(double a, double b) {
+    return (a >= b || isnan(a)) ? a : b;
+}
+static inline double npmin(double a, double b) {
+    return (a <= b || isnan(a)) ? a : b;
+}
+
+typedef struct { double g0, g1, g2, c0, c1; } Quad;
+
+static inline double qc(const Quad *q, double B) {
+    double u = (B - q->c0) / q->c1;
+    return q->g0 + q->g1 * u + q->g2 * u * u;
+}
+
+static inline double qdc(const Quad *q, double B) {
+    return (q->g1 + 2 * q->g2 * (B - q->c0) / q->c1) / q->c1;
+}
+
+/* within_quad(r, rp (float32), b, nin (float32) or None, measured (bool) or None, g0, g1, g2,
+   c0, c1, gap, out): rate._within for c(B) = g0 + g1 u + g2 u², u = (B − c0) / c1 */
+static PyObject *within_quad(PyObject *self, PyObject *args) {
+    Py_buffer rb, rpb, bb, ob, ninb, mb;
+    PyObject *nino, *mo;
+    Quad q;
+    double gap;
+    if (!PyArg_ParseTuple(args, "y*y*y*OOddddddw*", &rb, &rpb, &bb, &nino, &mo, &q.g0, &q.g1,
+                          &q.g2, &q.c0, &q.c1, &gap, &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_nin = nino != Py_None, have_m = mo != Py_None;
+    if (have_nin && PyObject_GetBuffer(nino, &ninb, PyBUF_SIMPLE) < 0) {
+        have_nin = 0; have_m = 0;
+        goto done;
+    }
+    if (have_m && PyObject_GetBuffer(mo, &mb, PyBUF_SIMPLE) < 0) {
+        have_m = 0;
+        goto done;
+    }
+    Py_ssize_t n = rb.len / 8;
+    if (check(&rpb, 4, n, "rp") < 0 || check(&bb, 8, n, "b") < 0 ||
+        check(&ob, 8, n, "out") < 0 || (have_nin && check(&ninb, 4, n, "nin") < 0) ||
+        (have_m && check(&mb, 1, n, "measured") < 0))
+        goto done;
+    {
+        const double *r = rb.buf, *bv = bb.buf;
+        const float *rp = rpb.buf, *nin = have_nin ? ninb.buf : NULL;
+        const char *meas = have_m ? mb.buf : NULL;
+        double *out = ob.buf;
+        const double sixth = 1.0 / 6.0, vac = gap * (1 - gap);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double ri = r[i], rpi = (double)rp[i], b = bv[i];
+            double ni = nin ? (double)nin[i] : 0.0;
+            double d = ri - rpi;
+            int moved = d != 0;
+            if (!(isfinite(d) && b > 0 && (moved || ni > 0))) {
+                out[i] = 0.0;
+                continue;
+            }
+            /* the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r */
+            double lo = npmin(rpi, ri), hi = npmax(rpi, ri);
+            double span = moved ? hi - lo : 1.0;
+            double chi = qc(&q, hi);
+            double sec = (chi - qc(&q, lo)) / span;
+            sec = npclip(sec, 0.0, npmax(chi, 0.0) / (hi > 0 ? hi : 1.0));
+            double p = npclip((b - rpi) / (moved ? d : 1.0), 0.0, 1.0);
+            if (meas) {
+                p *= 1 - p;
+                if (!meas[i]) p = sixth;
+            } else {
+                p = sixth;
+            }
+            double cov = sec * p * d * d * (moved ? 1.0 : 0.0);
+            /* the joins beyond the rise: one iteration's share each, at the slope of c at b */
+            double pairs = npmax(npmin(ni, ni - d), 0.0);
+            double slope = npclip(qdc(&q, b), 0.0, npmax(qc(&q, b), 0.0) / b);
+            cov += slope * pairs * vac;
+            cov /= b;
+            out[i] = isfinite(cov) ? cov : 0.0;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (have_nin) PyBuffer_Release(&ninb);
+    if (have_m) PyBuffer_Release(&mb);
+    PyBuffer_Release(&rb); PyBuffer_Release(&rpb); PyBuffer_Release(&bb);
+    PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* Σ_j coef[j] z_j of one window, in rate._times's order (an x column whose coefficient is 0 is
+   not added) */
+static inline double zdot(const int *cols, int p, const double *coef, double u,
+                          const double *x) {
+    double o = 0.0;
+    for (int j = 0; j < p; j++) {
+        int c = cols[j];
+        double v = coef[j];
+        if (c == 0) o += v;
+        else if (c == 1) o += v * u;
+        else if (c == 2) o += v * (u * u);
+        else if (v != 0.0) o += v * (x ? x[c - 3] : 0.0);
+    }
+    return o;
+}
+
+/* column c of the design at one window (rate._column) */
+static inline double zcol(int c, double u, const double *x) {
+    return c == 0 ? 1.0 : c == 1 ? u : c == 2 ? u * u : (x ? x[c - 3] : 0.0);
+}
+
+/* x · β of one window (PrefillWork.dot: xb0, the product of a window without prefill work) */
+static inline double xdot(const double *x, const double *beta, double xb0) {
+    if (!x) return xb0;
+    double o = x[0] * beta[0];
+    for (int j = 1; j < N_X; j++) o += x[j] * beta[j];
+    return o;
+}
+
+/* point_sums(b, y, om, rs or None, interval, use, st, nb, xrows, xvals, cols, gamma, ns, c0,
+   c1, cor or None, beta, xb0, step or None, Og, Wg, OEg, SX, WX, X1) -> (mix, n_use, zi_sum,
+   step_sum, gmax, negs): the sums rate._point_and_terms makes over the used windows, in one
+   pass.  Per stratum g (st; −1 goes to bin nb, placed after the largest used code by the
+   caller), in window order as np.bincount sums them: Og Σ ω, Wg Σ w, OEg Σ ω e, SX[i] Σ z_i ω
+   (nb + 1 each; SX p × (nb + 1)); WX[i] Σ w z_i and X1[i] Σ z_i; mix Σ w (Z_s γ_s + cor);
+   zi_sum Σ (y − x·β); step_sum Σ w step.  e = y − Z γ (γ over ``cols``, the first ns of them
+   the smooth control), w = rs or b × interval.  Sequential sums (a bincount's are too). */
+static PyObject *point_sums(PyObject *self, PyObject *args) {
+    Py_buffer b, y, om, use, st, xr, xv, cb, gm, bt, Og, Wg, OEg, SX, WX, X1;
+    Py_buffer rsb, corb, stepb;
+    PyObject *rso, *coro, *stepo;
+    double interval, c0, c1, xb0;
+    Py_ssize_t nb;
+    int ns;
+    if (!PyArg_ParseTuple(args, "y*y*y*Ody*y*ny*y*y*y*iddOy*dOw*w*w*w*w*w*", &b, &y, &om, &rso,
+                          &interval, &use, &st, &nb, &xr, &xv, &cb, &gm, &ns, &c0, &c1, &coro,
+                          &bt, &xb0, &stepo, &Og, &Wg, &OEg, &SX, &WX, &X1))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_rs = 0, have_cor = 0, have_step = 0;
+    if (rso != Py_None) {
+        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
+        have_rs = 1;
+    }
+    if (coro != Py_None) {
+        if (PyObject_GetBuffer(coro, &corb, PyBUF_SIMPLE) < 0) goto done;
+        have_cor = 1;
+    }
+    if (stepo != Py_None) {
+        if (PyObject_GetBuffer(stepo, &stepb, PyBUF_SIMPLE) < 0) goto done;
+        have_step = 1;
+    }
+    Py_ssize_t n = b.len / 8, nbins = nb + 1;
+    int cols[MAXP], p;
+    Sparse s;
+    if (read_cols(&cb, cols, &p) < 0 || sparse_init(&s, &xr, &xv) < 0 ||
+        check(&y, 8, n, "y") < 0 || check(&om, 8, n, "om") < 0 ||
+        check(&use, 1, n, "use") < 0 || check(&st, 4, n, "st") < 0 ||
+        check(&gm, 8, p, "gamma") < 0 || check(&bt, 8, N_X, "beta") < 0 ||
+        (have_rs && check(&rsb, 8, n, "rs") < 0) || (have_cor && check(&corb, 8, n, "cor") < 0) ||
+        (have_step && check(&stepb, 8, n, "step") < 0) ||
+        check(&Og, 8, nbins, "Og") < 0 || check(&Wg, 8, nbins, "Wg") < 0 ||
+        check(&OEg, 8, nbins, "OEg") < 0 || check(&SX, 8, p * nbins, "SX") < 0 ||
+        check(&WX, 8, p, "WX") < 0 || check(&X1, 8, p, "X1") < 0)
+        goto done;
+    if (ns < 0 || ns > p) {
+        PyErr_SetString(PyExc_ValueError, "ns: 0 to p");
+        goto done;
+    }
+    {
+        const double *bv = b.buf, *yv = y.buf, *ov = om.buf, *gamma = gm.buf, *beta = bt.buf;
+        const double *rs = have_rs ? rsb.buf : NULL, *cor = have_cor ? corb.buf : NULL;
+        const double *step = have_step ? stepb.buf : NULL;
+        const char *uv = use.buf;
+        const int32_t *sv = st.buf;
+        double *og = Og.buf, *wg = Wg.buf, *oeg = OEg.buf, *sx = SX.buf, *wx = WX.buf;
+        double *x1 = X1.buf;
+        double mix = 0.0, zi = 0.0, stp = 0.0, nuse = 0.0;
+        Py_ssize_t gmax = -1;
+        int negs = 0, bad = 0;
+        memset(og, 0, 8 * nbins); memset(wg, 0, 8 * nbins); memset(oeg, 0, 8 * nbins);
+        memset(sx, 0, 8 * p * nbins); memset(wx, 0, 8 * p); memset(x1, 0, 8 * p);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!uv[i]) continue;
+            const double *x = sparse_at(&s, i);
+            Py_ssize_t g = sv[i];
+            if (g < 0) {
+                g = nb;
+                negs = 1;
+            } else if (g >= nb) {
+                bad = 1;
+                break;
+            } else if (g > gmax) {
+                gmax = g;
+            }
+            double u = (bv[i] - c0) / c1, w = rs ? rs[i] : bv[i] * interval, o = ov[i];
+            double e = yv[i] - zdot(cols, p, gamma, u, x);
+            og[g] += o;
+            wg[g] += w;
+            oeg[g] += o * e;
+            double fit = zdot(cols, ns, gamma, u, x);
+            if (cor) fit += cor[i];
+            mix += w * fit;
+            for (int j = 0; j < p; j++) {
+                double z = zcol(cols[j], u, x);
+                sx[j * nbins + g] += z * o;
+                if (j < ns) wx[j] += w * z;
+                else x1[j] += z;
+            }
+            zi += yv[i] - xdot(x, beta, xb0);
+            if (step) stp += w * step[i];
+            nuse += 1;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "st: a code at or above nb");
+            goto done;
+        }
+        ret = Py_BuildValue("ddddni", mix, nuse, zi, stp, gmax, negs);
+    }
+done:
+    if (have_rs) PyBuffer_Release(&rsb);
+    if (have_cor) PyBuffer_Release(&corb);
+    if (have_step) PyBuffer_Release(&stepb);
+    PyBuffer_Release(&b); PyBuffer_Release(&y); PyBuffer_Release(&om); PyBuffer_Release(&use);
+    PyBuffer_Release(&st); PyBuffer_Release(&xr); PyBuffer_Release(&xv); PyBuffer_Release(&cb);
+    PyBuffer_Release(&gm); PyBuffer_Release(&bt); PyBuffer_Release(&Og); PyBuffer_Release(&Wg);
+    PyBuffer_Release(&OEg); PyBuffer_Release(&SX); PyBuffer_Release(&WX);
+    PyBuffer_Release(&X1);
+    return ret;
+}
+
+/* term_sums(b, y, a, om, rs or None, interval, use, acc, st, gneg, xrows, xvals, cols, gamma,
+   cx, c1x, share, eg, inv, beta, xb0, c0, c1, cyc, cyc_it, n1, tau, Wa, cycle, accept, n, out):
+   the terms of the logarithms of rate._point_and_terms's outputs, per window that counts (use
+   or acc), summed over k = out's rows blocks of consecutive such windows (window j of the n
+   that count goes to block j k / n: stats.block_sums).  Columns: 0 the accept length's, 1 the
+   cycle's, 2 the rate's (0 − 1, per window), 3 the per-iteration cycle's.  Each window's
+   term is made with numpy's operations in numpy's order. */
+static PyObject *term_sums(PyObject *self, PyObject *args) {
+    Py_buffer b, y, a, om, use, acc, st, xr, xv, cb, gm, cxb, c1b, shb, egb, invb, bt, ob;
+    PyObject *rso;
+    Py_buffer rsb;
+    double interval, xb0, c0, c1, cyc, cyc_it, n1, tau, Wa;
+    Py_ssize_t gneg, ncount;
+    int do_cycle, do_acc;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*Ody*y*y*ny*y*y*y*y*y*y*y*y*y*ddddddddiinw*", &b, &y,
+                          &a, &om, &rso, &interval, &use, &acc, &st, &gneg, &xr, &xv, &cb,
+                          &gm, &cxb, &c1b, &shb, &egb, &invb, &bt, &xb0, &c0, &c1, &cyc,
+                          &cyc_it, &n1, &tau, &Wa, &do_cycle, &do_acc, &ncount, &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_rs = 0;
+    if (rso != Py_None) {
+        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
+        have_rs = 1;
+    }
+    Py_ssize_t n = b.len / 8, ng = shb.len / 8, k = ob.len / 32;
+    int cols[MAXP], p;
+    Sparse s;
+    if (read_cols(&cb, cols, &p) < 0 || sparse_init(&s, &xr, &xv) < 0 ||
+        check(&y, 8, n, "y") < 0 || check(&a, 8, n, "a") < 0 || check(&om, 8, n, "om") < 0 ||
+        check(&use, 1, n, "use") < 0 || check(&acc, 1, n, "acc") < 0 ||
+        check(&st, 4, n, "st") < 0 || check(&gm, 8, p, "gamma") < 0 ||
+        check(&cxb, 8, p, "cx") < 0 || check(&c1b, 8, p, "c1x") < 0 ||
+        check(&egb, 8, ng, "eg") < 0 || check(&invb, 8, ng, "inv") < 0 ||
+        check(&bt, 8, N_X, "beta") < 0 || (have_rs && check(&rsb, 8, n, "rs") < 0))
+        goto done;
+    if (ncount < 0 || k > ncount || (ncount > 0 && k < 1)) {
+        PyErr_SetString(PyExc_ValueError, "out: 1 to n blocks of 4 sums");
+        goto done;
+    }
+    if (do_cycle && (gneg < 0 || gneg >= ng)) {
+        PyErr_SetString(PyExc_ValueError, "gneg: not a stratum");
+        goto done;
+    }
+    {
+        const double *bv = b.buf, *yv = y.buf, *av = a.buf, *ov = om.buf, *gamma = gm.buf;
+        const double *cx = cxb.buf, *c1x = c1b.buf, *share = shb.buf, *eg = egb.buf;
+        const double *inv = invb.buf, *beta = bt.buf, *rs = have_rs ? rsb.buf : NULL;
+        const char *uv = use.buf, *avm = acc.buf;
+        const int32_t *sv = st.buf;
+        double *out = ob.buf;
+        Py_ssize_t j = 0, blk = 0, next = ncount;
+        int bad = 0;
+        memset(out, 0, 32 * k);
+        /* (window j's block, j k / n, kept as it goes: it moves on at the first j whose
+           block is the next one, ⌈(blk + 1) n / k⌉) */
+        if (k > 1) next = (ncount + k - 1) / k;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n && !bad; i++) {
+            int u_ = uv[i], a_ = avm[i];
+            if (!u_ && !a_) continue;
+            if (j >= ncount) {
+                bad = 1;
+                break;
+            }
+            while (j >= next) {
+                blk++;
+                next = blk + 1 < k ? ((blk + 1) * ncount + k - 1) / k : ncount;
+            }
+            double *row = out + 4 * blk;
+            j++;
+            double dev = 0.0, t = 0.0, zi = 0.0;
+            double w = rs ? rs[i] : bv[i] * interval;
+            if (do_acc && a_) dev = w * (av[i] - tau) / Wa / tau;
+            if (do_cycle) {
+                const double *x = sparse_at(&s, i);
+                double u = (bv[i] - c0) / c1, o = ov[i], e = 0.0, direct = 0.0;
+                if (u_) {
+                    Py_ssize_t g = sv[i] < 0 ? gneg : sv[i];
+                    if (g >= ng) {
+                        bad = 2;
+                        break;
+                    }
+                    e = yv[i] - zdot(cols, p, gamma, u, x);
+                    direct = share[g] * o * (e - eg[g]) * inv[g];
+                    zi = (yv[i] - xdot(x, beta, xb0) - cyc_it) / n1;
+                }
+                double ve = o * e;
+                t = (direct - zdot(cols, p, cx, u, x) * ve) / cyc;
+                zi = (zi - zdot(cols, p, c1x, u, x) * ve) / cyc_it;
+            }
+            row[0] += dev;
+            row[1] += t;
+            row[2] += dev - t;
+            row[3] += zi;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad || j != ncount) {
+            PyErr_SetString(PyExc_ValueError, bad == 2 ? "st: a code beyond the strata" :
+                            "n: not the number of windows that count");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (have_rs) PyBuffer_Release(&rsb);
+    PyBuffer_Release(&b); PyBuffer_Release(&y); PyBuffer_Release(&a); PyBuffer_Release(&om);
+    PyBuffer_Release(&use); PyBuffer_Release(&acc); PyBuffer_Release(&st);
+    PyBuffer_Release(&xr); PyBuffer_Release(&xv); PyBuffer_Release(&cb); PyBuffer_Release(&gm);
+    PyBuffer_Release(&cxb); PyBuffer_Release(&c1b); PyBuffer_Release(&shb);
+    PyBuffer_Release(&egb); PyBuffer_Release(&invb); PyBuffer_Release(&bt);
+    PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* ranges(use, r, b, xrows, xvals, xlo, xhi) -> (r_lo, r_hi, r_levels, b_lo, b_hi, held, used):
+   what rate._choose reads of the used windows, in one pass: the least and largest finite
+   printed batch (±inf: none) and how many distinct values it takes (1, 2, 3: three or more),
+   the least and largest mean batch (NaN if any is NaN, as numpy's min and max), and per
+   prefill regressor the least and largest over the used windows holding prefill work (xlo,
+   xhi: 5 each, ±inf where none; NaN propagates), with how many those are and how many are
+   used. */
+static PyObject *ranges(PyObject *self, PyObject *args) {
+    Py_buffer use, r, b, xr, xv, lob, hib;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*", &use, &r, &b, &xr, &xv, &lob, &hib))
+        return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = use.len;
+    Sparse s;
+    if (check(&r, 8, n, "r") < 0 || check(&b, 8, n, "b") < 0 ||
+        check(&lob, 8, N_X, "xlo") < 0 || check(&hib, 8, N_X, "xhi") < 0 ||
+        sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    {
+        const char *uv = use.buf;
+        const double *rv = r.buf, *bv = b.buf;
+        double *xlo = lob.buf, *xhi = hib.buf;
+        double v1 = 0, v2 = 0, blo = INFINITY, bhi = -INFINITY, rlo = INFINITY, rhi = -INFINITY;
+        int distinct = 0, bnan = 0;
+        Py_ssize_t held = 0, used = 0;
+        for (int j = 0; j < N_X; j++) {
+            xlo[j] = INFINITY;
+            xhi[j] = -INFINITY;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!uv[i]) continue;
+            used++;
+            double ri = rv[i], bi = bv[i];
+            if (isfinite(ri) && distinct < 3) {
+                if (distinct == 0) {
+                    v1 = ri;
+                    distinct = 1;
+                } else if (ri != v1 && (distinct == 1 || ri != v2)) {
+                    if (distinct == 1) {
+                        v2 = ri;
+                        distinct = 2;
+                    } else {
+                        distinct = 3;
+                    }
+                }
+            }
+            if (isfinite(ri)) {
+                if (ri < rlo) rlo = ri;
+                if (ri > rhi) rhi = ri;
+            }
+            if (isnan(bi)) bnan = 1;
+            else {
+                if (bi < blo) blo = bi;
+                if (bi > bhi) bhi = bi;
+            }
+            const double *x = sparse_at(&s, i);
+            if (x) {
+                held++;
+                for (int j = 0; j < N_X; j++) {
+                    double v = x[j];
+                    if (isnan(v) || isnan(xlo[j])) xlo[j] = xhi[j] = NAN;
+                    else {
+                        if (v < xlo[j]) xlo[j] = v;
+                        if (v > xhi[j]) xhi[j] = v;
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bnan) blo = bhi = NAN;
+        ret = Py_BuildValue("ddiddnn", rlo, rhi, distinct, blo, bhi, held, used);
+    }
+done:
+    PyBuffer_Release(&use); PyBuffer_Release(&r); PyBuffer_Release(&b);
+    PyBuffer_Release(&xr); PyBuffer_Release(&xv); PyBuffer_Release(&lob);
+    PyBuffer_Release(&hib);
+    return ret;
+}
+
+static PyMethodDef methods[] = {
+    {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
+    {"times", times, METH_VARARGS, "Z @ coef for every window"},
+    {"within_quad", within_quad, METH_VARARGS, "within_cov's term for a quadratic cycle"},
+    {"ranges", ranges, METH_VARARGS, "the ranges rate._choose reads of the used windows"},
+    {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
+    {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ratekern",
+                                    "The rate model's passes over every window, in C.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__ratekern(void) { return PyModule_Create(&module); }

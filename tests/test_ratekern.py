@@ -1,0 +1,250 @@
+"""The rate model's passes in C (eaglelog/analysis/_ratekern.c) against the numpy passes they
+replace (rate._gram, rate._times, rate._within), which stay as the fallback without a C
+compiler and as the oracle here: the moments within rounding (their sums run in another
+order), the elementwise passes to the bit; and the fit's figures on a sample log within 1e-12."""
+import math
+
+import numpy as np
+import pytest
+
+from eaglelog.analysis import rate
+from eaglelog.analysis.rate_windows import Windows
+
+
+def test_the_kernel_is_built():
+    # CI installs with a C compiler: a build that silently fell back to numpy fails here
+    assert rate.fast_available()
+
+
+def windows(n: int, seed: int, *, measured: bool = True, nin: bool = True,
+            nan: bool = True) -> Windows:
+    """Random windows with every feature the passes read: batch sizes that move, a mean batch
+    off the trapezoid, prefill work in a fifth of them (the first and last included), and
+    (``nan``) missing values."""
+    rng = np.random.default_rng(seed)
+    r = rng.integers(1, 40, n).astype(float)
+    if nan:
+        r[rng.random(n) < 0.01] = np.nan
+    rp = np.roll(r, 1).astype(np.float32)
+    b = np.where(rng.random(n) < 0.5, (r + rp) / 2, r - rng.random(n))
+    y = rng.uniform(5, 30, n)
+    if nan:
+        y[rng.random(n) < 0.01] = np.nan
+    x = np.zeros((n, 5))
+    held = rng.random(n) < 0.2
+    held[[0, -1]] = True
+    x[held] = rng.uniform(0, 3, (int(held.sum()), 5))
+    x[held, 4] *= rng.random(int(held.sum())) < 0.3
+    bvar = np.where(rng.random(n) < 0.5, rng.uniform(0, 0.1, n), 0.0) if measured else None
+    nins = rng.integers(0, 3, n).astype(np.float32) if nin else None
+    return Windows(16, np.arange(n), None, np.zeros(n, np.int8), r, b, y, y, x,
+                   np.zeros(n, np.int8), True, np.zeros(n, bool), None, bvar, rp, nins)
+
+
+def both(monkeypatch, f):
+    """f() with the C passes, then with numpy's."""
+    fast = f()
+    monkeypatch.setattr(rate, "_PURE", True)
+    slow = f()
+    monkeypatch.setattr(rate, "_PURE", False)
+    return fast, slow
+
+
+@pytest.mark.parametrize("keep", [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3, 4, 7],
+                                  [0, 1, 2, 3, 4, 5, 6, 7], [3, 5], [2, 0, 6]])
+@pytest.mark.parametrize("n", [1, 7, 5000, 70_000])
+def test_moments_are_numpys_within_rounding(monkeypatch, keep, n):
+    win = windows(n, seed=n + len(keep), nan=False)
+    rng = np.random.default_rng(3)
+    use = rng.random(n) < 0.8
+    use[0] = True
+    om = rng.uniform(0.5, 2, n)
+    (A1, r1), (A0, r0) = both(monkeypatch,
+                              lambda: rate._gram(win, (20.0, 19.0), keep, om, use, win.y))
+    assert A1.shape == A0.shape == (len(keep), len(keep))
+    np.testing.assert_allclose(A1, A0, rtol=1e-13, atol=1e-13 * np.abs(A0).max())
+    np.testing.assert_allclose(r1, r0, rtol=1e-13, atol=1e-13 * np.abs(r0).max())
+    assert (A1 == A1.T).all()                  # (summed once per pair: exactly symmetric)
+    # no y: no right-hand side
+    (_, r1), _ = both(monkeypatch, lambda: rate._gram(win, (20.0, 19.0), keep, om, use))
+    assert not r1.any()
+
+
+def test_moments_by_hand():
+    # three windows, the middle one left out, the last holding prefill work
+    win = Windows(16, np.arange(3), None, np.zeros(3, np.int8), np.array([2.0, 4.0, 6.0]),
+                  np.array([2.0, 4.0, 6.0]), np.full(3, 2.0), np.array([10.0, 20.0, 30.0]),
+                  np.array([[0, 0, 0, 0, 0], [1, 1, 1, 1, 1], [5, 0, 0, 0, 0]], float),
+                  np.zeros(3, np.int8), True, np.zeros(3, bool))
+    om = np.array([1.0, 100.0, 2.0])
+    A, r = rate._gram(win, (4.0, 2.0), [0, 1, 3], om, np.array([True, False, True]), win.y)
+    # z = (1, u, x0): (1, −1, 0) weight 1, (1, 1, 5) weight 2
+    np.testing.assert_array_equal(A, [[3, 1, 10], [1, 3, 10], [10, 10, 50]])
+    np.testing.assert_array_equal(r, [70, 50, 300])
+
+
+def test_nan_propagates_like_numpy(monkeypatch):
+    win = windows(2000, seed=5)                # NaN batch sizes and cycles
+    use = np.ones(2000, bool)
+    om = np.ones(2000)
+    (A1, r1), (A0, r0) = both(monkeypatch,
+                              lambda: rate._gram(win, (20.0, 19.0), [0, 1, 3], om, use, win.y))
+    np.testing.assert_array_equal(np.isnan(A1), np.isnan(A0))
+    np.testing.assert_array_equal(np.isnan(r1), np.isnan(r0))
+    assert np.isnan(A1[1, 1]) and np.isnan(r1[0])
+
+
+@pytest.mark.parametrize("coef", [[1.5, -2.0, 0.25, 0.7, 0.0, -1.1], [0.0] * 6,
+                                  [3.0, 1.0, 1.0, math.nan, 1.0, 1.0],
+                                  [-0.0, 1e300, -1e300, 2.0, 3.0, 4.0]])
+@pytest.mark.parametrize("n", [1, 3, 70_000])
+def test_times_is_numpys_to_the_bit(monkeypatch, coef, n):
+    win = windows(n, seed=11)
+    keep = [0, 1, 2, 3, 5, 7]
+    fast, slow = both(monkeypatch, lambda: rate._times(win, (20.0, 19.0), keep, coef))
+    assert fast.tobytes() == slow.tobytes()
+    # (a coefficient of 0 on a prefill column adds nothing, not 0 × NaN)
+    fast, slow = both(monkeypatch, lambda: rate._times(win, (20.0, 19.0), [3, 4], [0.0, 1.0]))
+    assert fast.tobytes() == slow.tobytes()
+
+
+@pytest.mark.parametrize("measured,nin", [(True, True), (False, True), (True, False),
+                                          (False, False)])
+@pytest.mark.parametrize("gamma", [[10.0, 3.0, 0.5], [10.0, -0.5, 2.0], [10.0, 3.0],
+                                   [1e-3, 40.0, -30.0]])
+def test_within_cov_is_numpys_to_the_bit(monkeypatch, measured, nin, gamma):
+    win = windows(50_000, seed=13, measured=measured, nin=nin)
+    spec = rate.ModelSpec((0,), tuple(range(len(gamma))), (20.0, 19.0))
+
+    def run():
+        win.vac = None
+        return rate.within_cov(win, np.array(gamma), spec)
+    fast, slow = both(monkeypatch, run)
+    assert (fast != 0).sum() > 1000
+    assert fast.tobytes() == slow.tobytes()
+
+
+def test_bad_shapes_are_errors_not_crashes():
+    from eaglelog.analysis import _ratekern
+    b = np.ones(4)
+    A, r = np.zeros((2, 2)), np.zeros(2)
+    xr, xv = np.zeros(0, np.int64), np.zeros((0, 5))
+    with pytest.raises(ValueError, match="omega"):
+        _ratekern.moments(b, np.ones(3), np.ones(4, bool), None, xr, xv, 0.0, 1.0,
+                          bytes([0, 1]), A, r)
+    with pytest.raises(ValueError, match="cols"):
+        _ratekern.moments(b, b, np.ones(4, bool), None, xr, xv, 0.0, 1.0, bytes([0, 9]), A, r)
+    with pytest.raises(ValueError, match="xvals"):
+        _ratekern.times(b, np.zeros(1, np.int64), np.zeros(4), 0.0, 1.0, bytes([0]),
+                        np.ones(1), np.zeros(4))
+    with pytest.raises(TypeError):             # (a read-only output)
+        _ratekern.times(b, xr, xv, 0.0, 1.0, bytes([0]), np.ones(1), np.zeros(4).tobytes())
+
+
+def test_the_fit_is_numpys_within_1e12(monkeypatch):
+    from eaglelog import api
+    from eaglelog.analysis import breakeven
+    log = api.load("sample_logs/eagle3_5step.log")
+    _, win = breakeven.run_windows(log, log.sources[0].name)
+
+    def run():
+        win.vac = None
+        return rate.fit(win, 0.95, lambda b: np.full(np.shape(b), 11.1))
+    fast, slow = both(monkeypatch, run)
+    assert (fast.used, fast.kind, fast.warmup, fast.left_out) == \
+        (slow.used, slow.kind, slow.warmup, slow.left_out)
+    for k in rate.OUTPUTS:
+        e1, e0 = fast[k], slow[k]
+        for f in ("estimate", "ci_low", "ci_high"):
+            assert getattr(e1, f) == pytest.approx(getattr(e0, f), rel=1e-12, nan_ok=True), (k, f)
+
+
+def _compare_point(win, use, acc, step, spec, prec, strata, monkeypatch):
+    """_point_and_sums (its two C passes) against _point_and_terms, both with numpy's moments
+    (whose order of summation, on a design this far from orthogonal, moves γ by ~1e-11)."""
+    counted = use | acc
+    n = int(counted.sum())
+    monkeypatch.setattr(rate, "_PURE", True)
+    th1, sums1 = rate._point_and_sums(win, use, acc, step, spec, prec, strata, n=n)
+    th0, terms = rate._point_and_terms(win, use, acc, step, spec, prec, strata)
+    sums0 = rate._term_sums(terms, counted, n)
+    p1, _ = rate._point_and_sums(win, use, acc, None, spec, prec, strata, point_only=True)
+    p0, _ = rate._point_and_terms(win, use, acc, None, spec, prec, strata, point_only=True)
+    monkeypatch.setattr(rate, "_PURE", False)
+    assert th1.keys() == th0.keys()
+    for k in th0:
+        np.testing.assert_allclose(th1[k], th0[k], rtol=1e-12, atol=0, err_msg=k)
+    assert p1["cycle_ms"] == pytest.approx(p0["cycle_ms"], rel=1e-12, nan_ok=True)
+    np.testing.assert_allclose(p1["_beta"], p0["_beta"], rtol=1e-12)
+    for k, s1, s0 in zip(rate.OUTPUTS, sums1, sums0):
+        assert (s1 is None) == (s0 is None), k
+        if s0 is not None:
+            assert len(s1) == len(s0) == min(n, 4096)
+            scale = np.abs(s0).max()
+            np.testing.assert_allclose(s1, s0, rtol=1e-9, atol=1e-12 * scale, err_msg=k)
+    return th1, sums1
+
+
+@pytest.mark.parametrize("n", [40, 5000, 60_000])
+@pytest.mark.parametrize("case", ["plain", "prec+step", "negative strata", "no accept",
+                                  "no cycle", "linear"])
+def test_point_and_sums_are_point_and_terms(monkeypatch, n, case):
+    win = windows(n, seed=n, nan=False)
+    rng = np.random.default_rng(n + 1)
+    use = rng.random(n) < 0.7
+    acc = rng.random(n) < 0.9
+    smooth = (0, 1) if case == "linear" else (0, 1, 2)
+    spec = rate.ModelSpec((0, 1, 4), smooth, (20.0, 19.0))
+    strata = rate.strata_of(win.r, use | acc)
+    prec = step = None
+    if case == "prec+step":
+        prec = np.where(win.x.held(), 0.5, 1.0)
+        step = rng.uniform(10, 12, n)
+    elif case == "negative strata":
+        strata[rng.random(n) < 0.1] = -1
+    elif case == "no accept":
+        acc[:] = False
+    elif case == "no cycle":
+        use[:] = False
+    th, sums = _compare_point(win, use, acc, step, spec, prec, strata, monkeypatch)
+    if case == "no cycle":
+        assert math.isnan(th["cycle_ms"]) and sums[1] is None and sums[0] is not None
+    if case == "no accept":
+        assert math.isnan(th["accept_len"]) and sums[0] is None and sums[2] is None
+    if case == "prec+step":
+        assert th["step_ms"] > 10 and sums[4] is not None and sums[5] is not None
+
+
+def test_term_sums_rejects_a_wrong_count(monkeypatch):
+    win = windows(100, seed=1, nan=False)
+    use = np.ones(100, bool)
+    spec = rate.ModelSpec((), (0, 1), (20.0, 19.0))
+    with pytest.raises(ValueError, match="count"):
+        rate._point_and_sums(win, use, use, None, spec, n=99)
+
+
+@pytest.mark.parametrize("levels", [0, 1, 2, 3, 7])
+@pytest.mark.parametrize("nan", [False, True])
+def test_ranges_choose_as_numpy_does(monkeypatch, levels, nan):
+    n = 3000
+    win = windows(n, seed=levels, nan=nan)
+    rng = np.random.default_rng(levels)
+    if levels:
+        win.r = rng.choice(np.arange(1.0, levels + 1) * 4, n)
+        win.b = win.r.copy()
+        if levels > 1:
+            win.b -= rng.random(n)
+    use = rng.random(n) < (0.6 if levels else 0.0)
+    if nan and levels:
+        win.r[::97] = np.nan
+    fast, slow = both(monkeypatch, lambda: rate._choose(win, use))
+    assert fast == slow
+    if levels:
+        xlo, xhi = np.empty(5), np.empty(5)
+        got = rate._ratekern.ranges(use, win.r, win.b, win.x.rows, win.x.vals, xlo, xhi)
+        r = win.r[use & np.isfinite(win.r)]
+        assert got[:3] == (r.min(), r.max(), min(len(set(r)), 3))
+        held = use[win.x.rows]
+        assert got[5:] == (int(held.sum()), int(use.sum()))
+        np.testing.assert_array_equal(xlo, win.x.vals[held].min(axis=0))
+        np.testing.assert_array_equal(xhi, win.x.vals[held].max(axis=0))
