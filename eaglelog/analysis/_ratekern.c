@@ -35,11 +35,42 @@ typedef struct {
     Py_ssize_t m, k;
 } Sparse;
 
+static const double ZERO[N_X] = {0};   /* the prefill row of a window without one */
+
 /* the prefill row of window i (NULL: none), for i ascending */
 static inline const double *sparse_at(Sparse *s, Py_ssize_t i) {
     while (s->k < s->m && s->rows[s->k] < i) s->k++;
     if (s->k < s->m && s->rows[s->k] == i) return s->vals + s->k * N_X;
     return NULL;
+}
+
+/* Σ_j coef[j] z_j of one window, in rate._times's order (an x column whose coefficient is 0 is
+   not added) */
+static inline double zdot(const int *cols, int p, const double *coef, double u,
+                          const double *x) {
+    double o = 0.0;
+    for (int j = 0; j < p; j++) {
+        int c = cols[j];
+        double v = coef[j];
+        if (c == 0) o += v;
+        else if (c == 1) o += v * u;
+        else if (c == 2) o += v * (u * u);
+        else if (v != 0.0) o += v * x[c - 3];
+    }
+    return o;
+}
+
+/* column c of the design at one window (rate._column) */
+static inline double zcol(int c, double u, const double *x) {
+    return c == 0 ? 1.0 : c == 1 ? u : c == 2 ? u * u : x[c - 3];
+}
+
+/* x · β of one window (PrefillWork.dot: xb0, the product of a window without prefill work) */
+static inline double xdot(const double *x, const double *beta, double xb0) {
+    if (!x) return xb0;
+    double o = x[0] * beta[0];
+    for (int j = 1; j < N_X; j++) o += x[j] * beta[j];
+    return o;
 }
 
 static int check(Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t n, const char *name) {
@@ -79,51 +110,65 @@ static int sparse_init(Sparse *s, Py_buffer *rows, Py_buffer *vals) {
     return 0;
 }
 
-/* the moments' loop for p columns (a constant where it is inlined) */
-static inline __attribute__((always_inline)) void moments_loop(
-        const int p, const int *cols, Py_ssize_t n, const double *bv, const double *ov,
-        const char *uv, const double *yv, Sparse *s, double c0, double c1, double *A,
-        double *rhs) {
-    double acc[MAXP * MAXP] = {0}, racc[MAXP] = {0}, z[MAXP], wz[MAXP];
+/* the moments of every column, by code (T[c][d] = Σ ω z_c z_d, R[c] = Σ ω z_c y: T and R
+   zeroed by the caller): the smooth control's on every kept window, the prefill columns' only
+   on the windows that hold prefill work (elsewhere their products are 0: most windows of a
+   busy log).  A product is (z_c ω) z_d, c before d in code order. */
+static void moments_all(Py_ssize_t n, const double *bv, const double *ov, const char *uv,
+                        const double *yv, Sparse *sp, double c0, double c1,
+                        double T[MAXP][MAXP], double R[MAXP]) {
+    const int64_t *rows = sp->rows;
+    const double *vals = sp->vals;
+    Py_ssize_t m = sp->m, k = 0;
+    double s00 = 0, s01 = 0, s02 = 0, s11 = 0, s12 = 0, s22 = 0, r0 = 0, r1 = 0, r2 = 0;
+    double X[N_X][MAXP], RX[N_X];
+    memset(X, 0, sizeof X);
+    memset(RX, 0, sizeof RX);
     int inblock = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!uv[i]) continue;
-        const double *x = sparse_at(s, i);
-        double u = (bv[i] - c0) / c1, w = ov[i];
-#pragma GCC unroll 8
-        for (int j = 0; j < p; j++) {
-            int c = cols[j];
-            z[j] = c == 0 ? 1.0 : c == 1 ? u : c == 2 ? u * u : (x ? x[c - 3] : 0.0);
-            wz[j] = z[j] * w;
-        }
-#pragma GCC unroll 8
-        for (int j = 0; j < p; j++)
-#pragma GCC unroll 8
-            for (int k = j; k < p; k++) acc[j * MAXP + k] += wz[j] * z[k];
-        if (yv) {
-            double yi = yv[i];
-#pragma GCC unroll 8
-            for (int j = 0; j < p; j++) racc[j] += wz[j] * yi;
-        }
-        if (++inblock == BLOCK) {
-            for (int j = 0; j < p; j++) {
-                for (int k = j; k < p; k++) {
-                    A[j * p + k] += acc[j * MAXP + k];
-                    acc[j * MAXP + k] = 0.0;
-                }
-                rhs[j] += racc[j];
-                racc[j] = 0.0;
+        while (k < m && rows[k] < i) k++;
+        double u = (bv[i] - c0) / c1, u2 = u * u, w = ov[i];
+        double w1 = u * w, w2 = u2 * w, yi = yv ? yv[i] : 0.0;
+        s00 += w; s01 += w * u; s02 += w * u2;
+        s11 += w1 * u; s12 += w1 * u2; s22 += w2 * u2;
+        r0 += w * yi; r1 += w1 * yi; r2 += w2 * yi;
+        if (k < m && rows[k] == i) {
+            const double *x = vals + k * N_X;
+            for (int a = 0; a < N_X; a++) {
+                double xa = x[a], wa = xa * w;
+                X[a][0] += w * xa;
+                X[a][1] += w1 * xa;
+                X[a][2] += w2 * xa;
+                for (int b = a; b < N_X; b++) X[a][3 + b] += wa * x[b];
+                RX[a] += wa * yi;
             }
+        }
+        if (++inblock == BLOCK) {     /* (sums of blocks: a shorter chain of roundings) */
+            T[0][0] += s00; T[0][1] += s01; T[0][2] += s02;
+            T[1][1] += s11; T[1][2] += s12; T[2][2] += s22;
+            R[0] += r0; R[1] += r1; R[2] += r2;
+            s00 = s01 = s02 = s11 = s12 = s22 = r0 = r1 = r2 = 0;
+            for (int a = 0; a < N_X; a++) {
+                for (int c = 0; c < 3; c++) T[c][3 + a] += X[a][c];
+                for (int b = a; b < N_X; b++) T[3 + a][3 + b] += X[a][3 + b];
+                R[3 + a] += RX[a];
+            }
+            memset(X, 0, sizeof X);
+            memset(RX, 0, sizeof RX);
             inblock = 0;
         }
     }
-    for (int j = 0; j < p; j++) {
-        for (int k = j; k < p; k++) {
-            A[j * p + k] += acc[j * MAXP + k];
-            A[k * p + j] = A[j * p + k];
-        }
-        rhs[j] += racc[j];
+    T[0][0] += s00; T[0][1] += s01; T[0][2] += s02;
+    T[1][1] += s11; T[1][2] += s12; T[2][2] += s22;
+    R[0] += r0; R[1] += r1; R[2] += r2;
+    for (int a = 0; a < N_X; a++) {
+        for (int c = 0; c < 3; c++) T[c][3 + a] += X[a][c];
+        for (int b = a; b < N_X; b++) T[3 + a][3 + b] += X[a][3 + b];
+        R[3 + a] += RX[a];
     }
+    for (int c = 0; c < MAXP; c++)
+        for (int d = 0; d < c; d++) T[c][d] = T[d][c];
 }
 
 /* moments(b, omega, use, y or None, xrows, xvals, c0, c1, cols, A, rhs): A (p × p) and rhs
@@ -150,18 +195,14 @@ static PyObject *moments(PyObject *self, PyObject *args) {
         const double *bv = b.buf, *ov = om.buf, *yv = have_y ? yb.buf : NULL;
         const char *uv = use.buf;
         double *A = Ab.buf, *rhs = rb.buf;
-        memset(A, 0, sizeof(double) * p * p);
-        memset(rhs, 0, sizeof(double) * p);
+        double T[MAXP][MAXP], R[MAXP];
+        memset(T, 0, sizeof T);
+        memset(R, 0, sizeof R);
         Py_BEGIN_ALLOW_THREADS
-        switch (p) {   /* (a loop per width, unrolled: the accumulators stay in registers) */
-        case 1: moments_loop(1, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 2: moments_loop(2, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 3: moments_loop(3, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 4: moments_loop(4, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 5: moments_loop(5, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 6: moments_loop(6, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        case 7: moments_loop(7, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
-        default: moments_loop(8, cols, n, bv, ov, uv, yv, &s, c0, c1, A, rhs); break;
+        moments_all(n, bv, ov, uv, yv, &s, c0, c1, T, R);
+        for (int j = 0; j < p; j++) {
+            for (int k = 0; k < p; k++) A[j * p + k] = T[cols[j]][cols[k]];
+            rhs[j] = yv ? R[cols[j]] : 0.0;
         }
         Py_END_ALLOW_THREADS
     }
@@ -196,15 +237,7 @@ static PyObject *times(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             const double *x = sparse_at(&s, i);
-            double u = (bv[i] - c0) / c1, o = 0.0;
-            for (int j = 0; j < p; j++) {
-                int c = cols[j];
-                double v = coef[j];
-                if (c == 0) o += v;
-                else if (c == 1) o += v * u;
-                else if (c == 2) o += v * (u * u);
-                else if (v != 0.0) o += v * (x ? x[c - 3] : 0.0);   /* (NaN != 0: added) */
-            }
+            double o = zdot(cols, p, coef, (bv[i] - c0) / c1, x ? x : ZERO);
             out[i] = o;
         }
         Py_END_ALLOW_THREADS
@@ -316,35 +349,6 @@ done:
     return ret;
 }
 
-/* Σ_j coef[j] z_j of one window, in rate._times's order (an x column whose coefficient is 0 is
-   not added) */
-static inline double zdot(const int *cols, int p, const double *coef, double u,
-                          const double *x) {
-    double o = 0.0;
-    for (int j = 0; j < p; j++) {
-        int c = cols[j];
-        double v = coef[j];
-        if (c == 0) o += v;
-        else if (c == 1) o += v * u;
-        else if (c == 2) o += v * (u * u);
-        else if (v != 0.0) o += v * (x ? x[c - 3] : 0.0);
-    }
-    return o;
-}
-
-/* column c of the design at one window (rate._column) */
-static inline double zcol(int c, double u, const double *x) {
-    return c == 0 ? 1.0 : c == 1 ? u : c == 2 ? u * u : (x ? x[c - 3] : 0.0);
-}
-
-/* x · β of one window (PrefillWork.dot: xb0, the product of a window without prefill work) */
-static inline double xdot(const double *x, const double *beta, double xb0) {
-    if (!x) return xb0;
-    double o = x[0] * beta[0];
-    for (int j = 1; j < N_X; j++) o += x[j] * beta[j];
-    return o;
-}
-
 /* point_sums(b, y, om, rs or None, interval, use, st, nb, xrows, xvals, cols, gamma, ns, c0,
    c1, cor or None, beta, xb0, step or None, Og, Wg, OEg, SX, WX, X1) -> (mix, n_use, zi_sum,
    step_sum, gmax, negs): the sums rate._point_and_terms makes over the used windows, in one
@@ -423,15 +427,16 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
                 gmax = g;
             }
             double u = (bv[i] - c0) / c1, w = rs ? rs[i] : bv[i] * interval, o = ov[i];
-            double e = yv[i] - zdot(cols, p, gamma, u, x);
+            const double *xz = x ? x : ZERO;
+            double e = yv[i] - zdot(cols, p, gamma, u, xz);
             og[g] += o;
             wg[g] += w;
             oeg[g] += o * e;
-            double fit = zdot(cols, ns, gamma, u, x);
+            double fit = zdot(cols, ns, gamma, u, xz);
             if (cor) fit += cor[i];
             mix += w * fit;
             for (int j = 0; j < p; j++) {
-                double z = zcol(cols[j], u, x);
+                double z = zcol(cols[j], u, xz);
                 sx[j * nbins + g] += z * o;
                 if (j < ns) wx[j] += w * z;
                 else x1[j] += z;
@@ -535,6 +540,7 @@ static PyObject *term_sums(PyObject *self, PyObject *args) {
             if (do_acc && a_) dev = w * (av[i] - tau) / Wa / tau;
             if (do_cycle) {
                 const double *x = sparse_at(&s, i);
+                const double *xz = x ? x : ZERO;
                 double u = (bv[i] - c0) / c1, o = ov[i], e = 0.0, direct = 0.0;
                 if (u_) {
                     Py_ssize_t g = sv[i] < 0 ? gneg : sv[i];
@@ -542,13 +548,13 @@ static PyObject *term_sums(PyObject *self, PyObject *args) {
                         bad = 2;
                         break;
                     }
-                    e = yv[i] - zdot(cols, p, gamma, u, x);
+                    e = yv[i] - zdot(cols, p, gamma, u, xz);
                     direct = share[g] * o * (e - eg[g]) * inv[g];
                     zi = (yv[i] - xdot(x, beta, xb0) - cyc_it) / n1;
                 }
                 double ve = o * e;
-                t = (direct - zdot(cols, p, cx, u, x) * ve) / cyc;
-                zi = (zi - zdot(cols, p, c1x, u, x) * ve) / cyc_it;
+                t = (direct - zdot(cols, p, cx, u, xz) * ve) / cyc;
+                zi = (zi - zdot(cols, p, c1x, u, xz) * ve) / cyc_it;
             }
             row[0] += dev;
             row[1] += t;
