@@ -248,3 +248,46 @@ def test_ranges_choose_as_numpy_does(monkeypatch, levels, nan):
         assert got[5:] == (int(held.sum()), int(use.sum()))
         np.testing.assert_array_equal(xlo, win.x.vals[held].min(axis=0))
         np.testing.assert_array_equal(xhi, win.x.vals[held].max(axis=0))
+
+
+@pytest.mark.parametrize("cov,step", [(True, "nan"), (False, None), (True, "all")])
+@pytest.mark.parametrize("n", [30, 20_000])
+def test_bucket_parts_are_numpys(monkeypatch, cov, step, n):
+    win = windows(n, seed=n + 7, nan=False)
+    rng = np.random.default_rng(n)
+    win.r = rng.choice([1.0, 2.0, 4.0, 8.0, 9.0], n)
+    use, acc = rng.random(n) < 0.7, rng.random(n) < 0.8
+    acc[win.r == 9.0] = False                 # a bucket without an accept length …
+    use[win.r == 1.0] = False                 # … and one without a cycle
+    codes, labels = rate.bucket_of(win.r)
+    codes[::50] = -1                          # windows of no bucket
+    fit = rate.RateFit({}, "corrected", (0.1, 2.0, 0.0, 0.3, 0.0), int(use.sum()), n, {},
+                       1.0, 1, use=use, acc=acc, cov=rng.uniform(0, 0.01, n) if cov else None)
+    steps = None
+    if step:
+        steps = rng.uniform(10, 12, n)
+        if step == "nan":
+            steps[win.r == 8.0] = np.nan      # a bucket the baseline does not cover
+    fast, slow = both(monkeypatch, lambda: (
+        rate._bucket_parts(win, fit, codes, len(labels), steps),
+        rate._bucket_parts_numpy(win, fit, codes, len(labels), steps)))[0]
+    assert [g for g, _ in fast] == [g for g, _ in slow]
+    for (_, (n1, th1, s1, u1, a1, w1)), (_, (n0, th0, s0, u0, a0, w0)) in zip(fast, slow):
+        assert (n1, u1, a1) == (n0, u0, a0)
+        assert w1 == pytest.approx(w0, rel=1e-13)
+        assert th1.keys() == th0.keys()
+        for k in th0:
+            assert th1[k] == pytest.approx(th0[k], rel=1e-13, nan_ok=True), k
+        for k, x, y in zip(rate.OUTPUTS, s1, s0):
+            assert (x is None) == (y is None), k
+            if y is not None:
+                np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-13 * np.abs(y).max(),
+                                           err_msg=k)
+    if n < 1000:
+        return
+    assert [g for g, _ in fast] == list(range(len(labels)))
+    by_label = dict(zip(labels, (p for _, p in fast)))
+    assert math.isnan(by_label["9"][1]["accept_len"]) and by_label["9"][2][0] is None
+    assert math.isnan(by_label["1"][1]["cycle_ms"]) and by_label["1"][2][1] is None
+    if step == "nan":
+        assert math.isnan(by_label["8"][1]["step_ms"]) and by_label["8"][2][4] is None

@@ -661,11 +661,198 @@ done:
     return ret;
 }
 
+#define BT 12   /* bucket_totals' sums per bucket */
+
+/* bucket_totals(codes (int64), use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, step or
+   None, out) -> None: rate.by_bucket's sums per bucket (out: buckets × BT), over the windows
+   that count (use or acc) of each code ≥ 0, in window order: 0 their number, 1 Σ w, 2 the
+   cycle's (use), 3 Σ w there, 4 Σ w (zi + cov) there, 5 Σ zi there (zi = y − x·β), 6 the
+   accept length's (acc), 7 Σ w there, 8 Σ w a there, 9 the cycle's windows with a finite
+   step, 10 Σ w there, 11 Σ w step there. */
+static PyObject *bucket_totals(PyObject *self, PyObject *args) {
+    Py_buffer cb, use, acc, w, y, xr, xv, bt, a, ob, covb, stb;
+    PyObject *covo, *sto;
+    double xb0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*dOy*Ow*", &cb, &use, &acc, &w, &y, &xr, &xv,
+                          &bt, &xb0, &covo, &a, &sto, &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_cov = 0, have_st = 0;
+    if (covo != Py_None) {
+        if (PyObject_GetBuffer(covo, &covb, PyBUF_SIMPLE) < 0) goto done;
+        have_cov = 1;
+    }
+    if (sto != Py_None) {
+        if (PyObject_GetBuffer(sto, &stb, PyBUF_SIMPLE) < 0) goto done;
+        have_st = 1;
+    }
+    Py_ssize_t n = use.len, nb = ob.len / (8 * BT);
+    Sparse s;
+    if (check(&cb, 8, n, "codes") < 0 || check(&acc, 1, n, "acc") < 0 ||
+        check(&w, 8, n, "w") < 0 || check(&y, 8, n, "y") < 0 || check(&a, 8, n, "a") < 0 ||
+        check(&bt, 8, N_X, "beta") < 0 || check(&ob, 8, nb * BT, "out") < 0 ||
+        (have_cov && check(&covb, 8, n, "cov") < 0) ||
+        (have_st && check(&stb, 8, n, "step") < 0) || sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    {
+        const int64_t *codes = cb.buf;
+        const char *uv = use.buf, *av = acc.buf;
+        const double *wv = w.buf, *yv = y.buf, *beta = bt.buf, *aa = a.buf;
+        const double *cov = have_cov ? covb.buf : NULL, *step = have_st ? stb.buf : NULL;
+        double *out = ob.buf;
+        int bad = 0;
+        memset(out, 0, 8 * nb * BT);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int u_ = uv[i], a_ = av[i];
+            int64_t g = codes[i];
+            if ((!u_ && !a_) || g < 0) continue;
+            if (g >= nb) {
+                bad = 1;
+                break;
+            }
+            double *o = out + g * BT, wi = wv[i];
+            o[0] += 1;
+            o[1] += wi;
+            if (u_) {
+                double zi = yv[i] - xdot(sparse_at(&s, i), beta, xb0);
+                double zg = cov ? zi + cov[i] : zi;
+                o[2] += 1;
+                o[3] += wi;
+                o[4] += wi * zg;
+                o[5] += zi;
+                if (step && isfinite(step[i])) {
+                    o[9] += 1;
+                    o[10] += wi;
+                    o[11] += wi * step[i];
+                }
+            }
+            if (a_) {
+                o[6] += 1;
+                o[7] += wi;
+                o[8] += wi * aa[i];
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "codes: a bucket beyond out's rows");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (have_cov) PyBuffer_Release(&covb);
+    if (have_st) PyBuffer_Release(&stb);
+    PyBuffer_Release(&cb); PyBuffer_Release(&use); PyBuffer_Release(&acc);
+    PyBuffer_Release(&w); PyBuffer_Release(&y); PyBuffer_Release(&xr); PyBuffer_Release(&xv);
+    PyBuffer_Release(&bt); PyBuffer_Release(&a); PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* bucket_terms(codes, use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, par, out):
+   each bucket's terms summed over blocks of its windows that count, in window order (window
+   j of a bucket's n goes to its block j k / n: stats.block_sums).  par: buckets × 7 (n, k,
+   the first row of out, c, Wu, t, Wa: c NaN where the bucket has no cycle, t where it has no
+   accept length); out: Σ k rows × 3 (the cycle's w (zg − c) / Wu / c on use,
+   the accept length's w (a − t) / Wa / t on acc, the rate's: accept − cycle). */
+static PyObject *bucket_terms(PyObject *self, PyObject *args) {
+    Py_buffer cb, use, acc, w, y, xr, xv, bt, a, pb, ob, covb;
+    PyObject *covo;
+    double xb0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*dOy*y*w*", &cb, &use, &acc, &w, &y, &xr, &xv,
+                          &bt, &xb0, &covo, &a, &pb, &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_cov = 0;
+    int64_t *seen = NULL;
+    if (covo != Py_None) {
+        if (PyObject_GetBuffer(covo, &covb, PyBUF_SIMPLE) < 0) goto done;
+        have_cov = 1;
+    }
+    Py_ssize_t n = use.len, nb = pb.len / (8 * 7), rows = ob.len / 24;
+    Sparse s;
+    if (check(&cb, 8, n, "codes") < 0 || check(&acc, 1, n, "acc") < 0 ||
+        check(&w, 8, n, "w") < 0 || check(&y, 8, n, "y") < 0 || check(&a, 8, n, "a") < 0 ||
+        check(&bt, 8, N_X, "beta") < 0 || check(&pb, 8, nb * 7, "par") < 0 ||
+        check(&ob, 8, rows * 3, "out") < 0 || (have_cov && check(&covb, 8, n, "cov") < 0) ||
+        sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    const double *par = pb.buf;
+    for (Py_ssize_t g = 0; g < nb; g++) {
+        const double *q = par + 7 * g;
+        if (q[0] < 0 || q[1] < 0 || q[1] > q[0] || (q[0] > 0 && q[1] < 1) || q[2] < 0 ||
+            q[2] + q[1] > rows) {
+            PyErr_SetString(PyExc_ValueError, "par: a bucket's blocks outside out");
+            goto done;
+        }
+    }
+    seen = PyMem_Calloc(nb ? nb : 1, sizeof(int64_t));
+    if (!seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const int64_t *codes = cb.buf;
+        const char *uv = use.buf, *av = acc.buf;
+        const double *wv = w.buf, *yv = y.buf, *beta = bt.buf, *aa = a.buf;
+        const double *cov = have_cov ? covb.buf : NULL;
+        double *out = ob.buf;
+        int bad = 0;
+        memset(out, 0, 24 * rows);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int u_ = uv[i], a_ = av[i];
+            int64_t g = codes[i];
+            if ((!u_ && !a_) || g < 0) continue;
+            if (g >= nb) {
+                bad = 1;
+                break;
+            }
+            const double *q = par + 7 * g;
+            int64_t ng = (int64_t)q[0], kg = (int64_t)q[1], j = seen[g]++;
+            if (j >= ng) {
+                bad = 2;
+                break;
+            }
+            double *o = out + 3 * ((int64_t)q[2] + (j * kg) / ng);
+            double c = q[3], Wu = q[4], t = q[5], Wa = q[6], wi = wv[i];
+            double tc = 0.0, ta = 0.0;
+            if (!isnan(c) && u_) {
+                double zi = yv[i] - xdot(sparse_at(&s, i), beta, xb0);
+                double zg = cov ? zi + cov[i] : zi;
+                tc = wi * (zg - c) / Wu / c;
+            }
+            if (!isnan(t) && a_) ta = wi * (aa[i] - t) / Wa / t;
+            o[0] += tc;
+            o[1] += ta;
+            o[2] += ta - tc;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, bad == 1 ? "codes: a bucket beyond par's rows" :
+                            "par: a bucket's count short of its windows");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyMem_Free(seen);
+    if (have_cov) PyBuffer_Release(&covb);
+    PyBuffer_Release(&cb); PyBuffer_Release(&use); PyBuffer_Release(&acc);
+    PyBuffer_Release(&w); PyBuffer_Release(&y); PyBuffer_Release(&xr); PyBuffer_Release(&xv);
+    PyBuffer_Release(&bt); PyBuffer_Release(&a); PyBuffer_Release(&pb); PyBuffer_Release(&ob);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
     {"within_quad", within_quad, METH_VARARGS, "within_cov's term for a quadratic cycle"},
     {"ranges", ranges, METH_VARARGS, "the ranges rate._choose reads of the used windows"},
+    {"bucket_totals", bucket_totals, METH_VARARGS, "rate.by_bucket's sums per bucket"},
+    {"bucket_terms", bucket_terms, METH_VARARGS, "each bucket's terms summed over its blocks"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

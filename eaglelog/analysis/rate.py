@@ -768,23 +768,111 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     """The fit's figures per #running-req bucket (each from its own windows, in time order);
     ``buckets``: bucket_of(win.r) when the caller has it."""
     codes, labels = buckets if buckets is not None else bucket_of(win.r)
+    use, acc = fit_.use, fit_.acc
+    total = float(win.w[use | acc].sum())
+    step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
+    parts = (_bucket_parts if fast_available() else _bucket_parts_numpy)(
+        win, fit_, codes, len(labels), step_all)
+    out = []
+    for g, (n, th, sums, n_use, n_acc, wsum) in parts:
+        ests, _ = stats.influence_estimates([th[k] for k in OUTPUTS], sums, n, confidence,
+                                            tau_of=(0, 1))
+        ests = own_units(ests, n_acc, n_use, confidence)
+        est = {}
+        for k, e in zip(OUTPUTS, ests):
+            if fit_.sys_rel and e.sufficient and k not in ("accept_len", "step_ms"):
+                se = math.hypot(e.se_log, fit_.sys_rel)
+                e = stats.from_log_se(e.estimate, se, e.df, e.n, confidence)
+            est[k] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log,
+                              e.df, f"{what} at running_req {labels[g]}")
+        share = wsum / total if total > 0 else 0.0
+        out.append(BucketFit(labels[g], n, share, est))
+    return out
+
+
+def _bucket_outputs(th: dict, sums: dict) -> list:
+    """The rate, speedup and break-even of one bucket from its cycle, accept length and step
+    (in ``th``, NaN where it has none), and every output's terms' sums (None: none)."""
+    if sums["cycle_ms"] is not None and sums["accept_len"] is not None:
+        th["rate"] = th["accept_len"] / th["cycle_ms"]
+        if math.isfinite(th["step_ms"]):
+            th["speedup"] = th["rate"] * th["step_ms"]
+            sums["speedup"] = sums["rate"].copy()
+            th["breakeven_accept_len"] = th["cycle_ms"] / th["step_ms"]
+            sums["breakeven_accept_len"] = sums["cycle_ms"].copy()
+    else:
+        sums["rate"] = None
+    return [sums[k] for k in OUTPUTS]
+
+
+def _bucket_parts(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
+                  step_all: np.ndarray | None) -> list:
+    """(bucket, (its windows that count, point estimates, their terms' sums over blocks, its
+    cycle's windows, its accept length's, Σ w)) of each bucket that has any: two passes in C
+    (_ratekern: bucket_totals, bucket_terms) over the windows in time order."""
+    beta = np.ascontiguousarray(fit_.beta, dtype=float)
+    args = (np.ascontiguousarray(codes, dtype=np.int64), _mask(fit_.use), _mask(fit_.acc),
+            *_floats(win.w, win.y), *_sparse(win.x), beta, float(np.zeros(N_X) @ beta),
+            _floats(fit_.cov)[0], _floats(win.a)[0])
+    tot = np.empty((nb, 12))
+    _ratekern.bucket_totals(*args, _floats(step_all)[0], tot)
+    par = np.zeros((nb, 7))
+    row = 0
+    ths = {}
+    for g in range(nb):
+        n = int(tot[g, 0])
+        if not n:
+            continue
+        th = {k: math.nan for k in OUTPUTS}
+        c = t = math.nan
+        if tot[g, 3] > 0:
+            c = th["cycle_ms"] = tot[g, 4] / tot[g, 3]
+            th["cycle_ms_iter"] = tot[g, 5] / tot[g, 2]
+            if tot[g, 9] > 0:
+                # (the windows the baseline covers: a bucket at the edge of its sizes holds
+                # some whose mean batch lies just beyond it)
+                th["step_ms"] = tot[g, 11] / tot[g, 10]
+        if tot[g, 7] > 0:
+            t = th["accept_len"] = tot[g, 8] / tot[g, 7]
+        k = min(n, stats.FINE)
+        par[g] = (n, k, row, c, tot[g, 3], t, tot[g, 7])
+        row += k
+        ths[g] = th
+    sums_all = np.empty((row, 3))
+    _ratekern.bucket_terms(*args, par, sums_all)
+    out = []
+    for g, th in ths.items():
+        at, k = int(par[g, 2]), int(par[g, 1])
+        sl = sums_all[at:at + k]
+        sums = {k_: None for k_ in OUTPUTS}
+        if math.isfinite(par[g, 3]):
+            sums["cycle_ms"] = sl[:, 0].copy()
+        if math.isfinite(par[g, 5]):
+            sums["accept_len"] = sl[:, 1].copy()
+        sums["rate"] = sl[:, 2].copy()
+        out.append((g, (int(par[g, 0]), th, _bucket_outputs(th, sums), int(tot[g, 2]),
+                        int(tot[g, 6]), float(tot[g, 1]))))
+    return out
+
+
+def _bucket_parts_numpy(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
+                        step_all: np.ndarray | None) -> list:
+    """_bucket_parts in numpy (without the C passes; and their oracle in the tests)."""
     beta = np.asarray(fit_.beta)
     zi = win.x.dot(beta)
     np.subtract(win.y, zi, out=zi)          # y − β·x (the cycle's adds the fit's cov: zc)
     cov = fit_.cov
     use, acc = fit_.use, fit_.acc
     w = win.w
-    total = float(w[use | acc].sum())
-    out = []
-    step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
     # each bucket's windows that count, in time order, from one sort (not a pass over every
     # window per bucket: a large log has millions)
     counted = np.flatnonzero((use | acc) & (codes >= 0))
     # (as int16 the stable sort is a radix sort: the buckets are a few dozen at most)
     order = counted[np.argsort(codes[counted].astype(np.int16), kind="stable")]
     del counted
-    cuts = np.searchsorted(codes[order], np.arange(len(labels) + 1))
-    for g, label in enumerate(labels):
+    cuts = np.searchsorted(codes[order], np.arange(nb + 1))
+    out = []
+    for g in range(nb):
         idx = order[cuts[g]:cuts[g + 1]]
         if not len(idx):
             continue
@@ -802,8 +890,6 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
                 st = step_all[idx][mu]
                 ok = np.isfinite(st)
                 if ok.any():
-                    # (the windows the baseline covers: a bucket at the edge of its sizes
-                    # holds some whose mean batch lies just beyond it)
                     th["step_ms"] = float((wi[mu][ok] * st[ok]).sum() / wi[mu][ok].sum())
         Wa = float(wi[ma].sum())
         if Wa > 0:
@@ -811,29 +897,13 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
             t = float((wi[ma] * ag[ma]).sum() / Wa)
             th["accept_len"] = t
             terms["accept_len"] = np.where(ma, wi * (ag - t) / Wa / t, 0.0)
-        if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
-            th["rate"] = th["accept_len"] / th["cycle_ms"]
-            terms["rate"] = terms["accept_len"] - terms["cycle_ms"]
-            if math.isfinite(th["step_ms"]):
-                th["speedup"] = th["rate"] * th["step_ms"]
-                terms["speedup"] = terms["rate"]
-                th["breakeven_accept_len"] = th["cycle_ms"] / th["step_ms"]
-                terms["breakeven_accept_len"] = terms["cycle_ms"]
         n = len(idx)
-        ests, _ = stats.influence_estimates(
-            [th[k] for k in OUTPUTS],
-            [None if terms[k] is None else stats.block_sums(terms[k], n) for k in OUTPUTS], n,
-            confidence, tau_of=(0, 1))
-        ests = own_units(ests, int(ma.sum()), int(mu.sum()), confidence)
-        est = {}
-        for k, e in zip(OUTPUTS, ests):
-            if fit_.sys_rel and e.sufficient and k not in ("accept_len", "step_ms"):
-                se = math.hypot(e.se_log, fit_.sys_rel)
-                e = stats.from_log_se(e.estimate, se, e.df, e.n, confidence)
-            est[k] = Estimate(e.estimate, e.ci_low, e.ci_high, e.n, e.confidence, e.se_log,
-                              e.df, f"{what} at running_req {label}")
-        share = float(wi.sum()) / total if total > 0 else 0.0
-        out.append(BucketFit(label, n, share, est))
+        sums = {k: None if terms[k] is None else stats.block_sums(terms[k], n)
+                for k in OUTPUTS}
+        if terms["cycle_ms"] is not None and terms["accept_len"] is not None:
+            sums["rate"] = stats.block_sums(terms["accept_len"] - terms["cycle_ms"], n)
+        out.append((g, (n, th, _bucket_outputs(th, sums), int(mu.sum()), int(ma.sum()),
+                        float(wi.sum()))))
     return out
 
 
