@@ -291,3 +291,31 @@ def test_bucket_parts_are_numpys(monkeypatch, cov, step, n):
     assert math.isnan(by_label["1"][1]["cycle_ms"]) and by_label["1"][2][1] is None
     if step == "nan":
         assert math.isnan(by_label["8"][1]["step_ms"]) and by_label["8"][2][4] is None
+
+
+@pytest.mark.parametrize("path", ["sample_logs/eagle3_5step.log", "sample_logs/eagle3_2step.log",
+                                  "sample_logs/batch_eagle3.log"])
+def test_kv_lifetime_is_numpys(monkeypatch, path):
+    from eaglelog import api
+    from eaglelog.analysis import kv_life
+    log = api.load(path)
+    src = log.sources[0].name
+    dec, pre = log.rows_of(src, "decode"), log.rows_of(src, "prefill")
+    fast, slow = both(monkeypatch, lambda: kv_life.kv_lifetime(dec, pre, 16))
+    assert slow is not None and slow > 1
+    assert fast == pytest.approx(slow, rel=1e-13)
+
+
+def test_kv_life_sums_by_hand():
+    # three lines: 4 → 4 → 2 running, 2 requests (20 tokens) admitted before the last, accept
+    # length 2 throughout, KV slots 100 → 160 → 120, one iteration a window, prompts of 5
+    kv = np.array([100.0, 160.0, 120.0])
+    r = np.array([4.0, 4.0, 2.0])
+    a = np.full(3, 2.0)
+    joins, jtok = np.array([0.0, 0.0, 2.0]), np.array([0.0, 0.0, 20.0])
+    a_run, n, nv, s2 = rate._ratekern.kv_life_sums(kv, r, a, joins, jtok, 1.0, 5.0, math.nan)
+    assert a_run == 2.0
+    # window 1: none finished (left out); window 2: 4 + 2 − 2 = 4 finished, their length
+    # 2 × 3 × 1 committed + 20 admitted + 40 freed = 66, each 66 / 4 − 5 = 11.5 output
+    # tokens, 5.75 verify steps
+    assert (n, nv, s2) == (4.0, 4 * 5.75, 4 * 5.75 * 5.75)

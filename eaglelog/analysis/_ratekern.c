@@ -846,6 +846,57 @@ done:
     return ret;
 }
 
+/* kv_life_sums(kv, r, a, joins, jtok, interval, prompt, prompt_var) -> (a_run, Σ n, Σ n v, Σ s2):
+   the sums of kv_life.kv_lifetime over one scheduler's decode lines, in two passes: a_run the
+   mean accept length of the lines printing one (≥ 1; NaN: none); then per pair of lines the
+   requests that finished (n, rounded half to even) and each one's verify steps v, each
+   operation numpy's, in its order; s2 = n v² − prompt_var / a_run² (0 for a NaN prompt_var). */
+static PyObject *kv_life_sums(PyObject *self, PyObject *args) {
+    Py_buffer kb, rb, ab, jb, tb;
+    double interval, prompt, pvar;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*ddd", &kb, &rb, &ab, &jb, &tb, &interval, &prompt,
+                          &pvar))   /* (pvar: prompt_var until a_run is known) */
+        return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = kb.len / 8;
+    if (check(&rb, 8, n, "r") < 0 || check(&ab, 8, n, "a") < 0 || check(&jb, 8, n, "joins") < 0 ||
+        check(&tb, 8, n, "jtok") < 0)
+        goto done;
+    {
+        const double *kv = kb.buf, *r = rb.buf, *a = ab.buf, *joins = jb.buf, *jtok = tb.buf;
+        double asum = 0.0, sn = 0.0, snv = 0.0, ss2 = 0.0, a_run;
+        Py_ssize_t acount = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (a[i] >= 1) {
+                asum += a[i];
+                acount++;
+            }
+        a_run = acount ? asum / (double)acount : NAN;
+        pvar = isfinite(pvar) ? pvar / (a_run * a_run) : 0.0;
+        for (Py_ssize_t i = 1; i < n; i++) {
+            double bt = (r[i] + r[i - 1]) / 2;
+            double committed = (a[i] >= 1 ? a[i] : a_run) * bt * interval;
+            double fin = r[i - 1] + joins[i] - r[i];
+            double length = committed + jtok[i] - (kv[i] - kv[i - 1]);
+            if (!(isfinite(fin) && isfinite(length) && fin >= 1 && length > 0)) continue;
+            double nn = nearbyint(fin);
+            double out = length / nn - prompt;
+            if (!(out >= 1.0) && !isnan(out)) out = 1.0;
+            double v = out / a_run;
+            sn += nn;
+            snv += nn * v;
+            ss2 += nn * v * v - pvar;
+        }
+        Py_END_ALLOW_THREADS
+        ret = Py_BuildValue("dddd", a_run, sn, snv, ss2);
+    }
+done:
+    PyBuffer_Release(&kb); PyBuffer_Release(&rb); PyBuffer_Release(&ab);
+    PyBuffer_Release(&jb); PyBuffer_Release(&tb);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -853,6 +904,7 @@ static PyMethodDef methods[] = {
     {"ranges", ranges, METH_VARARGS, "the ranges rate._choose reads of the used windows"},
     {"bucket_totals", bucket_totals, METH_VARARGS, "rate.by_bucket's sums per bucket"},
     {"bucket_terms", bucket_terms, METH_VARARGS, "each bucket's terms summed over its blocks"},
+    {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};
