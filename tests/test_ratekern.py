@@ -319,3 +319,16 @@ def test_kv_life_sums_by_hand():
     # 2 × 3 × 1 committed + 20 admitted + 40 freed = 66, each 66 / 4 − 5 = 11.5 output
     # tokens, 5.75 verify steps
     assert (n, nv, s2) == (4.0, 4 * 5.75, 4 * 5.75 * 5.75)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4096, 4097, 70_001])
+def test_product_blocks_are_numpys_to_the_bit(monkeypatch, n):
+    from eaglelog.analysis import context
+    rng = np.random.default_rng(n)
+    w, x, a = rng.random(n), rng.random(n) * 10, rng.random(n) * 3
+    x[::11] = np.nan
+    products = ((w,), (w, x), (w, a), (w, x, x), (w, x, a, a))
+    fast, slow = both(monkeypatch, lambda: context._product_blocks(products, n))
+    assert fast.sums.shape == (min(n, 4096), 5)
+    assert fast.sums.tobytes() == slow.sums.tobytes()
+    assert fast.counts.tobytes() == slow.counts.tobytes() and fast.n == slow.n == n

@@ -897,6 +897,84 @@ done:
     return ret;
 }
 
+#define MAXF 16
+
+/* product_sums(arrays, factors, out) -> None: out (k × m, C order) gets, for each product j
+   of ``factors[j]`` consecutive arrays of ``arrays`` (float64, n each; multiplied left to
+   right), its sum over k blocks of consecutive windows (window i to block i k / n: stats's
+   _block_ids), each block's in window order: context._product_blocks's sums, to the bit. */
+static PyObject *product_sums(PyObject *self, PyObject *args) {
+    PyObject *arrs;
+    Py_buffer fb, ob;
+    if (!PyArg_ParseTuple(args, "O!y*w*", &PyTuple_Type, &arrs, &fb, &ob)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t na = PyTuple_GET_SIZE(arrs), m = fb.len, got = 0, n = -1;
+    Py_buffer bufs[MAXF];
+    const unsigned char *fac = fb.buf;
+    Py_ssize_t need = 0;
+    for (Py_ssize_t j = 0; j < m; j++) need += fac[j] ? fac[j] : 1000;
+    if (need != na || na > MAXF || m < 1) {
+        PyErr_SetString(PyExc_ValueError, "factors: each ≥ 1, summing to the arrays (≤ 16)");
+        goto done;
+    }
+    for (; got < na; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrs, got), &bufs[got], PyBUF_SIMPLE) < 0)
+            goto done;
+        if (n < 0) n = bufs[got].len / 8;
+        if (bufs[got].len != n * 8) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "arrays: not all of one length");
+            goto done;
+        }
+    }
+    Py_ssize_t k = m ? ob.len / (8 * m) : 0;
+    if (ob.len != k * m * 8 || k > n || (n > 0 && k < 1)) {
+        PyErr_SetString(PyExc_ValueError, "out: 1 to n blocks × the products");
+        goto done;
+    }
+    {
+        double *out = ob.buf;
+        const double *a[MAXF];
+        for (Py_ssize_t q = 0; q < na; q++) a[q] = bufs[q].buf;
+        memset(out, 0, 8 * k * m);
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t q = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {   /* (a product at a time: a tight loop each) */
+            const double *x = a[q], *y = fac[j] > 1 ? a[q + 1] : NULL;
+            const double *z = fac[j] > 2 ? a[q + 2] : NULL;
+            Py_ssize_t blk = 0, next = k > 1 ? (n + k - 1) / k : n, i = 0;
+            while (i < n) {
+                double acc = 0.0;
+                Py_ssize_t end = next < n ? next : n;
+                if (fac[j] == 1)
+                    for (; i < end; i++) acc += x[i];
+                else if (fac[j] == 2)
+                    for (; i < end; i++) acc += x[i] * y[i];
+                else if (fac[j] == 3)
+                    for (; i < end; i++) acc += x[i] * y[i] * z[i];
+                else
+                    for (; i < end; i++) {
+                        double v = x[i];
+                        for (int f = 1; f < fac[j]; f++) v *= a[q + f][i];
+                        acc += v;
+                    }
+                out[blk * m + j] = acc;
+                blk++;
+                next = blk + 1 < k ? ((blk + 1) * n + k - 1) / k : n;
+            }
+            q += fac[j];
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    for (Py_ssize_t q = 0; q < got; q++) PyBuffer_Release(&bufs[q]);
+    PyBuffer_Release(&fb);
+    PyBuffer_Release(&ob);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -905,6 +983,7 @@ static PyMethodDef methods[] = {
     {"bucket_totals", bucket_totals, METH_VARARGS, "rate.by_bucket's sums per bucket"},
     {"bucket_terms", bucket_terms, METH_VARARGS, "each bucket's terms summed over its blocks"},
     {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
+    {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

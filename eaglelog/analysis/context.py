@@ -49,6 +49,7 @@ import pandas as pd
 
 from .. import stats
 from ..stats import Estimate
+from . import rate
 
 KI = 1024                       # the first bucket is 0 – 1k tokens, then powers of two
 MIN_REQUESTS = 10               # requests a request bucket needs (else merged)
@@ -254,6 +255,13 @@ def _product_blocks(products, n: int) -> stats.Blocks:
     each: five of them, and the arrays they are made of, were a summary's peak)."""
     k = min(n, stats.FINE)
     ids = stats._block_ids(n, k) if n else np.zeros(0, dtype=np.int64)
+    if rate.fast_available() and n:
+        # (every product and block in one pass, in C: the same sums, in the same order)
+        sums = np.empty((k, len(products)))
+        rate._ratekern.product_sums(tuple(np.ascontiguousarray(u, dtype=float)
+                                          for vs in products for u in vs),
+                                    bytes(len(vs) for vs in products), sums)
+        return stats.Blocks(sums, np.bincount(ids, minlength=k).astype(float), n)
     sums = np.zeros((k, len(products)))
     lo = 0
     while lo < n:
