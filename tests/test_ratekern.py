@@ -1,8 +1,9 @@
-"""The rate model's passes in C (eaglelog/analysis/_ratekern.c) against the numpy passes they
-replace (rate._gram, rate._times, rate._within), which stay as the fallback without a C
-compiler and as the oracle here: the moments within rounding (their sums run in another
-order), the elementwise passes to the bit; and the fit's figures on a sample log within 1e-12."""
+"""The passes over every window in C (eaglelog/analysis/_ratekern.c) against the numpy passes
+they replace, which stay as the fallback without a C compiler and as the oracle here: sums
+within rounding (they run in another order), the elementwise passes, the block sums of
+products and the medians to the bit; and the fit's figures on a sample log within 1e-12."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -332,3 +333,40 @@ def test_product_blocks_are_numpys_to_the_bit(monkeypatch, n):
     assert fast.sums.shape == (min(n, 4096), 5)
     assert fast.sums.tobytes() == slow.sums.tobytes()
     assert fast.counts.tobytes() == slow.counts.tobytes() and fast.n == slow.n == n
+
+
+def test_median_is_numpys_number():
+    rng = np.random.default_rng(0)
+    K = rate._ratekern
+    for trial in range(1500):
+        n = int(rng.integers(1, 50)) if trial < 1400 else int(rng.integers(1000, 100_000))
+        v = [rng.normal(size=n), rng.integers(0, 5, n).astype(float),
+             np.round(rng.normal(size=n), 2), rng.uniform(1, 1.001, n),
+             np.where(rng.random(n) < 0.5, 0.0, -0.0)][trial % 5]
+        if trial % 7 == 0:
+            v[rng.integers(0, n)] = np.nan
+        mask = rng.random(n) < 0.6
+        pos = np.flatnonzero(rng.random(n) < 0.5)
+        c = float(rng.normal())
+        for sel, picked in ((None, v), (mask, v[mask]), (pos, v[pos])):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = np.median(picked) if len(picked) else np.nan
+                want_c = np.median(np.abs(picked - c)) if len(picked) else np.nan
+            got, got_c = K.median(v, sel, math.nan), K.median(v, sel, c)
+            assert got == want or np.isnan(got) and np.isnan(want), (trial, got, want)
+            assert got_c == want_c or np.isnan(got_c) and np.isnan(want_c), (trial, got_c)
+    with pytest.raises(IndexError):
+        K.median(np.ones(3), np.array([0, 3]), math.nan)
+    with pytest.raises(ValueError):
+        K.median(np.ones(3), np.ones(2, bool), math.nan)
+
+
+def test_mad_and_median_helpers_are_numpys(monkeypatch):
+    rng = np.random.default_rng(3)
+    v = rng.standard_t(3, 10_001)
+    use = rng.random(10_001) < 0.7
+    pos = np.flatnonzero(use)[::3]
+    fast, slow = both(monkeypatch, lambda: (rate._mad(v, use), rate._median(v, pos),
+                                            rate._median(v, use)))
+    assert fast == slow

@@ -975,6 +975,148 @@ done:
     return ret;
 }
 
+/* ---- an exact median (np.median's number) by selection on the values' bit patterns ---- */
+
+static inline uint64_t key_of(double x) {     /* (ordered as the doubles are; −0 before +0) */
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return (u >> 63) ? ~u : (u | 0x8000000000000000ULL);
+}
+
+static inline double val_of(uint64_t k) {
+    uint64_t u = (k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFULL) : ~k;
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* the r-th smallest of a[0 … m) (reordered: a[r] is it, the rest on its sides) */
+static uint64_t quickselect(uint64_t *a, Py_ssize_t m, Py_ssize_t r) {
+    Py_ssize_t lo = 0, hi = m - 1;
+    while (hi > lo) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        uint64_t x = a[lo], y = a[mid], z = a[hi];      /* median of three */
+        uint64_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < piv) i++;
+            while (a[j] > piv) j--;
+            if (i <= j) {
+                uint64_t t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (r <= j) hi = j;
+        else if (r >= i) lo = i;
+        else return a[r];
+    }
+    return a[r];
+}
+
+/* median(values, sel, center) -> float: np.median of the values ``sel`` picks (None: all; a
+   bool mask; or int64 positions) — of |value − center| when center is not NaN — the same
+   number: the middle one, or the mean (a + b) / 2 of the middle two; NaN when any is NaN or
+   none is picked.  A histogram of the top 16 bits finds the bucket(s) of the middle ranks,
+   and a selection among that bucket's values alone finishes. */
+static PyObject *median(PyObject *self, PyObject *args) {
+    Py_buffer vb, sb;
+    PyObject *so;
+    double center;
+    if (!PyArg_ParseTuple(args, "y*Od", &vb, &so, &center)) return NULL;
+    PyObject *ret = NULL;
+    int mode = 0;                 /* 0 all, 1 mask, 2 positions */
+    Py_ssize_t n = vb.len / 8, m = 0;
+    uint64_t *hist = NULL, *buf = NULL;
+    if (so != Py_None) {
+        if (PyObject_GetBuffer(so, &sb, PyBUF_SIMPLE | PyBUF_FORMAT) < 0) goto done_nosel;
+        mode = (sb.format && (sb.format[0] == '?' || sb.itemsize == 1)) ? 1 : 2;
+        if ((mode == 1 && sb.len != n) || (mode == 2 && sb.len % 8)) {
+            PyErr_SetString(PyExc_ValueError, "sel: a mask of the values or int64 positions");
+            goto done;
+        }
+        if (mode == 2) {
+            const int64_t *pos = sb.buf;
+            for (Py_ssize_t q = 0; q < sb.len / 8; q++)
+                if (pos[q] < 0 || pos[q] >= n) {
+                    PyErr_SetString(PyExc_IndexError, "sel: a position outside the values");
+                    goto done;
+                }
+        }
+    }
+    hist = PyMem_Calloc(65536, sizeof(uint64_t));
+    if (!hist) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const double *v = vb.buf;
+        const char *mask = mode == 1 ? sb.buf : NULL;
+        const int64_t *pos = mode == 2 ? sb.buf : NULL;
+        Py_ssize_t count = mode == 2 ? sb.len / 8 : n;
+        int nan = 0, center_on = !isnan(center);
+        double result = NAN;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t q = 0; q < count; q++) {
+            Py_ssize_t i = pos ? pos[q] : q;
+            if (mask && !mask[i]) continue;
+            double x = center_on ? fabs(v[i] - center) : v[i];
+            if (isnan(x)) {
+                nan = 1;
+                break;
+            }
+            hist[key_of(x) >> 48]++;
+            m++;
+        }
+        Py_END_ALLOW_THREADS
+        if (!nan && m > 0) {
+            /* the bucket b0 holding rank r0 and b1 holding r1 (ranks then relative to b0) */
+            Py_ssize_t r0 = (m - 1) / 2, r1 = m / 2, below = 0, b0 = 0, b1, b;
+            while (below + (Py_ssize_t)hist[b0] <= r0) below += hist[b0++];
+            r0 -= below;
+            r1 -= below;
+            Py_ssize_t held = 0;
+            b1 = b0;
+            while (held + (Py_ssize_t)hist[b1] <= r1) held += hist[b1++];
+            Py_ssize_t size = 0;
+            for (b = b0; b <= b1; b++) size += hist[b];
+            buf = PyMem_Malloc((size ? size : 1) * sizeof(uint64_t));
+            if (!buf) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            Py_ssize_t got = 0;
+            Py_BEGIN_ALLOW_THREADS
+            for (Py_ssize_t q = 0; q < count; q++) {
+                Py_ssize_t i = pos ? pos[q] : q;
+                if (mask && !mask[i]) continue;
+                double x = center_on ? fabs(v[i] - center) : v[i];
+                uint64_t k = key_of(x), top = k >> 48;
+                if ((Py_ssize_t)top >= b0 && (Py_ssize_t)top <= b1) buf[got++] = k;
+            }
+            Py_END_ALLOW_THREADS
+            uint64_t k0 = quickselect(buf, got, r0), k1 = k0;
+            if (r1 != r0) {          /* the next: the least of those after r0 */
+                k1 = buf[r0 + 1];
+                for (Py_ssize_t q = r0 + 2; q < got; q++)
+                    if (buf[q] < k1) k1 = buf[q];
+            }
+            double a = val_of(k0), c = val_of(k1);
+            result = r1 != r0 ? (a + c) / 2 : a;
+        }
+        ret = PyFloat_FromDouble(result);
+    }
+done:
+    if (so != Py_None) PyBuffer_Release(&sb);
+done_nosel:
+    PyMem_Free(hist);
+    PyMem_Free(buf);
+    PyBuffer_Release(&vb);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -984,6 +1126,7 @@ static PyMethodDef methods[] = {
     {"bucket_terms", bucket_terms, METH_VARARGS, "each bucket's terms summed over its blocks"},
     {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
     {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
+    {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

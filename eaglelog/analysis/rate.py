@@ -212,6 +212,29 @@ def _sparse(x) -> tuple[np.ndarray, np.ndarray]:
             np.ascontiguousarray(x.vals, dtype=np.float64))
 
 
+def _median(v: np.ndarray, sel: np.ndarray) -> float:
+    """np.median(v[sel]) (``sel`` a mask or positions), the same number; in C by selection
+    where it can (_ratekern.median: no copy of the picked values)."""
+    if fast_available():
+        return _ratekern.median(_floats(v)[0], _picks(sel), math.nan)
+    return float(np.median(v[sel]))
+
+
+def _mad(v: np.ndarray, sel: np.ndarray) -> float:
+    """The median absolute deviation of v[sel], scaled to a normal σ (× 1.4826)."""
+    if fast_available():
+        v, sel = _floats(v)[0], _picks(sel)
+        return _ratekern.median(v, sel, _ratekern.median(v, sel, math.nan)) * 1.4826
+    r = v[sel]
+    return float(np.median(np.abs(r - np.median(r)))) * 1.4826
+
+
+def _picks(sel: np.ndarray) -> np.ndarray:
+    """A mask as contiguous bools, positions as contiguous int64 (for _ratekern.median)."""
+    sel = np.asarray(sel)
+    return _mask(sel) if sel.dtype == bool else np.ascontiguousarray(sel, dtype=np.int64)
+
+
 def _column(win: Windows, scale: tuple[float, float], c: int) -> np.ndarray:
     """Column c of the design for every window."""
     if c == 0:
@@ -472,8 +495,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         coef, *_ = np.linalg.lstsq(A, rhs, rcond=None)
         fitted = _times(win, spec.scale, spec.smooth, coef)
         res = z - fitted
-        mad = float(np.median(np.abs(res[use] - np.median(res[use])))) * 1.4826
-        return beta, fitted, res, mad
+        return beta, fitted, res, _mad(res, use)
 
     cut = 0
     if use.sum() >= 3:
@@ -550,7 +572,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         iu = np.flatnonzero(use)
         for _, at in _by_value(strata[iu]):
             m = iu[at]
-            res0[m] -= np.median(z0[m])
+            res0[m] -= _median(z0, m)
         prec = precision(win, use, res0)
         z0 = res0 = m = iu = at = None
         if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
@@ -967,8 +989,7 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
         return out
     var = []
     for g in groups:
-        r = res[use & g]
-        mad = float(np.median(np.abs(r - np.median(r)))) * 1.4826
+        mad = _mad(res, use & g)
         var.append(mad * mad)
     if min(var) <= 0:
         return out
