@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..model import contiguous
-from .windows import _series_codes
+from .windows import SERIES_TAGS, _series_codes
 
 # why a window is not used for the cycle (codes of Windows.why)
 USED, FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT = range(8)
@@ -76,6 +76,15 @@ class PrefillWork:
         self.vals = np.ascontiguousarray(dense[self.rows])
         self._slot = None
 
+    @classmethod
+    def of_rows(cls, n: int, rows: np.ndarray, vals: np.ndarray) -> "PrefillWork":
+        """The prefill work of n windows from its rows that hold any (ascending) and their
+        values: what the dense matrix gives, without making it (decode_windows)."""
+        out = cls.__new__(cls)
+        out.n, out.rows, out._slot = n, rows, None
+        out.vals = np.ascontiguousarray(vals, dtype=float)
+        return out
+
     def slot(self) -> np.ndarray:
         """Each window's row in ``vals`` (−1: none), made once: the fit takes rows of the
         design a block at a time, and a lookup is one gather where a search was a log."""
@@ -128,26 +137,28 @@ class PrefillWork:
             out = np.zeros(self.n)
             out[self.rows] = self.vals[:, c]
             return out
-        return self.take(rows)[:, c]
+        return self.take(rows, c)
 
-    def take(self, rows) -> np.ndarray:
-        """The rows ``rows`` (a mask, ascending positions or a slice) as a dense matrix."""
+    def take(self, rows, c: int | None = None) -> np.ndarray:
+        """The rows ``rows`` (a mask, ascending positions or a slice) as a dense matrix (``c``:
+        its column c only, without the matrix)."""
+        cols, width = (slice(None), (N_X,)) if c is None else (c, ())
         if isinstance(rows, slice):
             lo, hi, step = rows.indices(self.n)
             if step == 1:
                 a, b = np.searchsorted(self.rows, (lo, hi))
-                out = np.zeros((max(hi - lo, 0), N_X))
-                out[self.rows[a:b] - lo] = self.vals[a:b]
+                out = np.zeros((max(hi - lo, 0),) + width)
+                out[self.rows[a:b] - lo] = self.vals[a:b, cols]
                 return out
             rows = np.arange(lo, hi, step)
         rows = np.asarray(rows)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        out = np.zeros((len(rows), N_X))
+        out = np.zeros((len(rows),) + width)
         if len(rows) and len(self.rows):
             at = self.slot()[rows]
             hit = at >= 0
-            out[hit] = self.vals[at[hit]]
+            out[hit] = self.vals[at[hit], cols]
         return out
 
     def restrict(self, keep: np.ndarray) -> "PrefillWork":
@@ -258,12 +269,47 @@ def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
     return out
 
 
+def _view(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A column as floats to read, not write: the frame's own array where it is one (a copy
+    of millions of rows for nothing otherwise)."""
+    if name not in df.columns:
+        return np.full(len(df), np.nan)
+    return df[name].to_numpy(dtype=float, na_value=np.nan)
+
+
+def _any_finite(df: pd.DataFrame, name: str) -> bool:
+    """Whether the frame has the column and a finite value in it."""
+    return name in df.columns and bool(np.isfinite(_view(df, name)).any())
+
+
+# the decode columns decode_windows reads once the series are known (line_no … iter, also in
+# _clocks and _wrapper_jitter): a copy of the frame (sorted, filtered) takes these only
+READS = ("line_no", "running_req", "accept_len", "gen_throughput", "gen_throughput_steps",
+         "timestamp", "line_timestamp", "wrapper_time", "drafts", "prompt_throughput", "iter")
+
+
+def _reads(df: pd.DataFrame, extra: tuple = ()) -> pd.DataFrame:
+    """The frame's columns READS (and ``extra``): a gigabyte log's decode frame holds a dozen,
+    and a sort or a filter copies every column it has."""
+    return df[[c for c in df.columns if c in READS or c in extra]]
+
+
+BLOCK = 1 << 16         # rows an elementwise pass over millions of windows takes at a time
+
+
+def _blocks(n: int):
+    """(lo, hi) of the blocks of BLOCK rows that cover range(n): an elementwise pass a block at
+    a time makes no n-length temporaries (each one page faults before it is arithmetic)."""
+    for lo in range(0, n, BLOCK):
+        yield lo, min(lo + BLOCK, n)
+
+
 def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
                    dp_attention: bool = False) -> Windows:
     """The windows of ONE run's decode lines (one source and start-up)."""
     d = decode
     if len(d) and not d["line_no"].is_monotonic_increasing:
-        d = d.sort_values("line_no")
+        d = _reads(d, SERIES_TAGS + ("tp", "part", "engine")).sort_values("line_no")
     d = d.reset_index(drop=True)
     n = len(d)
     (key, pkey), labels = _series_codes([d, prefill])
@@ -271,17 +317,15 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     pkey = np.asarray(pkey)
     if n and "tp" in d.columns and d["tp"].notna().any():
         # several TP ranks printing one series: keep the lowest (windows.py does the same)
-        tp = d["tp"].to_numpy(dtype=np.int64, na_value=-1)
-        low = np.full(int(key.max()) + 1, np.iinfo(np.int64).max)
-        np.minimum.at(low, key, tp)
-        keep = tp == low[key]
-        if not keep.all():
-            d, key, n = d[keep].reset_index(drop=True), key[keep], int(keep.sum())
+        keep = _lowest_tp(d["tp"].to_numpy(dtype=np.int64, na_value=-1), key)
+        if keep is not None:
+            d, key, n = _reads(d)[keep].reset_index(drop=True), key[keep], int(keep.sum())
+        del keep
     line = d["line_no"].to_numpy(dtype=np.int64) if n else np.empty(0, np.int64)
     r = _col(d, "running_req")
     a = _col(d, "accept_len")
     a[a < 1] = np.nan            # below 1 is no accept length (a window with no verify: 0.00)
-    g = _col(d, "gen_throughput")
+    g = _view(d, "gen_throughput")
     steps = _col(d, "gen_throughput_steps", dtype=object, na=False).astype(bool) \
         if "gen_throughput_steps" in d.columns else np.zeros(n, dtype=bool)
     ts = None
@@ -291,7 +335,6 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     b = r.copy()
     rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
     nin = np.zeros(n, dtype=np.float32)
-    x = np.zeros((n, N_X), order="F")    # (filled a column at a time)
     pline = prefill["line_no"].to_numpy(dtype=np.int64) if len(prefill) else np.empty(0, np.int64)
     ptok = _col(prefill, "new_token", na=0.0) if len(prefill) else np.empty(0)
     ptok[~np.isfinite(ptok)] = 0.0
@@ -302,9 +345,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         else np.empty(0)
     pseq = _col(prefill, "new_seq", na=1.0) if len(prefill) else np.empty(0)
     pseq[~np.isfinite(pseq)] = 1.0
+    # (a prefill into a drained batch refilled no slot of running iterations: the server
+    # idled, no iteration ran at a smaller batch)
+    pjoin = pseq * (1 - pdrain)
     present = _present(key)
     nseries = len(present)
     admitted = 0.0          # requests the series' own prefill lines admitted (drained or not)
+    held = []               # each series' windows that hold prefill work: (rows, x there)
     for s, idx in _series_rows(key, present):
         # (idx: the series' rows, a slice where they are contiguous, as they are when one
         # scheduler printed them all: views, not copies of millions of rows; nxt and prv the
@@ -313,45 +360,36 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         why[first] = FIRST
         rs = r[idx]
         rp[nxt] = rs[:-1]
-        bs = rs.copy()
-        bs[1:] = (rs[1:] + rs[:-1]) / 2
-        b[idx] = bs
-        with np.errstate(invalid="ignore"):
-            jump = np.abs(rs[1:] - rs[:-1]) >= JUMP_SHARE * np.maximum(rs[1:], rs[:-1])
-        sub = why[nxt]
-        sub[jump & (sub == USED)] = JUMP
-        why[nxt] = sub
-        del jump
+        _trapezoid(b, why, idx, rs)
         # prefill lines of this series (or of every rank, with DP attention) between its
-        # previous decode line and this one
-        m = len(rs)
-        pm = np.ones(len(pline), dtype=bool) if dp_attention or nseries == 1 \
-            else (pkey == s)
-        if pm.any():
-            at = np.searchsorted(line[idx], pline[pm])
-            inside = at < m
-            ai = at[inside]
-            for c, wts in ((0, ptok), (1, None), (4, pdrain)):
-                v = np.bincount(ai, weights=None if wts is None else wts[pm][inside],
-                                minlength=m).astype(float, copy=False)
-                v /= interval
-                x[idx, c] = v
-                del v
-            x[nxt, 2], x[nxt, 3] = x[prv, 0], x[prv, 1]
-            own = (pkey[pm] == s)[inside] if dp_attention and nseries > 1 else \
-                np.ones(int(inside.sum()), dtype=bool)
-            # (a prefill into a drained batch refilled no slot of running iterations: the
-            # server idled, no iteration ran at a smaller batch)
-            nin[idx] = np.bincount(ai[own], weights=(pseq * (1 - pdrain))[pm][inside][own],
-                                   minlength=m)
-            admitted += float(pseq[pm][inside][own].sum())
-    rs = bs = None
-    # (the prefill work kept by the rows that hold any before the idle gaps are looked for,
-    # unless vLLM's drafts or prompt throughput rework it below: the dense matrix, 40 bytes a
-    # window, was the largest array alive in the idle-gap pass)
-    if not any(c in d.columns and np.isfinite(_col(d, c)).any()
-               for c in ("drafts", "prompt_throughput")):
-        x = PrefillWork(x)
+        # previous decode line and this one (pm a slice: every line, without a copy)
+        pm = slice(None) if dp_attention or nseries == 1 else pkey == s
+        pl = pline[pm]
+        if len(pl):
+            at = np.searchsorted(line[idx], pl)
+            inside = at < len(rs)
+            at = at[inside]
+            own = (pkey[pm] == s)[inside] if dp_attention and nseries > 1 else None
+            u, inv = _distinct_rows(at)
+            rows, vals = _prefill_rows(u, inv, len(rs), interval, ptok[pm][inside],
+                                       pdrain[pm][inside])
+            u = u + idx.start if isinstance(idx, slice) else idx[u]
+            held.append((rows + idx.start if isinstance(idx, slice) else idx[rows], vals))
+            join, seq = pjoin[pm][inside], pseq[pm][inside]
+            if own is not None:
+                inv, join, seq = inv[own], join[own], seq[own]
+            nin[u] = np.bincount(inv, weights=join, minlength=len(u))
+            admitted += float(seq.sum())
+            del at, inside, inv, rows, vals
+    rs = None
+    has_drafts = _any_finite(d, "drafts")
+    has_prompt = _any_finite(d, "prompt_throughput")
+    x = _prefill_work(n, held)
+    del held
+    if has_drafts or has_prompt:
+        # (vLLM's drafts or prompt throughput rework the prefill work below: dense, a column
+        # at a time; elsewhere it stays kept by the rows that hold any, as the fit takes it)
+        x = x.dense()
     for s, idx in _series_rows(key, present) if ts is not None else ():
         # idle gaps, a series at a time (each series' own rows: the order of the series
         # changes nothing)
@@ -359,30 +397,27 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         if len(t) <= 2 or (t == NAT).any():
             continue
         _, nxt, _ = _ends(idx)
-        gap = np.diff(t).astype(float)
+        gap = np.empty(len(t) - 1)
+        np.subtract(t[1:], t[:-1], out=gap, dtype=np.int64)   # (µs, exact, then as floats)
         gap /= 1e6
         med = median(gap)
         if not med > 0:
             continue
         peer = _gap_medians(gap, r[nxt], med)
-        # far longer than the series' windows, and longer than its own batch size's
-        # (gap > IDLE_FACTOR × med, ≥ med + IDLE_EXTRA_S, > IDLE_PEER_FACTOR × peer and
-        # ≥ peer + IDLE_EXTRA_S)
-        idle = gap > IDLE_FACTOR * med
-        idle &= gap >= med + IDLE_EXTRA_S
-        lim = IDLE_PEER_FACTOR * peer
-        idle &= gap > lim
-        np.add(peer, IDLE_EXTRA_S, out=lim)
-        idle &= gap >= lim
-        del gap, peer, lim
-        sub = why[nxt]
-        sub[idle & ((sub == USED) | (sub == JUMP))] = IDLE
-        why[nxt] = sub
-        del idle
+        sub = why[nxt]                 # (a view where nxt is a slice: written through)
+        _mark_idle(sub, gap, peer, med)
+        if not isinstance(nxt, slice):
+            why[nxt] = sub
+        del gap, peer, sub
     spec = bool(np.isfinite(a).any())
-    tokens = np.where(np.isfinite(a) & ~steps, a, 1.0) * b
+    # wall time per iteration, ms: 1000 × tokens per iteration (accept len × b; 1 × b without
+    # speculation or where the throughput counts sequence-steps) / gen throughput, in place
+    # (y the only n-length array made)
+    y = np.where(np.isfinite(a) & ~steps, a, 1.0)
+    y *= b
+    y *= 1000.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        y = 1000.0 * tokens / g
+        y /= g
     bad = ~((g > 0) & (b > 0) & np.isfinite(y))
     y[bad] = np.nan
     why[bad & (why == USED)] = NO_THROUGHPUT
@@ -393,12 +428,11 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         lost = ~np.isfinite(a) & ~steps & ~bad
         y[lost] = np.nan
         why[lost & (why == USED)] = NO_ACCEPT
-    rs = None
-    drafts = _col(d, "drafts")
-    prompt = _col(d, "prompt_throughput")
+        del lost
+    del bad
     bvar = svar = None
     clock_notes: tuple[str, ...] = ()
-    if ts is not None and n and not np.isfinite(drafts).any() and not np.isfinite(prompt).any():
+    if ts is not None and n and not has_drafts and not has_prompt:
         said: dict[str, list] = {}             # what became of a wrapper's stamps: _said
         clocks = _clocks(d, ts, key, said)
         if any(c[3] == "wrapper" for c in clocks):
@@ -406,10 +440,13 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
                                      nin, said)
         clock_notes = _said(said, nseries)
-    its = _col(d, "iter") if "iter" in d.columns and "drafts" in d.columns else None
-    if np.isfinite(drafts).any() and len(pline):
+    if has_drafts or has_prompt:
+        drafts = _col(d, "drafts")
+        prompt = _col(d, "prompt_throughput")
+    if has_drafts and len(pline):
         # windows of seconds (metrics-derived SGLang rows): the prefill work per iteration is
         # over the window's iterations (printed, or drafts / batch), not decode_log_interval
+        its = _col(d, "iter") if "iter" in d.columns else None
         iters = np.where(np.isfinite(drafts) & (b > 0), drafts / np.where(b > 0, b, 1), interval)
         if its is not None:
             iters = np.where(np.isfinite(its) & (its > 0), its, iters)
@@ -417,7 +454,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         for _, idx in _series_rows(key):
             _, nxt, prv = _ends(idx)
             x[nxt, 2:4] = x[prv, :2]
-    if np.isfinite(drafts).any() or np.isfinite(prompt).any():
+    if has_drafts or has_prompt:
         # vLLM windows are seconds: request-steps are the window's drafts (exact), and the
         # prefill work is the prompt throughput: prompt tokens per iteration = prompt tok/s ×
         # the iteration's time (y ms)
@@ -435,6 +472,123 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         life = float(b[ok].sum()) / admitted if ok.any() else None
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
                    svar, clock_notes, tuple(labels), life)
+
+
+def _mark_idle(why: np.ndarray, gap: np.ndarray, peer: np.ndarray, med: float) -> None:
+    """IDLE, in place, on the windows of a series (``why`` of its rows after the first) whose
+    gap is far longer than the series' windows and longer than its own batch size's: gap >
+    IDLE_FACTOR × med, ≥ med + IDLE_EXTRA_S, > IDLE_PEER_FACTOR × peer and ≥ peer +
+    IDLE_EXTRA_S (``_gap_medians``), where no other reason but a batch size jump holds."""
+    for lo, hi in _blocks(len(gap)):
+        g, p, w = gap[lo:hi], peer[lo:hi], why[lo:hi]
+        idle = g > IDLE_FACTOR * med
+        idle &= g >= med + IDLE_EXTRA_S
+        idle &= g > IDLE_PEER_FACTOR * p
+        idle &= g >= p + IDLE_EXTRA_S
+        idle &= (w == USED) | (w == JUMP)
+        np.putmask(w, idle, IDLE)
+
+
+def _lowest_tp(tp: np.ndarray, key: np.ndarray) -> np.ndarray | None:
+    """The rows of each series' lowest TP rank (``tp``: −1 where none printed), or None when
+    that is every row (one rank printing: no mask, no copy of the frame)."""
+    if len(key) and int(key.min()) == int(key.max()):
+        low = tp.min()          # (one series: no per-series minimum over millions of rows)
+        if low == tp.max():
+            return None
+        return tp == low
+    low = np.full(int(key.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(low, key, tp)
+    keep = tp == low[key]
+    return None if keep.all() else keep
+
+
+def _trapezoid(b: np.ndarray, why: np.ndarray, idx, rs: np.ndarray) -> None:
+    """For one series' rows ``idx`` (its printed #running-req ``rs``), in place: b the mean of
+    the #running-req the window's two lines print (its first row keeps its own), and why JUMP
+    where the batch size moved by JUMP_SHARE or more between them."""
+    bs, ws = b[idx], why[idx]           # (views where idx is a slice: written through)
+    for lo, hi in _blocks(len(rs) - 1):
+        # the pairs (row j, row j + 1) of the block: prev and cur
+        prev, cur = rs[lo:hi], rs[lo + 1:hi + 1]
+        out = bs[lo + 1:hi + 1]
+        np.add(cur, prev, out=out)
+        out /= 2
+        with np.errstate(invalid="ignore"):
+            jump = np.abs(cur - prev) >= JUMP_SHARE * np.maximum(cur, prev)
+        w = ws[lo + 1:hi + 1]
+        jump &= w == USED
+        np.putmask(w, jump, JUMP)       # (a random mask: putmask is 4× a masked copy's speed)
+    if not isinstance(idx, slice):
+        b[idx], why[idx] = bs, ws
+
+
+def _distinct_rows(at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(at, return_inverse=True): the decode rows the prefill lines come before,
+    each once, and each line's place among them — by a pass over ``at`` where the lines are
+    in line order (as a log's are: ``at`` is ascending), not a sort."""
+    if len(at) and (at[1:] >= at[:-1]).all():
+        new = np.empty(len(at), dtype=bool)
+        new[0] = True
+        np.not_equal(at[1:], at[:-1], out=new[1:])
+        inv = np.cumsum(new)
+        inv -= 1
+        return at[new], inv
+    return np.unique(at, return_inverse=True)
+
+
+def _prefill_rows(u: np.ndarray, inv: np.ndarray, m: int, interval: int, tok: np.ndarray,
+                  drain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The prefill work of one series' m windows, by the rows that can hold any: ``u`` the
+    rows prefill lines come before (ascending), ``inv`` each line's place in u, ``tok`` and
+    ``drain`` the lines' #new-token and drained flag.  Columns 0, 1, 4 (tokens, batches,
+    drained batches per iteration) are the window's own lines, columns 2–3 the window
+    before's 0–1: the rows are u and the row after each.  As (those rows, their values,
+    rows × N_X) — the rows of the dense matrix that is zero elsewhere, each sum the same
+    additions in the same order as np.bincount over every row made."""
+    cols = []
+    for w in (tok, None, drain):
+        v = np.bincount(inv, weights=w, minlength=len(u)).astype(float, copy=False)
+        v /= interval
+        cols.append(v)
+    # u_j's row is followed by u_j + 1's: a row of its own, unless it is u_{j+1} (or past the
+    # series' last row); so u_j's place among the rows is j + the rows of its own before it
+    after = u < m - 1
+    extra = after.copy()
+    extra[:-1] &= u[1:] != u[:-1] + 1
+    at = np.arange(len(u))
+    at[1:] += np.cumsum(extra[:-1])
+    rows = np.empty(len(u) + int(extra.sum()), dtype=np.intp)
+    rows[at] = u
+    rows[at[extra] + 1] = u[extra] + 1
+    vals = np.zeros((len(rows), N_X))
+    for c, v in zip((0, 1, 4), cols):           # (a column at a time: 2× whole rows' speed)
+        vals[at, c] = v
+    at = at[after] + 1
+    vals[at, 2], vals[at, 3] = cols[0][after], cols[1][after]
+    return rows, vals
+
+
+def _prefill_work(n: int, held: list) -> "PrefillWork":
+    """The run's PrefillWork from each series' (rows, values) (``_prefill_rows``): the rows in
+    order, those all zero left out — what PrefillWork of the dense matrix keeps, without the
+    n × N_X matrix (40 bytes a window)."""
+    if not held:
+        return PrefillWork.of_rows(n, np.empty(0, dtype=np.intp), np.zeros((0, N_X)))
+    rows, vals = held[0]
+    if len(held) > 1:                    # (series interleaved in line order)
+        rows = np.concatenate([h[0] for h in held])
+        vals = np.concatenate([h[1] for h in held])
+        order = np.argsort(rows, kind="stable")
+        rows, vals = rows[order], vals[order]
+    # vals.any(axis=1), a column at a time (faster on 5 columns; a NaN counts as held: the
+    # dense matrix's products carry it)
+    keep = vals[:, 0] != 0
+    for c in range(1, N_X):
+        keep |= vals[:, c] != 0
+    if not keep.all():
+        rows, vals = rows[keep], vals[keep]
+    return PrefillWork.of_rows(n, rows, vals)
 
 
 SUPPRESSED = 1.5       # a vLLM window over this × its series' median length followed a line
@@ -510,23 +664,90 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
     scaled by its batch over the median batch (at least 1×): a window's time grows with the
     cycle, and the cycle with the batch size — the series' median alone took every window of a
     slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16).
-    ``med``: the series' median gap."""
-    out = np.full(len(gap), med if len(gap) else 0.0)
+    ``med``: the series' median gap.  Where the gaps are whole seconds (SGLang's default
+    stamps), the medians are counted from one histogram of (#running-req, gap)
+    (``_peer_counts``): the same numbers, without sorting millions of windows by batch size."""
     ok = np.isfinite(r) & (r > 0)
     if not ok.any():
-        return out
-    r_med = median(r[ok], scratch=True)
-    # out × max(1, r / r_med) where ok, else out: in one array
-    f = np.where(ok, r, 1.0)
-    f /= r_med
-    np.maximum(1.0, f, out=f)
-    np.multiply(out, f, out=f)
-    np.copyto(out, f, where=ok)
-    del f
-    for v, sel in _by_value(np.where(ok, r, -1.0)):
-        if v > 0 and len(sel) >= IDLE_PEERS:
-            out[sel] = median(gap[sel], scratch=True)
+        return np.full(len(gap), med if len(gap) else 0.0)
+    counts = _peer_counts(gap, r, ok)
+    out = np.full(len(gap), med if len(gap) else 0.0)
+    peers = None
+    if counts is None:
+        r_med = median(r[ok], scratch=True)
+    else:
+        nv = counts.sum(axis=1)          # windows printing each #running-req (0: not ok)
+        nv[0] = 0
+        r_med = _counted_median(nv)
+        # each batch size's median gap where IDLE_PEERS or more windows print it, else NaN
+        peers = np.full(len(nv), np.nan)
+        for v in np.flatnonzero(nv >= IDLE_PEERS):
+            peers[v] = _counted_median(counts[v])
+        del counts
+    for lo, hi in _blocks(len(gap)):
+        ob, okb, rb = out[lo:hi], ok[lo:hi], r[lo:hi]
+        # out × max(1, r / r_med) where ok, else out
+        f = np.where(okb, rb, 1.0)
+        f /= r_med
+        np.maximum(1.0, f, out=f)
+        np.multiply(ob, f, out=f)
+        np.copyto(ob, f, where=okb)
+        if peers is not None:
+            p = peers[np.where(okb, rb, 0.0).astype(np.intp)]
+            np.copyto(ob, p, where=~np.isnan(p))
+    if peers is None:
+        for v, sel in _by_value(np.where(ok, r, -1.0)):
+            if v > 0 and len(sel) >= IDLE_PEERS:
+                out[sel] = median(gap[sel], scratch=True)
     return out
+
+
+PEER_BINS = 1 << 22     # (#running-req, gap) counts _peer_counts makes at most (32 MiB)
+
+
+def _peer_counts(gap: np.ndarray, r: np.ndarray, ok: np.ndarray) -> np.ndarray | None:
+    """counts[v, s]: how many windows printing #running-req v (0: ``ok`` false) took a gap of
+    s seconds — where every gap is a whole number of seconds and every batch size ok a whole
+    number, in at most PEER_BINS counts; None otherwise."""
+    if not small_ints(gap):
+        return None
+    top = 0.0
+    for lo, hi in _blocks(len(r)):
+        rb = np.where(ok[lo:hi], r[lo:hi], 0.0)
+        if not (rb == np.floor(rb)).all():
+            return None
+        top = max(top, float(rb.max()))
+    width = int(gap.max()) + 1
+    if (top + 1) * width > PEER_BINS:
+        return None
+
+    def code(lo, hi):                   # v × width + s (exact: below PEER_BINS)
+        cb = np.where(ok[lo:hi], r[lo:hi], 0.0)
+        cb *= width
+        cb += gap[lo:hi]
+        return cb.astype(np.intp)
+    return _bincount(code, len(gap), (int(top) + 1) * width).reshape(-1, width)
+
+
+def _bincount(code, n: int, size: int) -> np.ndarray:
+    """np.bincount(codes, minlength=size) of n rows' codes (``code(lo, hi)``: rows lo … hi − 1,
+    each below size), a block at a time — each block at least as long as the counts, so that
+    adding them up costs no more than counting: no n-length array of codes."""
+    out = np.zeros(size, dtype=np.intp)
+    step = max(BLOCK, size)
+    for lo in range(0, n, step):
+        out += np.bincount(code(lo, min(lo + step, n)), minlength=size)
+    return out
+
+
+def _counted_median(counts: np.ndarray) -> float:
+    """The median of the values 0, 1, 2, … each occurring ``counts`` times (not all 0): the
+    mean of the order statistics (n − 1) // 2 and n // 2, as np.median takes them."""
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+    lo = int(np.searchsorted(cum, (n - 1) // 2, side="right"))
+    hi = int(np.searchsorted(cum, n // 2, side="right"))
+    return (lo + hi) / 2
 
 
 def _by_value(k: np.ndarray):
@@ -565,17 +786,25 @@ def _clocks(d: pd.DataFrame, ts: np.ndarray, key: np.ndarray, said: dict) -> lis
         t = ts[idx]
         if len(t) < 3:
             continue
-        if not (t == NAT).any() and (t % 1_000_000).any():
+        if _sub_second(t):
             out.append((s, idx, t, "ms", STAMP_VAR))
             continue
         for alt, kind in alts:
             t = alt[idx]
-            if not (t == NAT).any() and (t % 1_000_000).any():
+            if _sub_second(t):
                 out.append((s, idx, t, kind, FIELD_VAR if kind == "field" else None))
                 break
             if kind == "wrapper" and (t != NAT).any():
                 said.setdefault("only some of the decode lines carry one", []).append(s)
     return out
+
+
+def _sub_second(t: np.ndarray) -> bool:
+    """Whether every line has its stamp (µs, NaT: NAT) and some stamp is not a whole second."""
+    if (t == NAT).any():
+        return False
+    # (a block at a time, stopping at the first: no n-length remainders)
+    return any((t[lo:hi] % 1_000_000).any() for lo, hi in _blocks(len(t)))
 
 
 def _said(said: dict, nseries: int) -> tuple[str, ...]:
@@ -712,6 +941,8 @@ def _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x, nin
     trapezoid.  Returns (that variance of b per window, the stamps' variance of Δt per window),
     0 where b stays the trapezoid, or (None, None) when no window was measured; the fit
     corrects its normal equations for them (``Windows.bycov``, ``_eiv``)."""
+    if not clocks:
+        return None, None
     bvar = np.zeros(len(key))
     svar = np.zeros(len(key))
     for s, idx, t, kind, var in clocks:
@@ -842,11 +1073,8 @@ def median(v: np.ndarray, scratch: bool = False) -> float:
             return float(s[h]) if n % 2 else float((s[h - 1] + s[h]) / 2)
     if not small_ints(v):
         return float(np.median(v, overwrite_input=scratch))
-    cum = np.cumsum(np.bincount(v.astype(np.int64)))
-    n = len(v)
-    lo = int(np.searchsorted(cum, (n - 1) // 2, side="right"))    # the order statistics
-    hi = int(np.searchsorted(cum, n // 2, side="right"))          # (n−1)//2 and n//2
-    return (lo + hi) / 2
+    return _counted_median(_bincount(lambda lo, hi: v[lo:hi].astype(np.intp), n,
+                                     int(v.max()) + 1))
 
 
 def distinct(v: np.ndarray, counts: bool = False):
