@@ -370,3 +370,24 @@ def test_mad_and_median_helpers_are_numpys(monkeypatch):
     fast, slow = both(monkeypatch, lambda: (rate._mad(v, use), rate._median(v, pos),
                                             rate._median(v, use)))
     assert fast == slow
+
+
+def test_residuals_pass_is_numpys(monkeypatch):
+    win = windows(30_000, seed=21, nan=False)
+    rng = np.random.default_rng(21)
+    use = rng.random(win.n) < 0.8
+    beta = np.array([0.5, 2.0, 0.1, -0.3, 1.5])
+    keep = [0, 1, 2]
+    (A1, r1), (A0, r0) = both(monkeypatch, lambda: rate._gram(win, (20.0, 19.0), keep, win.w,
+                                                             use, win.y, beta))
+    np.testing.assert_allclose(A1, A0, rtol=1e-13)
+    np.testing.assert_allclose(r1, r0, rtol=1e-12)
+    z = win.y - win.x.dot(beta)
+    coef = np.array([10.0, 3.0, 0.5])
+    fitted, res = np.empty(win.n), np.empty(win.n)
+    rate._ratekern.resid(win.b, win.y, win.x.rows, win.x.vals, *rate._beta(beta), 20.0, 19.0,
+                         bytes(keep), coef, fitted, res)
+    monkeypatch.setattr(rate, "_PURE", True)
+    want = rate._times(win, (20.0, 19.0), keep, coef)
+    assert fitted.tobytes() == want.tobytes()
+    np.testing.assert_allclose(res, z - want, rtol=0, atol=1e-12)

@@ -115,8 +115,8 @@ static int sparse_init(Sparse *s, Py_buffer *rows, Py_buffer *vals) {
    on the windows that hold prefill work (elsewhere their products are 0: most windows of a
    busy log).  A product is (z_c ω) z_d, c before d in code order. */
 static void moments_all(Py_ssize_t n, const double *bv, const double *ov, const char *uv,
-                        const double *yv, Sparse *sp, double c0, double c1,
-                        double T[MAXP][MAXP], double R[MAXP]) {
+                        const double *yv, const double *beta, double xb0, Sparse *sp,
+                        double c0, double c1, double T[MAXP][MAXP], double R[MAXP]) {
     const int64_t *rows = sp->rows;
     const double *vals = sp->vals;
     Py_ssize_t m = sp->m, k = 0;
@@ -128,12 +128,14 @@ static void moments_all(Py_ssize_t n, const double *bv, const double *ov, const 
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!uv[i]) continue;
         while (k < m && rows[k] < i) k++;
+        int held = k < m && rows[k] == i;
         double u = (bv[i] - c0) / c1, u2 = u * u, w = ov[i];
         double w1 = u * w, w2 = u2 * w, yi = yv ? yv[i] : 0.0;
+        if (beta) yi -= xdot(held ? vals + k * N_X : NULL, beta, xb0);   /* y − x·β */
         s00 += w; s01 += w * u; s02 += w * u2;
         s11 += w1 * u; s12 += w1 * u2; s22 += w2 * u2;
         r0 += w * yi; r1 += w1 * yi; r2 += w2 * yi;
-        if (k < m && rows[k] == i) {
+        if (held) {
             const double *x = vals + k * N_X;
             for (int a = 0; a < N_X; a++) {
                 double xa = x[a], wa = xa * w;
@@ -171,18 +173,24 @@ static void moments_all(Py_ssize_t n, const double *bv, const double *ov, const 
         for (int d = 0; d < c; d++) T[c][d] = T[d][c];
 }
 
-/* moments(b, omega, use, y or None, xrows, xvals, c0, c1, cols, A, rhs): A (p × p) and rhs
-   (p) are filled (not added to) */
+/* moments(b, omega, use, y or None, xrows, xvals, c0, c1, cols, A, rhs[, beta, xb0]): A (p × p)
+   and rhs (p) are filled (not added to); with beta, the right-hand side is of y − x·β (xb0 the
+   product of a window without prefill work: PrefillWork.dot's) */
 static PyObject *moments(PyObject *self, PyObject *args) {
-    Py_buffer b, om, use, xr, xv, cb, Ab, rb, yb;
-    PyObject *yo;
-    double c0, c1;
-    if (!PyArg_ParseTuple(args, "y*y*y*Oy*y*ddy*w*w*", &b, &om, &use, &yo, &xr, &xv, &c0, &c1,
-                          &cb, &Ab, &rb))
+    Py_buffer b, om, use, xr, xv, cb, Ab, rb, yb, bb;
+    PyObject *yo, *bo = Py_None;
+    double c0, c1, xb0 = 0.0;
+    if (!PyArg_ParseTuple(args, "y*y*y*Oy*y*ddy*w*w*|Od", &b, &om, &use, &yo, &xr, &xv, &c0,
+                          &c1, &cb, &Ab, &rb, &bo, &xb0))
         return NULL;
-    int have_y = yo != Py_None;
+    int have_y = yo != Py_None, have_b = 0;
     PyObject *ret = NULL;
     if (have_y && PyObject_GetBuffer(yo, &yb, PyBUF_SIMPLE) < 0) goto done_noy;
+    if (have_y && bo != Py_None) {
+        if (PyObject_GetBuffer(bo, &bb, PyBUF_SIMPLE) < 0) goto done;
+        have_b = 1;
+        if (check(&bb, 8, N_X, "beta") < 0) goto done;
+    }
     Py_ssize_t n = b.len / 8;
     int cols[MAXP], p;
     Sparse s;
@@ -199,7 +207,7 @@ static PyObject *moments(PyObject *self, PyObject *args) {
         memset(T, 0, sizeof T);
         memset(R, 0, sizeof R);
         Py_BEGIN_ALLOW_THREADS
-        moments_all(n, bv, ov, uv, yv, &s, c0, c1, T, R);
+        moments_all(n, bv, ov, uv, yv, have_b ? bb.buf : NULL, xb0, &s, c0, c1, T, R);
         for (int j = 0; j < p; j++) {
             for (int k = 0; k < p; k++) A[j * p + k] = T[cols[j]][cols[k]];
             rhs[j] = yv ? R[cols[j]] : 0.0;
@@ -209,6 +217,7 @@ static PyObject *moments(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     ret = Py_None;
 done:
+    if (have_b) PyBuffer_Release(&bb);
     if (have_y) PyBuffer_Release(&yb);
 done_noy:
     PyBuffer_Release(&b); PyBuffer_Release(&om); PyBuffer_Release(&use);
@@ -1117,6 +1126,45 @@ done_nosel:
     return ret;
 }
 
+/* resid(b, y, xrows, xvals, beta, xb0, c0, c1, cols, coef, fitted, res): for every window the
+   fitted cycle Z γ (cols, coef: the smooth control) and the residual (y − x·β) − Z γ, each made
+   as rate.fit's residuals makes it (_times, then the subtraction) */
+static PyObject *resid(PyObject *self, PyObject *args) {
+    Py_buffer b, y, xr, xv, bt, cb, cf, fb, rb;
+    double xb0, c0, c1;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*dddy*y*w*w*", &b, &y, &xr, &xv, &bt, &xb0, &c0, &c1,
+                          &cb, &cf, &fb, &rb))
+        return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = b.len / 8;
+    int cols[MAXP], p;
+    Sparse s;
+    if (read_cols(&cb, cols, &p) < 0 || check(&y, 8, n, "y") < 0 ||
+        check(&bt, 8, N_X, "beta") < 0 || check(&cf, 8, p, "coef") < 0 ||
+        check(&fb, 8, n, "fitted") < 0 || check(&rb, 8, n, "res") < 0 ||
+        sparse_init(&s, &xr, &xv) < 0)
+        goto done;
+    {
+        const double *bv = b.buf, *yv = y.buf, *beta = bt.buf, *coef = cf.buf;
+        double *fit = fb.buf, *res = rb.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *x = sparse_at(&s, i);
+            double f = zdot(cols, p, coef, (bv[i] - c0) / c1, x ? x : ZERO);
+            fit[i] = f;
+            res[i] = (yv[i] - xdot(x, beta, xb0)) - f;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyBuffer_Release(&b); PyBuffer_Release(&y); PyBuffer_Release(&xr); PyBuffer_Release(&xv);
+    PyBuffer_Release(&bt); PyBuffer_Release(&cb); PyBuffer_Release(&cf); PyBuffer_Release(&fb);
+    PyBuffer_Release(&rb);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1127,6 +1175,7 @@ static PyMethodDef methods[] = {
     {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
     {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
     {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
+    {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

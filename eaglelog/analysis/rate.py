@@ -176,15 +176,20 @@ def _design(win: Windows, scale: tuple[float, float], keep=None,
 
 
 def _gram(win: Windows, scale: tuple[float, float], keep, omega: np.ndarray, rows: np.ndarray,
-          y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The weighted moments of the design over ``rows`` (a mask): Σ ω z zᵀ and Σ ω z y, a
-    block of windows at a time (no n × p matrix: a large log has millions of windows)."""
+          y: np.ndarray | None = None,
+          beta: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted moments of the design over ``rows`` (a mask): Σ ω z zᵀ and Σ ω z y (with
+    ``beta``: of y − x·β), a block of windows at a time (no n × p matrix: a large log has
+    millions of windows)."""
     p = len(keep)
     A, r = np.zeros((p, p)), np.zeros(p)
     if fast_available():
         _ratekern.moments(*_floats(win.b, omega), _mask(rows), _floats(y)[0], *_sparse(win.x),
-                          float(scale[0]), float(scale[1]), bytes(keep), A, r)
+                          float(scale[0]), float(scale[1]), bytes(keep), A, r,
+                          *(() if beta is None else _beta(beta)))
         return A, r
+    if beta is not None:
+        y = y - win.x.dot(beta)
     idx = np.flatnonzero(rows)
     for s in range(0, len(idx), CHUNK):
         i = idx[s:s + CHUNK]
@@ -199,6 +204,13 @@ def _gram(win: Windows, scale: tuple[float, float], keep, omega: np.ndarray, row
 def _floats(*arrays) -> list:
     """Each array as contiguous float64 (None stays None), for the C passes."""
     return [None if a is None else np.ascontiguousarray(a, dtype=np.float64) for a in arrays]
+
+
+def _beta(beta) -> tuple[np.ndarray, float]:
+    """β as contiguous float64, and x·β of a window without prefill work (PrefillWork.dot's:
+    0, or NaN where β is not finite), for the C passes."""
+    beta = np.ascontiguousarray(beta, dtype=np.float64)
+    return beta, float(np.zeros(N_X) @ beta)
 
 
 def _mask(rows: np.ndarray) -> np.ndarray:
@@ -490,6 +502,15 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     def residuals(use, spec):
         """β, the fitted pure-decode cycle of each window (its batch size) and the residual"""
         beta = _beta_of(win, use, spec)
+        if fast_available():
+            # (y − x·β made per window inside the passes, not as an array: _ratekern)
+            A, rhs = _gram(win, spec.scale, spec.smooth, win.w, use, win.y, beta)
+            coef, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            fitted, res = np.empty(win.n), np.empty(win.n)
+            _ratekern.resid(*_floats(win.b, win.y), *_sparse(win.x), *_beta(beta),
+                            *map(float, spec.scale), bytes(spec.smooth),
+                            np.ascontiguousarray(coef, dtype=float), fitted, res)
+            return beta, fitted, res, _mad(res, use)
         z = win.y - win.x.dot(beta)
         A, rhs = _gram(win, spec.scale, spec.smooth, win.w, use, z)
         coef, *_ = np.linalg.lstsq(A, rhs, rcond=None)
