@@ -432,6 +432,43 @@ def test_numbers_the_python_converters_refuse(tmp_path, monkeypatch, text):
     assert all(isinstance(t, int) for t in tokens if t is not pd.NA)
 
 
+def test_decimals_are_python_floats_to_the_bit(tmp_path, monkeypatch):
+    """The C scan reads a key's decimal as it matches it (to_double's fast path: at most 15
+    significant digits, 22 after the point; to_double past them): the value is float(text)
+    to the bit, with leading and trailing zeros, at and past both limits, and '-0'; and the
+    keys are found as the line before printed them or not (the guess of parse_segments)."""
+    import struct
+    rng = random.Random(3)
+    texts = ["0", "0.0", "-0", "-0.0", "00.10", "0.000000000000000000001", "1" * 12,
+             "0." + "0" * 21 + "7", "0." + "0" * 22 + "7", "0." + "1" * 22, "0." + "1" * 23,
+             "9" * 15, "9" * 12 + ".999", "9" * 12 + ".9999", "1" * 16, "0.1" + "0" * 20,
+             "123456789012.345", "999999999999.9999999", "1000000000000.0", "7." + "3" * 14,
+             "7." + "3" * 15, "000000000000000000000000000001.5"]
+    for _ in range(300):
+        ip = "".join(rng.choice("0123456789") for _ in range(rng.randrange(1, 13)))
+        fp = "".join(rng.choice("0000123456789") for _ in range(rng.randrange(0, 26)))
+        texts.append(ip + ("." + fp if fp else ""))
+    lines = []
+    for i, t in enumerate(texts):
+        line = DEC.format(it="", rr="5", tok="1200", al=t)
+        if i % 3 == 1:     # keys in another order, one left out: the guess misses
+            line = line.replace("#token: 1200, token usage: 0.05, ", "token usage: 0.05, ")
+        if i % 3 == 2:
+            line = line.replace("accept len: " + t + ", accept rate: 0.38",
+                                "accept rate: 0.38, accept len: " + t)
+        lines.append(line)
+    path = tmp_path / "x.log"
+    path.write_text("".join(lines), encoding="utf-8")
+    fast, slow = parse_both(path, monkeypatch)
+    assert_same(fast, slow)
+    got = fast.decode["accept_len"].tolist()
+    assert len(got) == len(texts)
+    for t, v in zip(texts, got):
+        want = float(t)
+        if 0 <= want <= 1e12 and len(t) <= 40:
+            assert struct.pack("<d", v) == struct.pack("<d", want), t
+
+
 @pytest.mark.parametrize("text", ["9223372036854775807", "9223372036854775808", "9" * 19,
                                   "1" * 400, "-9223372036854775809", "2147483648"])
 def test_integers_past_their_columns(tmp_path, monkeypatch, text):
@@ -497,6 +534,56 @@ def test_the_scan_reports_the_first_line_holding_a_watched_literal():
     for bad in (("ab",), (b"",), tuple(b"n%02d" % i for i in range(65))):
         with pytest.raises((TypeError, ValueError)):
             fs.set_watch(bad)
+
+
+def test_the_scan_finds_markers_and_watched_literals_as_a_find_per_literal_does():
+    """The scan looks for the record markers and the watched literals in a line by one
+    Wu–Manber walk (ls_find): the line where it stops (the first holding a marker) and the first
+    line it reports as watched (no marker, a watched literal) are those a bytes.find per literal
+    gives, wherever in the line the literals fall (its first or last bytes, overlapping, cut
+    short at its end), for the markers alone, for watch sets of every size (literals that hold a
+    marker or are one among them), and for watched literals of one byte (the byte walks)."""
+    import random
+
+    from eaglelog.parsers import WATCH_LITERALS, sglang
+    rng = random.Random(5)
+    markers = [m.encode() for m in ("EAGLE3_PROF", "Decode batch", "Prefil", "server_args=",
+                                    "Finish: obj=", '"request.finished"', "new fill batch. ",
+                                    "#running-req: ", "Adaptive spec params updated: ")]
+    lits = [lit for v in WATCH_LITERALS.values() for lit in v]
+    alpha = b"acdeimnprstuv_=:- #\"'PDEARF"
+    keys = scan._key_spec(sglang.DECODE_KEYS), scan._key_spec(sglang.PREFILL_KEYS)
+
+    def piece(pool):
+        w = rng.choice(pool)
+        r = rng.random()
+        return w if r < 0.6 or len(w) < 2 else w[:rng.randrange(1, len(w))] if r < 0.8 else \
+            w[rng.randrange(1, len(w)):]
+    for case in range(1500):
+        r = rng.random()
+        watch = () if r < 0.2 else tuple(rng.sample(lits, rng.randrange(1, 50))) if r < 0.7 \
+            else tuple({piece(lits + markers) for _ in range(rng.randrange(1, 8))})
+        lines = []
+        for _ in range(rng.randrange(1, 12)):
+            line = b"x " + bytes(rng.choice(alpha) for _ in range(rng.randrange(0, 40)))
+            for _ in range(rng.randrange(0, 3)):
+                at = rng.randrange(len(line) + 1)
+                pool = markers if rng.random() < 0.15 else lits + list(watch)
+                line = line[:at] + piece(pool) + line[at:]
+            lines.append(line.replace(b"\n", b" ").replace(b"\r", b" "))
+        text = b"\n".join(lines) + b"\n"
+        stop, hit, off = len(text), (-1, 0), 0
+        for no, line in enumerate(lines, 1):
+            if any(m in line for m in markers):
+                stop = off
+                break
+            if hit[0] < 0 and any(w in line for w in watch):
+                hit = (off, no)
+            off += len(line) + 1
+        fs = scan._fastscan.FastScanner(*keys)
+        fs.set_watch(watch)
+        out = fs.scan(text, 0, 1, 0)
+        assert (out[0], out[7:] if out[7] >= 0 else (-1, 0)) == (stop, hit), (case, watch, text)
 
 
 def test_first_any_agrees_with_a_find_per_needle():
