@@ -49,7 +49,9 @@ def kv_lifetime(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> f
     d = decode
     if "tp" in d.columns and d["tp"].notna().any():
         tp = d["tp"].to_numpy(dtype=float, na_value=np.nan)
-        d = d[tp == np.nanmin(tp)]
+        low = tp == np.nanmin(tp)
+        if not low.all():          # (one rank printing: every row; no copy of the frame)
+            d = d[low]
     d = d.sort_values("line_no") if not d["line_no"].is_monotonic_increasing else d
     kv = d["num_tokens"].to_numpy(dtype=float, na_value=np.nan)
     r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
