@@ -1037,9 +1037,19 @@ def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
     default; SGLANG_LOG_MS=1 adds milliseconds, v0.5.6 →)."""
     if win.ts is None or win.rs is not None or not rows.any():
         return False
-    t = win.ts[rows]
-    t = t[t != NAT]
-    return bool(len(t)) and not (t % 1_000_000).any()
+    rows = np.asarray(rows)
+    if rows.dtype != bool:                  # (positions)
+        t = win.ts[rows]
+        t = t[t != NAT]
+        return bool(len(t)) and not (t % 1_000_000).any()
+    seen = False
+    for s in range(0, win.n, 1 << 16):      # (a block at a time: a sub-second stamp ends it)
+        t = win.ts[s:s + (1 << 16)][rows[s:s + (1 << 16)]]
+        t = t[t != NAT]
+        if (t % 1_000_000).any():
+            return False
+        seen = seen or bool(len(t))
+    return seen
 
 
 def small_ints(v: np.ndarray, limit: int = 1 << 20, signed: bool = False) -> bool:
