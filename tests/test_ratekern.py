@@ -394,3 +394,38 @@ def test_residuals_pass_is_numpys(monkeypatch):
     want = rate._times(win, (20.0, 19.0), keep, coef)
     assert fitted.tobytes() == want.tobytes()
     np.testing.assert_allclose(res, z - want, rtol=0, atol=1e-12)
+
+
+def test_grouped_medians_are_numpys():
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(1, 60)) if trial < 280 else 50_000
+        v = [rng.normal(size=n), rng.integers(0, 4, n).astype(float)][trial % 2]
+        if trial % 9 == 0:
+            v[rng.integers(0, n)] = np.nan
+        G = int(rng.integers(1, 17))
+        codes = rng.integers(-1, G, n).astype(np.int32)
+        centers = rng.normal(size=G)
+        for c in (None, centers):
+            out = np.empty(G)
+            rate._ratekern.medians(v, codes, c, out)
+            for g in range(G):
+                picked = v[codes == g] if c is None else np.abs(v[codes == g] - c[g])
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = np.median(picked) if len(picked) else np.nan
+                assert out[g] == want or np.isnan(out[g]) and np.isnan(want), (trial, g)
+    with pytest.raises(ValueError, match="groups"):
+        rate._ratekern.medians(np.ones(3), np.zeros(3, np.int32), None, np.empty(17))
+    with pytest.raises(ValueError, match="beyond"):
+        rate._ratekern.medians(np.ones(3), np.full(3, 2, np.int32), None, np.empty(2))
+
+
+def test_precision_is_numpys(monkeypatch):
+    win = windows(20_000, seed=9, nan=False)
+    rng = np.random.default_rng(9)
+    use = rng.random(win.n) < 0.8
+    res = rng.standard_t(4, win.n) * np.where(win.x.held(), 3.0, 1.0)
+    fast, slow = both(monkeypatch, lambda: rate.precision(win, use, res))
+    assert fast.tobytes() == slow.tobytes()
+    assert len(np.unique(fast)) >= 2

@@ -1165,6 +1165,121 @@ done:
     return ret;
 }
 
+#define MAXG 16
+
+/* medians(values, codes, centers or None, out) -> None: np.median of the values of each group
+   g = 0 … G − 1 (codes int32, −1: none; out: G float64) — of |value − centers[g]| with
+   centers — the same numbers as median() group by group, in two passes over the values for
+   every group at once (a 16-bit histogram each, then each group's middle bucket(s)). */
+static PyObject *medians(PyObject *self, PyObject *args) {
+    Py_buffer vb, cb, ob, cenb;
+    PyObject *ceno;
+    if (!PyArg_ParseTuple(args, "y*y*Ow*", &vb, &cb, &ceno, &ob)) return NULL;
+    PyObject *ret = NULL;
+    int have_c = 0;
+    uint32_t *hist = NULL;
+    uint64_t *buf = NULL;
+    if (ceno != Py_None) {
+        if (PyObject_GetBuffer(ceno, &cenb, PyBUF_SIMPLE) < 0) goto done;
+        have_c = 1;
+    }
+    Py_ssize_t n = vb.len / 8, G = ob.len / 8;
+    if (check(&cb, 4, n, "codes") < 0 || (have_c && check(&cenb, 8, G, "centers") < 0))
+        goto done;
+    if (G < 1 || G > MAXG) {
+        PyErr_SetString(PyExc_ValueError, "out: 1 to 16 groups");
+        goto done;
+    }
+    hist = PyMem_Calloc((size_t)G * 65536, sizeof(uint32_t));
+    if (!hist) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const double *v = vb.buf, *cen = have_c ? cenb.buf : NULL;
+        const int32_t *code = cb.buf;
+        double *out = ob.buf;
+        Py_ssize_t m[MAXG] = {0}, r0[MAXG], r1[MAXG], b0[MAXG], b1[MAXG], off[MAXG + 1];
+        Py_ssize_t got[MAXG] = {0};
+        int nan[MAXG] = {0}, bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t g = code[i];
+            if (g < 0) continue;
+            if (g >= G) {
+                bad = 1;
+                break;
+            }
+            double x = cen ? fabs(v[i] - cen[g]) : v[i];
+            if (isnan(x)) nan[g] = 1;
+            else hist[(size_t)g * 65536 + (key_of(x) >> 48)]++;
+            m[g]++;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "codes: a group beyond out");
+            goto done;
+        }
+        off[0] = 0;
+        for (Py_ssize_t g = 0; g < G; g++) {
+            Py_ssize_t size = 0;
+            b0[g] = b1[g] = 0;
+            if (m[g] && !nan[g]) {
+                const uint32_t *h = hist + (size_t)g * 65536;
+                Py_ssize_t below = 0, held = 0, b = 0;
+                r0[g] = (m[g] - 1) / 2;
+                r1[g] = m[g] / 2;
+                while (below + (Py_ssize_t)h[b] <= r0[g]) below += h[b++];
+                b0[g] = b;
+                r0[g] -= below;
+                r1[g] -= below;
+                while (held + (Py_ssize_t)h[b] <= r1[g]) held += h[b++];
+                b1[g] = b;
+                for (b = b0[g]; b <= b1[g]; b++) size += h[b];
+            }
+            off[g + 1] = off[g] + size;
+        }
+        buf = PyMem_Malloc((off[G] ? off[G] : 1) * sizeof(uint64_t));
+        if (!buf) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t g = code[i];
+            if (g < 0 || off[g + 1] == off[g]) continue;
+            double x = cen ? fabs(v[i] - cen[g]) : v[i];
+            uint64_t k = key_of(x);
+            Py_ssize_t top = (Py_ssize_t)(k >> 48);
+            if (top >= b0[g] && top <= b1[g]) buf[off[g] + got[g]++] = k;
+        }
+        Py_END_ALLOW_THREADS
+        for (Py_ssize_t g = 0; g < G; g++) {
+            if (!m[g] || nan[g]) {
+                out[g] = NAN;
+                continue;
+            }
+            uint64_t *a = buf + off[g];
+            uint64_t k0 = quickselect(a, got[g], r0[g]), k1 = k0;
+            if (r1[g] != r0[g]) {
+                k1 = a[r0[g] + 1];
+                for (Py_ssize_t q = r0[g] + 2; q < got[g]; q++)
+                    if (a[q] < k1) k1 = a[q];
+            }
+            double lo = val_of(k0), hi = val_of(k1);
+            out[g] = r1[g] != r0[g] ? (lo + hi) / 2 : lo;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    if (have_c) PyBuffer_Release(&cenb);
+    PyMem_Free(hist);
+    PyMem_Free(buf);
+    PyBuffer_Release(&vb); PyBuffer_Release(&cb); PyBuffer_Release(&ob);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1176,6 +1291,7 @@ static PyMethodDef methods[] = {
     {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
     {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
     {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},
+    {"medians", medians, METH_VARARGS, "np.median of each group's values, in two passes"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

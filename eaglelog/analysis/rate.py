@@ -591,9 +591,18 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         z0 = win.y - win.x.dot(beta0)
         res0 = np.where(use, z0, np.nan)
         iu = np.flatnonzero(use)
-        for _, at in _by_value(strata[iu]):
-            m = iu[at]
-            res0[m] -= _median(z0, m)
+        ng = int(strata.max()) + 2 if len(strata) else 0
+        if fast_available() and ng <= 16:
+            # (every stratum's median in two passes, in C; −1, windows of no stratum, is one)
+            codes = np.where(use, strata + 1, -1).astype(np.int32)
+            med = np.empty(ng)
+            _ratekern.medians(_floats(z0)[0], codes, None, med)
+            res0[iu] -= med[codes[iu]]
+            codes = med = None
+        else:
+            for _, at in _by_value(strata[iu]):
+                m = iu[at]
+                res0[m] -= _median(z0, m)
         prec = precision(win, use, res0)
         z0 = res0 = m = iu = at = None
         if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
@@ -1008,10 +1017,21 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     groups = [g for g in (clean, ~clean & ~drained, drained) if (use & g).sum() >= least]
     if len(groups) < 2:
         return out
-    var = []
-    for g in groups:
-        mad = _mad(res, use & g)
-        var.append(mad * mad)
+    if fast_available():
+        # (the groups' medians, then their deviations' medians, two passes each: C)
+        codes = np.full(win.n, -1, dtype=np.int32)
+        for j, g in enumerate(groups):
+            codes[use & g] = j
+        res = _floats(res)[0]
+        med, mad = np.empty(len(groups)), np.empty(len(groups))
+        _ratekern.medians(res, codes, None, med)
+        _ratekern.medians(res, codes, med, mad)
+        var = [float(m) * 1.4826 * (float(m) * 1.4826) for m in mad]
+    else:
+        var = []
+        for g in groups:
+            mad = _mad(res, use & g)
+            var.append(mad * mad)
     if min(var) <= 0:
         return out
     ref = min(var)
