@@ -429,3 +429,14 @@ def test_precision_is_numpys(monkeypatch):
     fast, slow = both(monkeypatch, lambda: rate.precision(win, use, res))
     assert fast.tobytes() == slow.tobytes()
     assert len(np.unique(fast)) >= 2
+
+
+def test_a_stated_rate_adds_no_within_window_step():
+    # the shortcut (StatedStep.flat) gives what the general pass gives a flat curve: zeros
+    win = windows(20_000, seed=4)
+    flat = rate.StatedStep(11.1)
+    general = rate.step_within(win, lambda b: np.where(np.isfinite(np.asarray(b, float)), 11.1,
+                                                         np.nan))
+    assert rate.step_within(win, flat).tobytes() == general.tobytes() == bytes(8 * win.n)
+    b = np.array([1.0, np.nan, 7.5])
+    np.testing.assert_array_equal(flat(b), [11.1, np.nan, 11.1])

@@ -220,9 +220,8 @@ def baseline_side(baseline: Baseline, confidence: float, notes: list[str]) -> Ba
         step = 1000.0 / baseline.tok_s
         src = f"--baseline-toks {baseline.label}" + (" (σ of the rate)" if baseline.sd else
                                                       " (taken as exact)")
-        return BaseSide(baseline.label, "rate",
-                        lambda b: np.where(np.isfinite(np.asarray(b, float)), step, np.nan),
-                        src, None, None, (baseline.sd / baseline.tok_s) if baseline.sd else 0.0)
+        return BaseSide(baseline.label, "rate", rate.StatedStep(step), src, None, None,
+                        (baseline.sd / baseline.tok_s) if baseline.sd else 0.0)
     log = baseline.log
     src = log.sources[0].name
     ups = log.startups(src)

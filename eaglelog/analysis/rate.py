@@ -1126,7 +1126,7 @@ def step_within(win: Windows, step_of) -> np.ndarray:
     step, Σ_i B_i s(B_i) / Σ_i B_i, holds beyond s(B̄) where the batch moved inside it (the
     truth's step, like its cycle, weighs each iteration by its batch).  0 where the step does
     not grow with the batch (one stated rate) or the baseline does not cover the window."""
-    if win.rp is None or win.rs is not None:
+    if win.rp is None or win.rs is not None or getattr(step_of, "flat", False):
         return np.zeros(win.n)
 
     def c(B):
@@ -1511,6 +1511,21 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         sums["breakeven_accept_len"] = out[:, 1].copy()
     th["_beta"] = beta
     return th, [sums[k_] for k_ in OUTPUTS]
+
+
+class StatedStep:
+    """A stated baseline rate's step time (ms) at any known mean batch size: one number (NaN
+    for an unknown size).  ``flat``: it does not grow with the batch, so a window whose batch
+    moved inside it adds nothing to it (step_within: zeros, not a pass over every window)."""
+
+    flat = True
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: float):
+        self.ms = ms
+
+    def __call__(self, b) -> np.ndarray:
+        return np.where(np.isfinite(np.asarray(b, float)), self.ms, np.nan)
 
 
 def step_curve(sizes: np.ndarray, steps: np.ndarray):
