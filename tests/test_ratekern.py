@@ -440,3 +440,21 @@ def test_a_stated_rate_adds_no_within_window_step():
     assert rate.step_within(win, flat).tobytes() == general.tobytes() == bytes(8 * win.n)
     b = np.array([1.0, np.nan, 7.5])
     np.testing.assert_array_equal(flat(b), [11.1, np.nan, 11.1])
+
+
+def test_strata_are_numpys(monkeypatch):
+    rng = np.random.default_rng(0)
+    for trial in range(150):
+        n = int(rng.integers(1, 300)) if trial < 140 else 100_000
+        r = [rng.integers(0, 40, n).astype(float), rng.integers(0, 3, n).astype(float),
+             rng.uniform(0, 10, n), rng.integers(0, 2**21, n).astype(float),
+             rng.integers(-1, 5, n).astype(float)][trial % 5]
+        if trial % 3 == 0:
+            r[rng.random(n) < 0.1] = np.nan
+        if trial % 7 == 0:
+            r[rng.random(n) < 0.05] = np.inf
+        use = rng.random(n) < 0.7
+        for least in (1, 5, 30):
+            fast, slow = both(monkeypatch, lambda: rate.strata_of(r, use, least))
+            assert fast.dtype == slow.dtype == np.int32
+            assert fast.tobytes() == slow.tobytes(), (trial, least)

@@ -1280,6 +1280,108 @@ done:
     return ret;
 }
 
+/* ---- printed batch sizes: small non-negative integers, counted and looked up ---- */
+
+#define INT_LIMIT (1 << 20)
+
+/* int_range(r) -> (every finite value an integer in [0, 2^20), the largest (−1: none)) */
+static PyObject *int_range(PyObject *self, PyObject *args) {
+    Py_buffer rb;
+    if (!PyArg_ParseTuple(args, "y*", &rb)) return NULL;
+    const double *r = rb.buf;
+    Py_ssize_t n = rb.len / 8;
+    double hi = -1;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = r[i];
+        if (!isfinite(v)) continue;
+        if (!(v >= 0 && v < INT_LIMIT && v == floor(v))) {
+            ok = 0;
+            break;
+        }
+        if (v > hi) hi = v;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&rb);
+    return Py_BuildValue("Nn", PyBool_FromLong(ok), (Py_ssize_t)hi);
+}
+
+/* int_counts(r, mask, counts) -> None: counts[v] = how many windows of the mask print v (r's
+   finite values: integers below len(counts), int_range's) */
+static PyObject *int_counts(PyObject *self, PyObject *args) {
+    Py_buffer rb, mb, cb;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &rb, &mb, &cb)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = rb.len / 8, k = cb.len / 8;
+    if (check(&mb, 1, n, "mask") < 0) goto done;
+    {
+        const double *r = rb.buf;
+        const char *m = mb.buf;
+        int64_t *c = cb.buf;
+        int bad = 0;
+        memset(c, 0, 8 * k);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!m[i] || !isfinite(r[i])) continue;
+            Py_ssize_t v = (Py_ssize_t)r[i];
+            if (v < 0 || v >= k) {
+                bad = 1;
+                break;
+            }
+            c[v]++;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "r: a value beyond counts");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyBuffer_Release(&rb); PyBuffer_Release(&mb); PyBuffer_Release(&cb);
+    return ret;
+}
+
+/* lut_codes(r, lut, out) -> None: out[i] = lut[r[i]] (int32), −1 where r[i] is not finite */
+static PyObject *lut_codes(PyObject *self, PyObject *args) {
+    Py_buffer rb, lb, ob;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &rb, &lb, &ob)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = rb.len / 8, k = lb.len / 4;
+    if (check(&ob, 4, n, "out") < 0) goto done;
+    {
+        const double *r = rb.buf;
+        const int32_t *lut = lb.buf;
+        int32_t *out = ob.buf;
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!isfinite(r[i])) {
+                out[i] = -1;
+                continue;
+            }
+            Py_ssize_t v = (Py_ssize_t)r[i];
+            if (v < 0 || v >= k) {
+                bad = 1;
+                break;
+            }
+            out[i] = lut[v];
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "r: a value beyond the table");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyBuffer_Release(&rb); PyBuffer_Release(&lb); PyBuffer_Release(&ob);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1292,6 +1394,9 @@ static PyMethodDef methods[] = {
     {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
     {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},
     {"medians", medians, METH_VARARGS, "np.median of each group's values, in two passes"},
+    {"int_range", int_range, METH_VARARGS, "whether every finite value is a small integer"},
+    {"int_counts", int_counts, METH_VARARGS, "how many masked windows print each value"},
+    {"lut_codes", lut_codes, METH_VARARGS, "a table's code for each window's value"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

@@ -963,7 +963,18 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     """Strata of the printed batch size for post-stratification: each #running-req value, a
     value with fewer than ``least`` usable windows merged with its neighbours (by size)."""
     out = np.full(len(r), -1, dtype=np.int32)      # (a code per window: int32 is room enough)
-    vals, counts = distinct(r[use & np.isfinite(r)], counts=True)
+    fast = False
+    if fast_available():
+        # printed sizes (every finite value a small integer): counted and looked up in C
+        r = _floats(r)[0]
+        fast, top = _ratekern.int_range(r)
+    if fast:
+        n_of = np.empty(top + 1, dtype=np.int64)
+        _ratekern.int_counts(r, _mask(use), n_of)
+        at = np.flatnonzero(n_of)
+        vals, counts = at.astype(r.dtype), n_of[at]
+    else:
+        vals, counts = distinct(r[use & np.isfinite(r)], counts=True)
     if not len(vals):
         return out
     group, acc, code = {}, 0, 0
@@ -977,6 +988,11 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
             if group[v] == code:
                 group[v] = code - 1
     codes = np.array([group[v] for v in vals], dtype=np.int64)
+    if fast:
+        lut = np.full(top + 2, -1, dtype=np.int32)
+        lut[vals.astype(np.int64)] = codes
+        _ratekern.lut_codes(r, lut, out)
+        return out
     fin = np.isfinite(r)
     ri = np.where(fin, r, -1.0)
     if small_ints(ri, signed=True):
