@@ -458,3 +458,26 @@ def test_strata_are_numpys(monkeypatch):
             fast, slow = both(monkeypatch, lambda: rate.strata_of(r, use, least))
             assert fast.dtype == slow.dtype == np.int32
             assert fast.tobytes() == slow.tobytes(), (trial, least)
+
+
+@pytest.mark.parametrize("n", [3, 39, 41, 1000, 70_001])
+def test_warmup_inputs_are_numpys(monkeypatch, n):
+    win = windows(n, seed=n, nan=False)
+    rng = np.random.default_rng(n)
+    use = rng.random(n) < 0.8
+    res = rng.standard_t(3, n) * 2
+    res[::17] = np.nan
+    fitted = rng.uniform(10, 20, n)
+    strata = rate.strata_of(win.r, use)
+    strata[::29] = -1
+    fast, slow = both(monkeypatch, lambda: rate._within_clipped(win, res, fitted, 0.4, use,
+                                                                strata))
+    assert fast.tobytes() == slow.tobytes()
+    # a warm-up: the first fifth 30 % slower
+    z = rng.normal(0, 1, n) + np.where(np.arange(n) < n // 5, 30.0, 0.0)
+    z[::13] = np.nan
+    w = np.where(use, rng.uniform(1, 2, n), 0.0)
+    fast, slow = both(monkeypatch, lambda: rate.warmup_windows(z, w, 100.0))
+    assert fast == slow
+    if n > 1000:
+        assert n // 5 - 50 <= fast <= n // 5 + 50

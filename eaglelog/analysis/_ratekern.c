@@ -1382,6 +1382,125 @@ done:
     return ret;
 }
 
+/* within_clipped(res, fitted, lim0, share, w, use, strata, nb, out) -> None: rate.fit's
+   warm-up input: each used window's residual clipped to ±max(lim0, share · |fitted|) (lim0:
+   STALL_SIGMAS · mad), less its stratum's w-weighted mean of them (strata int32, codes < nb;
+   −1 or not used: NaN) — numpy's operations in its order (np.clip, then within_strata: the
+   sums in window order, as np.bincount makes them) */
+static PyObject *within_clipped(PyObject *self, PyObject *args) {
+    Py_buffer rb, fb, wb, ub, sb, ob;
+    double lim0, share;
+    Py_ssize_t nb;
+    if (!PyArg_ParseTuple(args, "y*y*ddy*y*y*nw*", &rb, &fb, &lim0, &share, &wb, &ub, &sb, &nb,
+                          &ob))
+        return NULL;
+    PyObject *ret = NULL;
+    double *S = NULL;
+    Py_ssize_t n = rb.len / 8;
+    if (check(&fb, 8, n, "fitted") < 0 || check(&wb, 8, n, "w") < 0 ||
+        check(&ub, 1, n, "use") < 0 || check(&sb, 4, n, "strata") < 0 ||
+        check(&ob, 8, n, "out") < 0)
+        goto done;
+    if (nb < 0) {
+        PyErr_SetString(PyExc_ValueError, "nb: the strata");
+        goto done;
+    }
+    S = PyMem_Calloc(2 * (nb ? nb : 1), sizeof(double));
+    if (!S) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const double *res = rb.buf, *fit = fb.buf, *w = wb.buf;
+        const char *use = ub.buf;
+        const int32_t *st = sb.buf;
+        double *out = ob.buf, *W = S + nb;
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (int pass = 0; pass < 2 && !bad; pass++) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                int32_t g = st[i];
+                if (!use[i] || g < 0) {
+                    if (pass) out[i] = NAN;
+                    continue;
+                }
+                if (g >= nb) {
+                    bad = 1;
+                    break;
+                }
+                double lim = npmax(lim0, share * fabs(fit[i]));
+                double z = npclip(res[i], -lim, lim);
+                if (pass == 0) {
+                    S[g] += w[i] * z;
+                    W[g] += w[i];
+                } else {
+                    out[i] = z - S[g];
+                }
+            }
+            if (pass == 0)
+                for (Py_ssize_t g = 0; g < nb; g++)
+                    S[g] = S[g] / (W[g] > 1e-300 || isnan(W[g]) ? W[g] : 1e-300);
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "strata: a code at or above nb");
+            goto done;
+        }
+    }
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyMem_Free(S);
+    PyBuffer_Release(&rb); PyBuffer_Release(&fb); PyBuffer_Release(&wb);
+    PyBuffer_Release(&ub); PyBuffer_Release(&sb); PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* five_means(z, w, out) -> n: the windows with a finite z and w > 0 (n of them), their first
+   5 ⌊n / 5⌋ in groups of 5 consecutive ones: each group's Σ z w / Σ w into out (⌊n / 5⌋ at
+   least), as rate.warmup_windows's np.add.reduceat sums them */
+static PyObject *five_means(PyObject *self, PyObject *args) {
+    Py_buffer zb, wb, ob;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &zb, &wb, &ob)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = zb.len / 8, cap = ob.len / 8, cnt = 0, k = 0;
+    if (check(&wb, 8, n, "w") < 0) goto done;
+    {
+        const double *z = zb.buf, *w = wb.buf;
+        double *out = ob.buf, szw = 0.0, sw = 0.0;
+        int in = 0, bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!(isfinite(z[i]) && w[i] > 0)) continue;
+            cnt++;
+            if (in == 0) {
+                szw = z[i] * w[i];
+                sw = w[i];
+            } else {
+                szw += z[i] * w[i];
+                sw += w[i];
+            }
+            if (++in == 5) {
+                if (k >= cap) {
+                    bad = 1;
+                    break;
+                }
+                out[k++] = szw / sw;
+                in = 0;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "out: shorter than the groups");
+            goto done;
+        }
+    }
+    ret = PyLong_FromSsize_t(cnt);
+done:
+    PyBuffer_Release(&zb); PyBuffer_Release(&wb); PyBuffer_Release(&ob);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1397,6 +1516,8 @@ static PyMethodDef methods[] = {
     {"int_range", int_range, METH_VARARGS, "whether every finite value is a small integer"},
     {"int_counts", int_counts, METH_VARARGS, "how many masked windows print each value"},
     {"lut_codes", lut_codes, METH_VARARGS, "a table's code for each window's value"},
+    {"within_clipped", within_clipped, METH_VARARGS, "the warm-up's clipped residuals"},
+    {"five_means", five_means, METH_VARARGS, "the warm-up's means of 5 windows"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

@@ -84,6 +84,21 @@ EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's s
 
 # ----------------------------------------------------------------------------- warm-up
 
+def _within_clipped(win: Windows, res: np.ndarray, fitted: np.ndarray, mad: float,
+                    use: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """within_strata of the residuals clipped to ±max(STALL_SIGMAS · mad, STALL_SHARE ·
+    |fitted|): in C in two passes (_ratekern.within_clipped), the same numbers."""
+    if fast_available():
+        out = np.empty(win.n)
+        st = np.ascontiguousarray(strata, dtype=np.int32)
+        _ratekern.within_clipped(*_floats(res, fitted), float(STALL_SIGMAS * mad),
+                                 float(STALL_SHARE), *_floats(win.w), _mask(use), st,
+                                 int(st.max()) + 1 if len(st) else 0, out)
+        return out
+    limit = np.maximum(STALL_SIGMAS * mad, STALL_SHARE * np.abs(fitted))
+    return within_strata(np.clip(res, -limit, limit), win.w, use, strata)
+
+
 def within_strata(res: np.ndarray, w: np.ndarray, use: np.ndarray,
                   strata: np.ndarray) -> np.ndarray:
     """The residuals of ``use`` less their stratum's weighted mean (NaN elsewhere)."""
@@ -110,14 +125,22 @@ def warmup_windows(z: np.ndarray, w: np.ndarray, scale: float = 0.0) -> int:
     simulator's random batch levels the two-sided test with independent means cut the start
     of 5 of 40 runs, moving the cycle by −1.1 to +1.7 %; this test, none).  0 when the start
     looks like the rest."""
-    ok = np.flatnonzero(np.isfinite(z) & (w > 0))
-    n = len(ok)
+    ok = None
+    if fast_available():
+        # (the means of 5 in one pass, in C: the same sums)
+        m = np.empty(len(z) // 5)
+        n = _ratekern.five_means(*_floats(z, w), m)
+        m = m[:n // 5]
+    else:
+        ok = np.flatnonzero(np.isfinite(z) & (w > 0))
+        n = len(ok)
     if n < 40:
         return 0
     k = n // 5
-    zz, ww = z[ok[:5 * k]], w[ok[:5 * k]]
-    starts = np.arange(0, 5 * k, 5)
-    m = np.add.reduceat(zz * ww, starts) / np.add.reduceat(ww, starts)
+    if ok is not None:
+        zz, ww = z[ok[:5 * k]], w[ok[:5 * k]]
+        starts = np.arange(0, 5 * k, 5)
+        m = np.add.reduceat(zz * ww, starts) / np.add.reduceat(ww, starts)
     # Σ_{i≥d} (m_i − m̄_d)² / (k − d)² for every d < k/2, from suffix sums: O(k)
     s1 = np.cumsum(m[::-1])[::-1]
     s2 = np.cumsum((m * m)[::-1])[::-1]
@@ -139,6 +162,8 @@ def warmup_windows(z: np.ndarray, w: np.ndarray, scale: float = 0.0) -> int:
     # in every window at batch 1) stood 0.5 % above it at 3 standard errors of the rest's
     if se == 0 or head.mean() - tail.mean() < max(WARMUP_SIGMAS * se, WARMUP_MIN_REL * scale):
         return 0
+    if ok is None:
+        ok = np.flatnonzero(np.isfinite(z) & (w > 0))
     return int(ok[5 * cut])
 
 
@@ -521,14 +546,14 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     cut = 0
     if use.sum() >= 3:
         beta, fitted, res, mad = residuals(use, spec)
-        limit = np.maximum(STALL_SIGMAS * mad, STALL_SHARE * np.abs(fitted))
         # warm-up: leading windows whose cycle (at their batch size) differs from the rest's
         if warmup == "auto":
             # each window against the windows of its own printed batch size, never against a
             # curve fitted across sizes: a first level the curve cannot follow (a sweep up from
             # batch 1 on a cost with steps) is not a warm-up
-            cut = warmup_windows(within_strata(np.clip(res, -limit, limit), win.w, use,
-                                               strata_of(win.r, use)),
+            # (each residual clipped to ±max(STALL_SIGMAS · MAD, STALL_SHARE · fitted))
+            cut = warmup_windows(_within_clipped(win, res, fitted, mad, use,
+                                                 strata_of(win.r, use)),
                                  np.where(use, win.w, 0.0),
                                  float(np.average(fitted[use], weights=win.w[use]))
                                  if win.w[use].sum() > 0 else 0.0)
@@ -569,7 +594,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         trend = float(np.average(res[idx[:h]], weights=ww[:h])
                       - np.average(res[idx[h:]], weights=ww[h:]))
         trend /= float(np.average(fitted[idx], weights=ww)) or 1.0
-    fitted = res = limit = stall = idx = ww = None   # (millions of windows each: the room)
+    fitted = res = stall = idx = ww = None   # (millions of windows each: the room)
     step = None
     coverage = 1.0
     if step_of is not None:
