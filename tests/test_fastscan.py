@@ -65,7 +65,7 @@ def test_it_reads_the_common_layouts_itself():
                                     scan._key_spec(sglang.PREFILL_KEYS))
     pos, line_no, stops, consumed = 0, 1, [], 0
     while pos < len(data):
-        pos, line_no, c, _, _, _, bad, whit, _ = fs.scan(data, pos, line_no, 0)
+        pos, line_no, c, _, _, _, bad, whit, _, _ = fs.scan(data, pos, line_no, 0)
         assert bad == b"" and whit == -1          # (no watch set: no line reported)
         consumed += c
         if pos < len(data):
@@ -527,8 +527,8 @@ def test_the_scan_reports_the_first_line_holding_a_watched_literal():
     text = dec + b"INFO: hello\n" + dec + b"num_drafts: 12\n" + b"x num_drafts: 3\n" + dec
     fs.set_watch((b"num_drafts:", b"accept len"))         # (in every decode line: not reported)
     out = fs.scan(text, 0, 1, 0)
-    assert out[0] == len(text) and out[7:] == (text.index(b"num_drafts"), 4)
-    assert fs.scan(text, text.index(b"x num"), 5, 0)[7:] == (text.index(b"x num"), 5)
+    assert out[0] == len(text) and out[7:9] == (text.index(b"num_drafts"), 4)
+    assert fs.scan(text, text.index(b"x num"), 5, 0)[7:9] == (text.index(b"x num"), 5)
     fs.set_watch(())
     assert fs.scan(text, 0, 1, 0)[7] == -1
     for bad in (("ab",), (b"",), tuple(b"n%02d" % i for i in range(65))):
@@ -583,7 +583,7 @@ def test_the_scan_finds_markers_and_watched_literals_as_a_find_per_literal_does(
         fs = scan._fastscan.FastScanner(*keys)
         fs.set_watch(watch)
         out = fs.scan(text, 0, 1, 0)
-        assert (out[0], out[7:] if out[7] >= 0 else (-1, 0)) == (stop, hit), (case, watch, text)
+        assert (out[0], out[7:9] if out[7] >= 0 else (-1, 0)) == (stop, hit), (case, watch, text)
 
 
 def test_first_any_agrees_with_a_find_per_needle():
@@ -675,3 +675,68 @@ def test_a_wrapped_log_reads_the_same_both_ways(tmp_path, monkeypatch, wrap):
                                   unwrapped.decode.drop(columns="source"))
     assert [(d.line_no, d.kind) for d in fast.diagnostics] == \
         [(d.line_no, d.kind) for d in unwrapped.diagnostics]
+
+
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 14, 5000])
+def test_a_range_scan_ends_its_chunks_before_a_header(tmp_path, monkeypatch, chunk):
+    """parallel.scan_range ends a chunk before an EAGLE3_PROF header line that falls within
+    HEADER_TAIL bytes of its end (the block is then the C accelerator's, from the next chunk):
+    the tables, diagnostics and counts are those of one scan of the whole file, with blocks
+    (print() and prefixed, some breaking an identity) at every distance from the chunks' ends."""
+    from eaglelog.io import parallel
+    rng = random.Random(chunk)
+    bad = CANON.replace("Accept len:      1.14", "Accept len:      1.94")
+    parts = []
+    for i in range(400):
+        parts.append(GOOD * rng.randrange(0, 6))
+        block = rng.choice([CANON, bad])
+        if rng.random() < 0.4:
+            block = "".join(f"[2026-01-20 10:00:00 TP1] {ln}\n" for ln in block.splitlines())
+            parts.append(block + GOOD)
+        else:
+            parts.append(block + "\n\n")
+    path = tmp_path / "blocks.log"
+    path.write_text("".join(parts), encoding="utf-8")
+    monkeypatch.setenv("EAGLELOG_WORKERS", "1")
+    seq = eaglelog.parse(path, chunk_size=1 << 20)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    for workers in (2, 3):
+        monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
+        par = eaglelog.parse(path, chunk_size=chunk)
+        assert_same(par, seq)
+        assert len(par.prof) == 400
+    buf = bytearray(b"a\nb EAGLE3_PROF (1 cycles, 1 tok)\n  x\n")
+    assert parallel._before_last_header(buf) == 2 and buf == b"a\n"
+    buf = bytearray(b"EAGLE3_PROF (1 cycles, 1 tok)\n")       # (at the start: kept whole)
+    assert parallel._before_last_header(buf) == len(buf)
+    buf = bytearray(b"EAGLE3_PROF\n" + b"x" * parallel.HEADER_TAIL)
+    assert parallel._before_last_header(buf) == len(buf)
+
+
+def test_the_scan_counts_the_lines_it_walks_as_line_stats_does():
+    """scan() passes the lines from pos to the pos it returns (as many as its line numbers
+    advanced) and counts the blank ones ('' or a lone CR) among them: line_stats of the same
+    bytes, so that Scanner.feed counts only the lines the Python parser walks.  Print() blocks
+    ended by blank lines, whitespace lines, CRs, prefixed blocks, lines it leaves to Python."""
+    from eaglelog.parsers import sglang
+    from eaglelog.parsers import _fastscan as fs
+    rng = random.Random(8)
+    pieces = [GOOD, "\n", "\r\n", " \n", "\t\r\n", "INFO: hello\n", CANON + "\n", CANON + "\n\n",
+              CANON + "\r\n", CANON.replace("\n", "\r\n") + "\n",
+              "".join(f"[2026-01-20 10:00:00 TP0] {ln}\n" for ln in CANON.splitlines()),
+              "Finish: obj=x\n", "\r", GOOD.replace("0.38", "x")]
+    keys = scan._key_spec(sglang.DECODE_KEYS), scan._key_spec(sglang.PREFILL_KEYS)
+    for _ in range(400):
+        data = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30))).encode()
+        scanner = fs.FastScanner(*keys)
+        pos, line_no = 0, 1
+        while True:
+            out = scanner.scan(data, pos, line_no, 0)
+            assert fs.line_stats(data, pos, out[0]) == (out[1] - line_no, out[9])
+            assert fs.line_stats(data, pos, out[0]) == fs.line_stats(data[pos:out[0]])
+            if out[0] >= len(data) or b"\n" not in data[out[0]:]:
+                break
+            pos = data.index(b"\n", out[0]) + 1           # (the line Python reads: passed)
+            line_no = out[1] + 1
+    assert fs.line_stats(b"a\n\nb\n", 2) == (2, 1) and fs.line_stats(b"a\n\nb\n", 0, 2) == (1, 0)
+    assert fs.line_stats(b"a\n", 5, 9) == (0, 0) and fs.line_stats(b"\n\n", 1, 0) == (0, 0)

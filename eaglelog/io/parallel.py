@@ -33,6 +33,7 @@ from ..tables import concat_frames
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
 OVERRUN_STEP = 1 << 16
 SWITCH_INTERVAL = 0.0002   # seconds (Python's default is 0.005)
+HEADER_TAIL = 16 << 10     # a chunk ending this near a block's header ends before it
 
 
 def ranges(path: str, n: int) -> list[tuple[int, int]]:
@@ -84,6 +85,24 @@ def _line_end(fd: int, at: int, end: int) -> int:
             return pos + nl + 1
         pos += len(piece)
     return end
+
+
+def _before_last_header(buf: bytearray) -> int:
+    """A chunk that ends within HEADER_TAIL bytes of an EAGLE3_PROF header line ends before
+    that line (buf is cut there; its new length is returned): the block is then read whole from
+    the next chunk, by the C accelerator, where one cut by the chunk's end is the Python
+    parser's — and a single such block among the accelerator's rows costs a copy of the whole
+    prof and prof_phases tables to interleave it (tables.concat_frames).  Any line start is a
+    chunk boundary the scan reads the same across."""
+    n = len(buf)
+    h = buf.rfind(b"EAGLE3_PROF", max(0, n - HEADER_TAIL))
+    if h < 0:
+        return n
+    ls = buf.rfind(b"\n", 0, h) + 1
+    if ls > 0:
+        del buf[ls:]
+        return ls
+    return n
 
 
 def _has_long_line(buf) -> bool:
@@ -138,6 +157,8 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
                 del buf[got:]
             if not got:
                 break
+            if cut < end and got == n:
+                got = _before_last_header(buf)
             if got > MAX_LINE and _has_long_line(buf):
                 return None
             pos += got

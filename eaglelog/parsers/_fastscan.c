@@ -1324,6 +1324,7 @@ typedef struct {
     Col bad;                 /* blocks that break an identity: (line, start, end, problems) */
     Py_ssize_t whit;         /* the first line holding a watched literal: its offset, or -1 */
     int64_t whit_line;
+    int64_t blank;           /* blank lines passed ('' or a lone CR, as line_stats counts) */
 } Run;
 
 static int is_ws_line(const char *p, const char *e) {
@@ -1505,6 +1506,7 @@ static void run_scan(FastScanner *self, Run *r) {
         if (le == p || (le == p + 1 && *p == '\r')) {    /* blank */
             p = le + 1;
             ln++;
+            r->blank++;
             continue;
         }
         Prefix pf;
@@ -1665,9 +1667,11 @@ static int FastScanner_init(FastScanner *self, PyObject *args, PyObject *kw) {
 }
 
 /* scan(chunk, pos, line_no, startup) -> (pos, line_no, consumed, first_skipped, last_line,
- * last_end, bad_blocks: bytes of int64 quadruples).  Reads lines from byte pos (a line start;
- * line_no is its number) until a line the Python parser must read, or the end of the chunk,
- * with the GIL released. */
+ * last_end, bad_blocks: bytes of int64 quadruples, watched line's offset, its number, blank
+ * lines).  Reads lines from byte pos (a line start; line_no is its number) until a line the
+ * Python parser must read, or the end of the chunk, with the GIL released.  The lines it
+ * passed are those from pos to the returned pos (as many as the line numbers advanced), the
+ * blank ones among them counted: line_stats of the same bytes, without a walk of its own. */
 static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t pos;
@@ -1692,9 +1696,9 @@ static PyObject *FastScanner_scan(FastScanner *self, PyObject *args) {
     PyObject *bad = PyBytes_FromStringAndSize(r.bad.data ? r.bad.data : "", r.bad.len);
     buf_free(r.bad.data, r.bad.cap);
     if (!bad) return NULL;
-    return Py_BuildValue("nLLLLnNnL", r.pos, (long long)r.line_no, (long long)r.consumed,
+    return Py_BuildValue("nLLLLnNnLL", r.pos, (long long)r.line_no, (long long)r.consumed,
                          (long long)r.first_skipped, (long long)r.last_line, r.last_end, bad,
-                         r.whit, (long long)r.whit_line);
+                         r.whit, (long long)r.whit_line, (long long)r.blank);
 }
 
 /* set_watch(literals): the literals (a tuple of at most 64 non-empty bytes; () for none) that
@@ -1869,12 +1873,18 @@ static PyObject *FastScanner_types(FastScanner *self, PyObject *noargs) {
         "prof_phases", types_of(HC_N, NULL, PHASE_NAMES, PHASE_TYPES));
 }
 
-/* line_stats(chunk) -> (newlines, blank lines); blank = '' or a lone CR, as scan.count_blank */
+/* line_stats(chunk[, start, end]) -> (newlines, blank lines) of chunk[start:end] (start a line
+ * start); blank = '' or a lone CR, as scan.count_blank */
 static PyObject *line_stats(PyObject *mod, PyObject *args) {
     (void)mod;
     Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    const char *p = view.buf, *e = p + view.len;
+    Py_ssize_t a = 0, b = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "y*|nn", &view, &a, &b)) return NULL;
+    if (a < 0) a = 0;
+    if (a > view.len) a = view.len;
+    if (b > view.len) b = view.len;
+    if (b < a) b = a;
+    const char *p = (const char *)view.buf + a, *e = (const char *)view.buf + b;
     long long nl = 0, blank = 0;
     Py_BEGIN_ALLOW_THREADS
     const char *ls = p;
@@ -2035,7 +2045,8 @@ static PyTypeObject FastScannerType = {
 };
 
 static PyMethodDef module_methods[] = {
-    {"line_stats", line_stats, METH_VARARGS, "line_stats(chunk) -> (newlines, blank lines)"},
+    {"line_stats", line_stats, METH_VARARGS,
+     "line_stats(chunk[, start, end]) -> (newlines, blank lines) of chunk[start:end]"},
     {"first_any", first_any, METH_VARARGS,
      "first_any(chunk, needles, start=0) -> (offset, index) of the earliest needle, or (-1, -1)"},
     {"find_any", find_any, METH_VARARGS,

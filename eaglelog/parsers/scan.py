@@ -258,6 +258,7 @@ class Scanner(ScannerBase):
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         self._fast_acc = FastRows(self.fast, columns)
+        self._walked = None           # feed: the stretches the C scan walked, and their lines
         self._on_watch_hit = None     # watch_lines: the owner's check of a line the C scan found
         self._watched_chunk = False   # … made for the rest of the current chunk
         self._init_diags()
@@ -428,15 +429,45 @@ class Scanner(ScannerBase):
         """Scan one chunk (it ends after a newline unless it is the last one)."""
         self._watched_chunk = False
         n = len(chunk)
-        if _fastscan is not None:
-            nl, blank = _fastscan.line_stats(chunk)
-        else:
+        fast = self.fast if not self.overrun else None
+        if fast is None:
+            nl = self._count_lines(chunk, ())
+        else:          # (counted after the loop: the C scan counts the lines it walks)
+            walked = self._walked = []
+        self.stats.bytes += n
+        try:
+            self._feed(chunk, fast)
+        finally:
+            if fast is not None:
+                nl = self._count_lines(chunk, walked)
+                self._walked = None
+        self._line += nl
+        self.flush(every=False)
+
+    def _count_lines(self, chunk: bytes, walked) -> int:
+        """The chunk's lines and blank lines added to the stats; its newlines returned.  The
+        C scan counted those of the bytes it walked (``walked``: (start, end, newlines, blank)
+        in order, each starting at a line start); the rest are counted here."""
+        n = len(chunk)
+        if _fastscan is None:
             nl, blank = chunk.count(b"\n"), count_blank(chunk)
+        else:
+            nl = blank = at = 0
+            for a, b, k, bl in walked:
+                if a > at:
+                    x, y = _fastscan.line_stats(chunk, at, a)
+                    nl, blank = nl + x, blank + y
+                nl, blank, at = nl + k, blank + bl, b
+            if at < n:
+                x, y = _fastscan.line_stats(chunk, at, n)
+                nl, blank = nl + x, blank + y
         unterminated_tail = n > 0 and not chunk.endswith(b"\n")
         self.stats.lines += nl + (1 if unterminated_tail else 0)
-        self.stats.bytes += n
         self.stats.blank += blank
-        fast = self.fast if not self.overrun else None
+        return nl
+
+    def _feed(self, chunk: bytes, fast) -> None:
+        n = len(chunk)
         self._acct_pos = 0
         self._next_expected = self._line + 1
         pos = 0
@@ -479,8 +510,6 @@ class Scanner(ScannerBase):
             pos = end + 1
         if self.stats.first_skipped is None and self._acct_pos < n and not self.overrun:
             self._first_skipped_in(chunk, self._acct_pos, n)
-        self._line += nl
-        self.flush(every=False)
 
     def _fast_scan(self, chunk: bytes, pos: int, line_no: int) -> tuple[int, int]:
         """Let the C accelerator read from pos (line line_no) to the next line it leaves to the
@@ -489,8 +518,10 @@ class Scanner(ScannerBase):
         if st.first_skipped is None and pos > self._acct_pos:
             self._first_skipped_in(chunk, self._acct_pos, pos)
         self._acct_pos, self._next_expected = pos, line_no   # all before pos is accounted for
-        pos, line_no, consumed, first_skipped, last_line, last_end, bad, whit, whit_line = \
-            self.fast.scan(chunk, pos, line_no, self.startup)
+        start, first = pos, line_no
+        pos, line_no, consumed, first_skipped, last_line, last_end, bad, whit, whit_line, \
+            blank = self.fast.scan(chunk, pos, line_no, self.startup)
+        self._walked.append((start, pos, line_no - first, blank))
         if whit >= 0 and self._on_watch_hit is not None and not self._watched_chunk:
             self._watched_chunk = True
             rest = self._on_watch_hit(chunk, whit, whit_line)
@@ -726,12 +757,14 @@ class FastRows:
                 elif col == "startup" and startup_base:
                     np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])[:] += startup_base
                 elif col in _LABELLED and other.labels.get(col):
-                    codes = np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])
                     ours = self.labels[col]
-                    lut = np.array([ours.index(x) for x in other.labels[col]], dtype=codes.dtype)
-                    known = codes >= 0
-                    codes[known] = lut[codes[known]]
-                    del codes
+                    lut = [ours.index(x) for x in other.labels[col]]
+                    if lut != list(range(len(lut))):   # (the same labels in the same order:
+                        codes = np.frombuffer(buf, dtype=_FAST_DTYPES[types[col]])  # kept)
+                        lut = np.array(lut, dtype=codes.dtype)
+                        known = codes >= 0
+                        codes[known] = lut[codes[known]]
+                        del codes
                 if col not in mine:
                     if not n_mine:
                         mine[col] = buf          # nothing of ours to append to: theirs
@@ -793,7 +826,8 @@ class FastRows:
                 na = a == np.iinfo(a.dtype).min
                 if not c.core and na.all():
                     continue
-                a[na] = 0
+                if na.any():
+                    a[na] = 0
                 cols[c.name] = pd.arrays.IntegerArray(a, na)
         return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
 
