@@ -291,12 +291,12 @@ def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
     n = int(ok.sum())
     if n < MIN_TREND:
         return ContextTrend(math.nan, None, None, n, confidence)
-    a, w, c = a[ok], w[ok], c[ok]
+    first = int(np.argmax(ok))
+    c0 = c[first:first + 1].copy()      # (_wquantiles reads the first one alone; log2 of
+    a, w, x = a[ok], w[ok], c[ok]       # them all is x, made in place: one array, not two)
     del ok
-    x = np.log2(c)
-    c = c[:1].copy()            # (log2 of the rest is x: _wquantiles reads c[0] alone)
-    span = _wquantiles(c, w, (0.05, 0.95), x)
-    del c
+    np.log2(x, out=x)
+    span = _wquantiles(c0, w, (0.05, 0.95), x)
     # (an offset changes no slope; one below every x keeps the sums of x away from 0, where
     # stats._gradient's relative step would vanish, and their cancellation small)
     x -= math.floor(float(x.min())) - 1.0
