@@ -481,3 +481,28 @@ def test_warmup_inputs_are_numpys(monkeypatch, n):
     assert fast == slow
     if n > 1000:
         assert n // 5 - 50 <= fast <= n // 5 + 50
+
+
+@pytest.mark.parametrize("shape", ["chain", "tree", "noise", "few"])
+def test_draft_length_readings_are_numpys(monkeypatch, shape):
+    from eaglelog.analysis import draft_len
+    rng = np.random.default_rng(len(shape))
+    n = {"few": 4}.get(shape, 20_000)
+    L = np.round(rng.uniform(1, 4, n), 2)
+    if shape == "chain":          # accept rate = L / (S + 1), S = 5
+        R = np.round(L / 6, 2)
+    elif shape == "tree":         # (L − 1) / (K − 1), K = 8
+        R = np.round((L - 1) / 7, 2)
+    else:
+        R = np.round(rng.uniform(0.05, 1, n), 2)
+    L[::50], R[::77] = np.nan, 0.0
+
+    class Log:                    # (the two columns max_tokens_of_rows reads)
+        tables = {}
+
+        @staticmethod
+        def values(source, table, column):
+            return {"accept_len": L, "accept_rate": R}[column]
+    fast, slow = both(monkeypatch, lambda: draft_len.max_tokens_of_rows(Log, "x"))
+    assert fast == slow
+    assert (fast or (None,))[0] == {"chain": 6, "tree": 8}.get(shape)

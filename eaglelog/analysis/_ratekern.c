@@ -1501,6 +1501,72 @@ done:
     return ret;
 }
 
+/* ---- the draft length from accept len / accept rate (analysis/draft_len.py) ---- */
+
+/* a line's reading of K (mode 0: L / R; 1: 1 + (L − 1) / R) and its rounding tolerance
+   (printed: half a unit of the 2nd decimal), numpy's operations in draft_len's order */
+static inline double k_reading(double L, double R, int mode) {
+    return mode ? 1 + (L - 1) / R : L / R;
+}
+
+static inline double k_tol(double L, double R, int mode, double printed) {
+    if (!mode) return L / R * (printed / L + printed / R);
+    double lm = L - 1 > 1e-9 ? L - 1 : 1e-9;
+    return (L - 1) / R * (printed / lm + printed / R);
+}
+
+static inline int k_line(double L, double R) {
+    return isfinite(L) && isfinite(R) && L >= 1 && R > 0;
+}
+
+/* k_readings(L, R, mode, out) -> m: the readings of the lines with both numbers (L ≥ 1,
+   R > 0), in line order, into out[0 … m) */
+static PyObject *k_readings(PyObject *self, PyObject *args) {
+    Py_buffer lb, rb, ob;
+    int mode;
+    if (!PyArg_ParseTuple(args, "y*y*iw*", &lb, &rb, &mode, &ob)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = lb.len / 8, m = 0;
+    if (check(&rb, 8, n, "R") < 0 || check(&ob, 8, n, "out") < 0) goto done;
+    {
+        const double *L = lb.buf, *R = rb.buf;
+        double *out = ob.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (k_line(L[i], R[i])) out[m++] = k_reading(L[i], R[i], mode);
+        Py_END_ALLOW_THREADS
+    }
+    ret = PyLong_FromSsize_t(m);
+done:
+    PyBuffer_Release(&lb); PyBuffer_Release(&rb); PyBuffer_Release(&ob);
+    return ret;
+}
+
+/* k_hits(L, R, mode, k, printed) -> how many of those lines read k within their tolerance
+   (|reading − k| ≤ tol + 1e-9) */
+static PyObject *k_hits(PyObject *self, PyObject *args) {
+    Py_buffer lb, rb;
+    int mode;
+    double k, printed;
+    if (!PyArg_ParseTuple(args, "y*y*idd", &lb, &rb, &mode, &k, &printed)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = lb.len / 8, hits = 0;
+    if (check(&rb, 8, n, "R") < 0) goto done;
+    {
+        const double *L = lb.buf, *R = rb.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (k_line(L[i], R[i]) &&
+                fabs(k_reading(L[i], R[i], mode) - k) <= k_tol(L[i], R[i], mode, printed) + 1e-9)
+                hits++;
+        Py_END_ALLOW_THREADS
+    }
+    ret = PyLong_FromSsize_t(hits);
+done:
+    PyBuffer_Release(&lb); PyBuffer_Release(&rb);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1518,6 +1584,8 @@ static PyMethodDef methods[] = {
     {"lut_codes", lut_codes, METH_VARARGS, "a table's code for each window's value"},
     {"within_clipped", within_clipped, METH_VARARGS, "the warm-up's clipped residuals"},
     {"five_means", five_means, METH_VARARGS, "the warm-up's means of 5 windows"},
+    {"k_readings", k_readings, METH_VARARGS, "the lines' readings of K (draft_len)"},
+    {"k_hits", k_hits, METH_VARARGS, "how many lines read K within their rounding"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};

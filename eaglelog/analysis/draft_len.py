@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..api import ParsedLog
+from . import rate
 
 PRINTED = 0.005        # half a unit of the second decimal (accept len, accept rate)
 AGREE = 0.9            # share of the lines a reading must fit
@@ -35,6 +36,8 @@ def max_tokens_of_rows(log: ParsedLog, source: str) -> tuple[int, str] | None:
     R = log.values(source, "decode", "accept_rate")
     if not len(L) or not len(R):
         return None
+    if rate.fast_available() and len(L) == len(R):
+        return _from_readings(*rate._floats(L, R))
     ok = np.isfinite(L) & np.isfinite(R) & (L >= 1) & (R > 0)
     if int(ok.sum()) < LEAST:
         return None
@@ -46,7 +49,26 @@ def max_tokens_of_rows(log: ParsedLog, source: str) -> tuple[int, str] | None:
         n = int(round(float(np.median(c))))
         if n >= 2 and np.mean(np.abs(c - n) <= tol + 1e-9) >= AGREE:
             found.append(n)
+    return _found(found)
+
+
+def _found(found: list[int]) -> tuple[int, str] | None:
     if not found:
         return None
     return max(found), ("K (num_steps + 1 for a chain) from accept len / accept rate on the "
                         "decode lines")
+
+
+def _from_readings(L: np.ndarray, R: np.ndarray) -> tuple[int, str] | None:
+    """max_tokens_of_rows's readings in C (rate._ratekern: k_readings, then k_hits), without
+    an array of the lines' tolerances: the same numbers, the same answer."""
+    found = []
+    c = np.empty(len(L))
+    for mode in (0, 1):
+        m = rate._ratekern.k_readings(L, R, mode, c)
+        if m < LEAST:
+            return None
+        n = int(round(rate._median(c[:m])))
+        if n >= 2 and rate._ratekern.k_hits(L, R, mode, float(n), PRINTED) / m >= AGREE:
+            found.append(n)
+    return _found(found)

@@ -249,12 +249,12 @@ def _sparse(x) -> tuple[np.ndarray, np.ndarray]:
             np.ascontiguousarray(x.vals, dtype=np.float64))
 
 
-def _median(v: np.ndarray, sel: np.ndarray) -> float:
-    """np.median(v[sel]) (``sel`` a mask or positions), the same number; in C by selection
-    where it can (_ratekern.median: no copy of the picked values)."""
+def _median(v: np.ndarray, sel: np.ndarray | None = None) -> float:
+    """np.median(v[sel]) (``sel`` a mask or positions; None: all), the same number; in C by
+    selection where it can (_ratekern.median: no copy of the picked values)."""
     if fast_available():
-        return _ratekern.median(_floats(v)[0], _picks(sel), math.nan)
-    return float(np.median(v[sel]))
+        return _ratekern.median(_floats(v)[0], None if sel is None else _picks(sel), math.nan)
+    return float(np.median(v if sel is None else v[sel]))
 
 
 def _mad(v: np.ndarray, sel: np.ndarray) -> float:
