@@ -506,3 +506,16 @@ def test_draft_length_readings_are_numpys(monkeypatch, shape):
     fast, slow = both(monkeypatch, lambda: draft_len.max_tokens_of_rows(Log, "x"))
     assert fast == slow
     assert (fast or (None,))[0] == {"chain": 6, "tree": 8}.get(shape)
+
+
+def test_window_buckets_are_made_once_and_read_only():
+    win = windows(1000, seed=2)
+    codes, labels = rate.window_buckets(win)
+    again = rate.window_buckets(win)
+    assert again[0] is codes and again[1] is labels
+    want = rate.bucket_of(win.r)
+    assert codes.tobytes() == want[0].tobytes() and labels == want[1]
+    with pytest.raises(ValueError):
+        codes[0] = 3
+    win.r = win.r.copy()            # (new batch sizes: made again)
+    assert rate.window_buckets(win)[0] is not codes

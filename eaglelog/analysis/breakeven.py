@@ -503,7 +503,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
                      "(docs/formats-vllm.md)")
     buckets = None
     whole = fit if fit.coverage >= 1 else None
-    several = base.kind != "rate" and len(rate.bucket_of(win.r)[1]) > 1
+    several = base.kind != "rate" and len(rate.window_buckets(win)[1]) > 1
     if (by_batch or wide or several) and win.n:
         # every batch size of the run, those the baseline does not cover included
         whole = whole or rate.fit(win, confidence, None, warmup=fit.warmup)
@@ -648,12 +648,15 @@ def _coverage(win, mask, base: BaseSide) -> float:
 
 
 def _buckets(win, fit, base: BaseSide, confidence: float):
-    codes, labels = rate.bucket_of(win.r)
+    codes, labels = rate.window_buckets(win)
     w = win.w           # (computed per call: once, not per bucket, for millions of windows)
     for bk in rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels)):
         st = bk["step_ms"]
-        mask = (codes == labels.index(bk.label)) & fit.use
-        se_b, df_b = base.uncertainty(win.b[mask], w[mask])
+        if base.kind == "log" and base.buckets:
+            mask = (codes == labels.index(bk.label)) & fit.use
+            se_b, df_b = base.uncertainty(win.b[mask], w[mask])
+        else:               # (stated rates: the same σ whatever the bucket's windows)
+            se_b, df_b = base.uncertainty(win.b[:0], w[:0])
         if not math.isfinite(st.estimate):
             step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")
         elif se_b > 0:
@@ -682,7 +685,7 @@ def with_context(log: ParsedLog, source: str, win: "rate.Windows", fit: "rate.Ra
     if tok is None or not np.isfinite(tok).any():
         return buckets
     ctx = context.window_context(tok, win.r, win.series)
-    codes, labels = rate.bucket_of(win.r)
+    codes, labels = rate.window_buckets(win)
     per = context.bucket_context(ctx, win.w, codes, labels, fit.use | fit.acc)
     buckets = tuple(dataclasses.replace(b, context=per.get(b.batch)) for b in buckets)
     if win.spec:

@@ -813,6 +813,17 @@ def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]
     return codes.astype(np.int64), labels
 
 
+def window_buckets(win: Windows) -> tuple[np.ndarray, list[str]]:
+    """bucket_of(win.r), made once per Windows (a break-even asks for it three times, each a
+    few passes over every window of a large log); the codes are read-only."""
+    got = win.__dict__.get("_buckets")
+    if got is None or got[0] is not win.r:
+        codes, labels = bucket_of(win.r)
+        codes.setflags(write=False)
+        got = win.__dict__["_buckets"] = (win.r, (codes, labels))
+    return got[1]
+
+
 def bucket_range(label: str | None) -> tuple[int | None, int | None]:
     """(lowest, highest) #running-req of a bucket label ('8', '4–7'); (None, None) for the
     whole run."""
