@@ -421,7 +421,7 @@ typedef struct {
 /* code of a label, adding it when new; -2 when the table is full or the label too long */
 static int intern(Labels *L, const char *s, int n) {
     for (int i = 0; i < L->n; i++)
-        if (L->len[i] == n && memcmp(L->text[i], s, (size_t)n) == 0) return i;
+        if (L->len[i] == n && same(L->text[i], s, n)) return i;   /* (inline: a call per line cost more) */
     if (L->n >= MAX_LABELS || n >= MAX_LABEL_LEN) return -2;
     memcpy(L->text[L->n], s, (size_t)n);
     L->len[L->n] = n;
@@ -711,7 +711,7 @@ static const char *read_bracket(FastScanner *self, const char *p, const char *e,
         if (q == v0) return NULL;
         int which = -1;
         for (int i = 0; i < N_TAGS; i++)
-            if (TAG_LEN[i] == nlen && memcmp(TAG_NAMES[i], n0, (size_t)nlen) == 0)
+            if (TAG_LEN[i] == nlen && same(TAG_NAMES[i], n0, nlen))
                 which = i;
         if (which < 0 || pf->tag[which] != NA_I64) return NULL;
         pf->tag[which] = v;
@@ -978,7 +978,7 @@ static int parse_segments(LineTable *T, const char *p, const char *e) {
         const char *v = colon + 2, *end = NULL;
         int c = T->col[ki];
         if (T->kind[ki] == K_NONE) return 0;               /* a key whose lines Python reads */
-        if (T->kind[ki] != K_GRAPH && activate(T, c)) return 0;
+        if (T->kind[ki] != K_GRAPH && !T->cols[c].active && activate(T, c)) return 0;
         switch (T->kind[ki]) {
         case K_INT: {
             int64_t x;
