@@ -815,10 +815,13 @@ def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]
 
 def window_buckets(win: Windows) -> tuple[np.ndarray, list[str]]:
     """bucket_of(win.r), made once per Windows (a break-even asks for it three times, each a
-    few passes over every window of a large log); the codes are read-only."""
+    few passes over every window of a large log); the codes are read-only (and int8 where the
+    labels are few)."""
     got = win.__dict__.get("_buckets")
     if got is None or got[0] is not win.r:
         codes, labels = bucket_of(win.r)
+        if len(labels) < 127:       # (kept with the windows: a byte a window, not eight)
+            codes = codes.astype(np.int8)
         codes.setflags(write=False)
         got = win.__dict__["_buckets"] = (win.r, (codes, labels))
     return got[1]
