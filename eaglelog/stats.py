@@ -438,7 +438,9 @@ def autocorr_time(u: np.ndarray) -> float:
     while True:
         size = _fast_len(n + lags - 1) if n > LONG_SERIES else 1 << int(2 * n - 1).bit_length()
         f = np.fft.rfft(d, size)
-        acov = np.fft.irfft(f * np.conj(f), size)[:min(n, lags)] / n
+        np.multiply(f, np.conj(f), out=f)       # (|f|², in f's own array: a large series'
+        acov = np.fft.irfft(f, size)[:min(n, lags)] / n     # FFT was a summary's peak)
+        del f
         rho = acov / acov[0]
         mm = min(m, len(rho) // 2)
         pairs = rho[0:2 * mm:2] + rho[1:2 * mm:2]

@@ -371,6 +371,9 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if unread:
         notes.append(unread)
     fit = rate.fit(win, confidence, base.step_of, warmup=warmup)
+    # (the accept lengths' autocorrelation, a fact below: taken here, while the fewest arrays
+    # of the windows are alive — its FFT was the peak of a large log's summary)
+    rho = stats.autocorr_time(win.a[fit.acc]) if fit.acc.sum() > 3 else 1.0
     facts = {"windows": fit.windows, "windows_used": fit.used, "left_out": fit.left_out,
              "tau_windows": _num(fit.tau), "batches": fit.batches, "warmup_windows": fit.warmup,
              "prefill_ms_per_token": _num(fit.beta[0]), "prefill_ms_per_batch": _num(fit.beta[1]),
@@ -522,7 +525,6 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     if buckets and slot_plan is not None:
         buckets, more = adaptive_slots.label_buckets(buckets, win.r, slot_plan)
         notes.extend(more)
-    rho = stats.autocorr_time(win.a[fit.acc]) if fit.acc.sum() > 3 else 1.0
     facts["tau_accept_windows"] = _num(rho)
     return BreakevenResult(source, baseline.label, confidence, cyc, step, be, acc, sp, verdict,
                            tuple(dict.fromkeys(notes)), buckets, r, kind, coverage, reason,
