@@ -687,6 +687,7 @@ def with_context(log: ParsedLog, source: str, win: "rate.Windows", fit: "rate.Ra
     if tok is None or not np.isfinite(tok).any():
         return buckets
     ctx = context.window_context(tok, win.r, win.series)
+    tok = None          # (every window's: the trend below needs the room)
     codes, labels = rate.window_buckets(win)
     per = context.bucket_context(ctx, win.w, codes, labels, fit.use | fit.acc)
     buckets = tuple(dataclasses.replace(b, context=per.get(b.batch)) for b in buckets)
