@@ -282,3 +282,20 @@ def test_a_time_that_is_not_one_is_a_usage_error(run):
                             "log's times are SGLang's local wall clock, which names no zone; "
                             "write the time as the log's prefix prints it (YYYY-MM-DD "
                             "HH:MM[:SS])\n")
+
+
+def test_json_lines_stay_lines_when_a_value_holds_a_line_separator(run, tmp_path):
+    # a damaged decode line whose unparsed tail (the 'extra' column) holds U+2028: str.splitlines
+    # and editors end a line there; the machine formats escape it (the same JSON value)
+    text = FIVE.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(text) if "Decode batch" in line)
+    text[at] = text[at].replace("accept rate: 0.", "accept rate: 0.\u2028", 1)
+    log = tmp_path / "ls.log"
+    log.write_text("".join(text), encoding="utf-8")
+    out = run("parse", "--keep-going", "--table", "decode", "-f", "jsonl", log).stdout
+    lines = out.splitlines()
+    assert len(lines) == 106 and "\u2028" not in out
+    rows = [json.loads(x) for x in lines]
+    assert any("\u2028" in (r.get("extra") or "") for r in rows)
+    whole = json.loads(run("parse", "--keep-going", "--table", "decode", "-f", "json", log).stdout)
+    assert whole == rows

@@ -118,13 +118,26 @@ def render_frame(df: pd.DataFrame, fmt: str, output: str | None = None) -> str |
         _iso_strings(df, uniform=True).to_csv(buf, index=False)
         text = buf.getvalue()
     elif fmt == "json":
-        text = json.dumps(finite(records(df)), indent=1, ensure_ascii=False,
-                          allow_nan=False) + "\n"
+        text = _dumps(finite(records(df)), indent=1) + "\n"
     elif fmt == "jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n"
-                       for r in finite(records(df)))
+        text = "".join(_dumps(r) + "\n" for r in finite(records(df)))
     else:
         raise EaglelogError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return text
+
+
+# characters a log line may carry that line-splitting tools take for line ends (Python's
+# str.splitlines, editors): JSON leaves them raw with ensure_ascii=False; escaped, the same value
+_LINE_ENDS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def _dumps(obj, **kw) -> str:
+    """json.dumps as the machine formats write it (UTF-8 text, strict JSON), with U+0085,
+    U+2028 and U+2029 escaped: a JSON Lines record stays one line for every reader (they can
+    stand only inside strings, where the escape is the same character)."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, **kw)
+    if "\x85" in text or "\u2028" in text or "\u2029" in text:
+        text = text.translate(_LINE_ENDS)
     return text
 
 
@@ -146,11 +159,9 @@ def finite(obj):
 def render_object(obj, fmt: str) -> str:
     """A result object (a dict) in a machine format (strict JSON: NaN and inf are null)."""
     if fmt == "json":
-        return json.dumps(finite(obj), indent=2, ensure_ascii=False, default=_jsonable,
-                          allow_nan=False) + "\n"
+        return _dumps(finite(obj), indent=2, default=_jsonable) + "\n"
     if fmt == "jsonl":
-        return json.dumps(finite(obj), ensure_ascii=False, default=_jsonable,
-                          allow_nan=False) + "\n"
+        return _dumps(finite(obj), default=_jsonable) + "\n"
     raise EaglelogError(f"format {fmt!r} is not available here")
 
 
