@@ -1307,67 +1307,48 @@ static PyObject *int_range(PyObject *self, PyObject *args) {
     return Py_BuildValue("Nn", PyBool_FromLong(ok), (Py_ssize_t)hi);
 }
 
-/* int_counts(r, mask, counts) -> None: counts[v] = how many windows of the mask print v (r's
-   finite values: integers below len(counts), int_range's) */
-static PyObject *int_counts(PyObject *self, PyObject *args) {
-    Py_buffer rb, mb, cb;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &rb, &mb, &cb)) return NULL;
+/* int_table(r, mask or None, table, out or None) -> None: r's finite values (integers below
+   len(table), int_range's) as positions in table (int64): without out, table[v] counts the
+   windows of the mask printing v; with out (int32), out[i] = table[r[i]], −1 where r[i] is not
+   finite */
+static PyObject *int_table(PyObject *self, PyObject *args) {
+    Py_buffer rb, tb, mb, ob;
+    PyObject *mo, *oo;
+    if (!PyArg_ParseTuple(args, "y*Ow*O", &rb, &mo, &tb, &oo)) return NULL;
     PyObject *ret = NULL;
-    Py_ssize_t n = rb.len / 8, k = cb.len / 8;
-    if (check(&mb, 1, n, "mask") < 0) goto done;
-    {
-        const double *r = rb.buf;
-        const char *m = mb.buf;
-        int64_t *c = cb.buf;
-        int bad = 0;
-        memset(c, 0, 8 * k);
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (!m[i] || !isfinite(r[i])) continue;
-            Py_ssize_t v = (Py_ssize_t)r[i];
-            if (v < 0 || v >= k) {
-                bad = 1;
-                break;
-            }
-            c[v]++;
-        }
-        Py_END_ALLOW_THREADS
-        if (bad) {
-            PyErr_SetString(PyExc_ValueError, "r: a value beyond counts");
-            goto done;
-        }
+    int have_m = 0, have_o = 0;
+    Py_ssize_t n = rb.len / 8, k = tb.len / 8;
+    if (mo != Py_None) {
+        if (PyObject_GetBuffer(mo, &mb, PyBUF_SIMPLE) < 0) goto done;
+        have_m = 1;
+        if (check(&mb, 1, n, "mask") < 0) goto done;
     }
-    Py_INCREF(Py_None);
-    ret = Py_None;
-done:
-    PyBuffer_Release(&rb); PyBuffer_Release(&mb); PyBuffer_Release(&cb);
-    return ret;
-}
-
-/* lut_codes(r, lut, out) -> None: out[i] = lut[r[i]] (int32), −1 where r[i] is not finite */
-static PyObject *lut_codes(PyObject *self, PyObject *args) {
-    Py_buffer rb, lb, ob;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &rb, &lb, &ob)) return NULL;
-    PyObject *ret = NULL;
-    Py_ssize_t n = rb.len / 8, k = lb.len / 4;
-    if (check(&ob, 4, n, "out") < 0) goto done;
+    if (oo != Py_None) {
+        if (PyObject_GetBuffer(oo, &ob, PyBUF_WRITABLE) < 0) goto done;
+        have_o = 1;
+        if (check(&ob, 4, n, "out") < 0) goto done;
+    }
     {
         const double *r = rb.buf;
-        const int32_t *lut = lb.buf;
-        int32_t *out = ob.buf;
+        const char *m = have_m ? mb.buf : NULL;
+        int64_t *t = tb.buf;
+        int32_t *out = have_o ? ob.buf : NULL;
         int bad = 0;
+        if (!out) memset(t, 0, 8 * k);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             if (!isfinite(r[i])) {
-                out[i] = -1;
+                if (out) out[i] = -1;
                 continue;
             }
+            if (m && !m[i]) continue;
             Py_ssize_t v = (Py_ssize_t)r[i];
             if (v < 0 || v >= k) {
                 bad = 1;
                 break;
             }
-            out[i] = lut[v];
+            if (out) out[i] = (int32_t)t[v];
+            else t[v]++;
         }
         Py_END_ALLOW_THREADS
         if (bad) {
@@ -1378,7 +1359,9 @@ static PyObject *lut_codes(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     ret = Py_None;
 done:
-    PyBuffer_Release(&rb); PyBuffer_Release(&lb); PyBuffer_Release(&ob);
+    if (have_m) PyBuffer_Release(&mb);
+    if (have_o) PyBuffer_Release(&ob);
+    PyBuffer_Release(&rb); PyBuffer_Release(&tb);
     return ret;
 }
 
@@ -1580,8 +1563,7 @@ static PyMethodDef methods[] = {
     {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},
     {"medians", medians, METH_VARARGS, "np.median of each group's values, in two passes"},
     {"int_range", int_range, METH_VARARGS, "whether every finite value is a small integer"},
-    {"int_counts", int_counts, METH_VARARGS, "how many masked windows print each value"},
-    {"lut_codes", lut_codes, METH_VARARGS, "a table's code for each window's value"},
+    {"int_table", int_table, METH_VARARGS, "small integers counted into, or looked up in, a table"},
     {"within_clipped", within_clipped, METH_VARARGS, "the warm-up's clipped residuals"},
     {"five_means", five_means, METH_VARARGS, "the warm-up's means of 5 windows"},
     {"k_readings", k_readings, METH_VARARGS, "the lines' readings of K (draft_len)"},

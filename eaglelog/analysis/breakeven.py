@@ -180,6 +180,12 @@ class BaseSide:
     buckets: list | None = None    # (size, step Estimate) of a baseline log
     sd_rel: float = 0.0            # a stated rate's relative σ
 
+    @property
+    def by_windows(self) -> bool:
+        """Whether the matched step's uncertainty depends on the windows (a baseline log's
+        buckets); stated rates have the same σ whatever windows are matched."""
+        return self.kind == "log" and bool(self.buckets)
+
     def uncertainty(self, b: np.ndarray, w: np.ndarray) -> tuple[float, float]:
         """(se of log(matched step), its df) for windows of mean batch b and weight w."""
         if self.kind == "rate":
@@ -654,11 +660,9 @@ def _buckets(win, fit, base: BaseSide, confidence: float):
     w = win.w           # (computed per call: once, not per bucket, for millions of windows)
     for bk in rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels)):
         st = bk["step_ms"]
-        if base.kind == "log" and base.buckets:
-            mask = (codes == labels.index(bk.label)) & fit.use
-            se_b, df_b = base.uncertainty(win.b[mask], w[mask])
-        else:               # (stated rates: the same σ whatever the bucket's windows)
-            se_b, df_b = base.uncertainty(win.b[:0], w[:0])
+        # (the bucket's windows, a pass over every window each, only where they matter)
+        mask = (codes == labels.index(bk.label)) & fit.use if base.by_windows else slice(0)
+        se_b, df_b = base.uncertainty(win.b[mask], w[mask])
         if not math.isfinite(st.estimate):
             step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")
         elif se_b > 0:

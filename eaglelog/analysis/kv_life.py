@@ -24,8 +24,6 @@ taken out of Σ v².
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -57,11 +55,6 @@ def kv_lifetime(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> f
     r = d["running_req"].to_numpy(dtype=float, na_value=np.nan)
     a = d["accept_len"].to_numpy(dtype=float, na_value=np.nan)
     line = d["line_no"].to_numpy(dtype=np.int64)
-    fast = rate.fast_available()
-    a_run = math.nan if fast else \
-        np.nanmean(np.where(a >= 1, a, np.nan)) if (a >= 1).any() else np.nan
-    if not fast and not np.isfinite(a_run):
-        return None
     joins = np.zeros(len(d))
     jtok = np.zeros(len(d))
     prompt = prompt_var = np.nan
@@ -87,13 +80,16 @@ def kv_lifetime(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> f
             prompt_var = float((m * (x - prompt) ** 2).sum() / max(len(m) - 1, 1))
     if not np.isfinite(prompt):
         return None
-    if fast:
+    if rate.fast_available():
         # (the accept length's mean and the sums below in one pass each, in C: _ratekern)
         a_run, n_sum, nv, s2 = rate._ratekern.kv_life_sums(
             *rate._floats(kv, r, a, joins, jtok), float(interval), prompt, prompt_var)
         if not np.isfinite(a_run) or n_sum < MIN_FINISHED:
             return None
         return max(s2 / nv, nv / n_sum) / interval
+    a_run = np.nanmean(np.where(a >= 1, a, np.nan)) if (a >= 1).any() else np.nan
+    if not np.isfinite(a_run):
+        return None
     bt = (r[1:] + r[:-1]) / 2                     # the window's mean batch (trapezoid)
     committed = np.where(a[1:] >= 1, a[1:], a_run) * bt * interval
     fin = r[:-1] + joins[1:] - r[1:]

@@ -1005,11 +1005,12 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
     fast = False
     if fast_available():
         # printed sizes (every finite value a small integer): counted and looked up in C
+        # (_ratekern.int_table)
         r = _floats(r)[0]
         fast, top = _ratekern.int_range(r)
     if fast:
         n_of = np.empty(top + 1, dtype=np.int64)
-        _ratekern.int_counts(r, _mask(use), n_of)
+        _ratekern.int_table(r, _mask(use), n_of, None)
         at = np.flatnonzero(n_of)
         vals, counts = at.astype(r.dtype), n_of[at]
     else:
@@ -1028,9 +1029,9 @@ def strata_of(r: np.ndarray, use: np.ndarray, least: int = 5) -> np.ndarray:
                 group[v] = code - 1
     codes = np.array([group[v] for v in vals], dtype=np.int64)
     if fast:
-        lut = np.full(top + 2, -1, dtype=np.int32)
+        lut = np.full(top + 2, -1, dtype=np.int64)
         lut[vals.astype(np.int64)] = codes
-        _ratekern.lut_codes(r, lut, out)
+        _ratekern.int_table(r, None, lut, out)
         return out
     fin = np.isfinite(r)
     ri = np.where(fin, r, -1.0)
