@@ -342,7 +342,7 @@ def weighted_mean_batches(values: np.ndarray, weights: np.ndarray, confidence: f
         return insufficient(theta, n, confidence, source), ()
     terms = w * (v - theta) / W / theta
     (est,), facts = influence_estimates([theta], [block_sums(terms)], n, confidence, [source],
-                                        floor=floor)
+                                        floor=floor, tau_fact=False)
     if resolution and est.sufficient:
         floor = resolution / math.sqrt(3) / theta
         if est.se_log < floor:
@@ -659,7 +659,8 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
                         confidence: float, sources: Sequence[str | None] | None = None,
                         tau_of: Sequence[int] | None = None,
                         floor: float = SHORT_PHI,
-                        lifetime: float | None = None) -> tuple[list[Estimate], dict]:
+                        lifetime: float | None = None,
+                        tau_fact: bool = True) -> tuple[list[Estimate], dict]:
     """Estimates θ_i with intervals from their linearised terms: ``influences[i]`` holds, per
     block of consecutive windows (stats.block_sums of the per-window terms), the term of
     log θ_i (Σ over all windows = 0 up to rounding), so that log θ̂_i − log θ_i ≈ Σ terms.
@@ -667,7 +668,9 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     time of the terms of ``tau_of``, in windows; each at least C_TAU times longer), the
     variance of each sum from its batch sums, Student t with B − 1 degrees of freedom; fewer
     than MIN_SERIES windows or MIN_BATCHES batches: insufficient data.  An influence of None
-    is an exact value.  Returns (estimates, facts: tau, batches, batch_logs)."""
+    is an exact value.  Returns (estimates, facts: tau, batches, batch_logs); ``tau_fact``
+    False: a caller that reads no tau, whose short series (the short-series rule, which needs
+    none) leave it NaN."""
     srcs = list(sources) if sources is not None else [None] * len(thetas)
     facts = {"tau": math.nan, "batches": 0, "windows": n}
     ok = [u is not None and math.isfinite(t) and t > 0 for t, u in zip(thetas, influences)]
@@ -682,6 +685,9 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     if k < MIN_UNITS:
         return none()
     per_block = n / k
+    if not tau_fact and n < LONG_SERIES_MIN:
+        return _short_influence(thetas, influences, srcs, ok, n, confidence, facts, floor,
+                                per_block_life(lifetime, n, k))
     taus = [max(_tau_windows(u, per_block), life_tau(u, lifetime, per_block)) if good else 1.0
             for u, good in zip(influences, ok)]
     tau = max([1.0] + [taus[i] for i in (tau_of if tau_of is not None else range(len(thetas)))
@@ -727,8 +733,8 @@ def _per_output(thetas, influences, srcs, ok, n: int, confidence: float, facts: 
         sums = np.bincount(labels, weights=u, minlength=b)
         facts["batch_logs"].append(tuple(float(math.log(th) + b * x) for x in sums))
         se, df, basis = rule(sums, i)
-        out.append(dataclasses.replace(from_log_se(float(th), se, df, n, confidence, s),
-                                       basis=basis))
+        est = from_log_se(float(th), se, df, n, confidence, s)
+        out.append(est if est.basis == basis else dataclasses.replace(est, basis=basis))
     return out, facts
 
 
