@@ -316,13 +316,90 @@ def test_kv_life_sums_by_hand():
     kv = np.array([100.0, 160.0, 120.0])
     r = np.array([4.0, 4.0, 2.0])
     a = np.full(3, 2.0)
-    joins, jtok = np.array([0.0, 0.0, 2.0]), np.array([0.0, 0.0, 20.0])
-    a_run, n, nv, s2 = rate._ratekern.kv_life_sums(kv, r, a, joins, jtok, 1.0, 5.0, math.nan)
+    none = np.zeros(0, bool)
+    a_run, n, nv, s2 = rate._ratekern.kv_life_sums(kv, 0, none, r, 0, none, a, np.array([2]),
+                                                   np.array([2.0]), np.array([20.0]), 1.0, 5.0,
+                                                   math.nan)
     assert a_run == 2.0
     # window 1: none finished (left out); window 2: 4 + 2 − 2 = 4 finished, their length
     # 2 × 3 × 1 committed + 20 admitted + 40 freed = 66, each 66 / 4 − 5 = 11.5 output
     # tokens, 5.75 verify steps
     assert (n, nv, s2) == (4.0, 4 * 5.75, 4 * 5.75 * 5.75)
+
+
+def test_kv_life_sums_read_integer_columns_and_masks():
+    # the table's own nullable integer columns (int64, int32: data and mask) give the floats'
+    # sums to the bit; prefill contributions at the lines they precede, 0 elsewhere
+    rng = np.random.default_rng(7)
+    n = 5000
+    kv = rng.integers(1000, 90_000, n)
+    r = rng.integers(1, 40, n).astype(np.int32)
+    miss_k, miss_r = rng.random(n) < 0.02, rng.random(n) < 0.02
+    a = rng.uniform(1, 4, n)
+    a[rng.random(n) < 0.05] = np.nan
+    at = np.flatnonzero(rng.random(n) < 0.1).astype(np.int64)
+    joins, jtok = rng.integers(1, 4, len(at)).astype(float), rng.uniform(50, 900, len(at))
+    kvf = np.where(miss_k, np.nan, kv.astype(float))
+    rf = np.where(miss_r, np.nan, r.astype(float))
+    none = np.zeros(0, bool)
+    K = rate._ratekern
+    args = (a, at, joins, jtok, 16.0, 200.0, 40.0)
+    ints = K.kv_life_sums(kv, 1, miss_k, r, 2, miss_r, *args)
+    floats = K.kv_life_sums(kvf, 0, none, rf, 0, none, *args)
+    assert ints == floats and all(math.isfinite(v) for v in ints)
+    # the numpy path's dense arrays: the same sums
+    dj, dt = np.zeros(n), np.zeros(n)
+    dj[at], dt[at] = joins, jtok
+    a_run = float(np.nanmean(np.where(a >= 1, a, np.nan)))
+    bt = (rf[1:] + rf[:-1]) / 2
+    fin = rf[:-1] + dj[1:] - rf[1:]
+    length = np.where(a[1:] >= 1, a[1:], a_run) * bt * 16.0 + dt[1:] - (kvf[1:] - kvf[:-1])
+    ok = np.isfinite(fin) & np.isfinite(length) & (fin >= 1) & (length > 0)
+    nn = np.rint(fin[ok])
+    assert ints[0] == pytest.approx(a_run, rel=1e-13) and ints[1] == nn.sum()
+    v = np.maximum(length[ok] / nn - 200.0, 1.0) / a_run
+    assert ints[2] == pytest.approx((nn * v).sum(), rel=1e-12)
+    # bad inputs: errors, not crashes
+    for bad in ((kv, 3, miss_k, r, 2, miss_r, *args),           # no such kind
+                (kv, 2, miss_k, r, 2, miss_r, *args),           # int64 read as int32
+                (kv, 1, miss_k[:-1], r, 2, miss_r, *args),      # a short mask
+                (kv, 1, miss_k, r, 2, miss_r, a, at[::-1].copy(), joins, jtok, 16.0, 1.0, 1.0),
+                (kv, 1, miss_k, r, 2, miss_r, a, at + n, joins, jtok, 16.0, 1.0, 1.0),
+                (kv, 1, miss_k, r, 2, miss_r, a, at, joins[:-1], jtok, 16.0, 1.0, 1.0)):
+        with pytest.raises(ValueError):
+            K.kv_life_sums(*bad)
+
+
+def test_kv_lifetime_reads_nullable_columns_as_floats(monkeypatch):
+    # the same life whether the decode table's columns are nullable integers (the parser's),
+    # floats, or a TP rank's rows among another's (the lowest rank kept), in C and numpy
+    import pandas as pd
+    from eaglelog.analysis import kv_life
+    rng = np.random.default_rng(3)
+    n = 400
+    r = rng.integers(2, 9, n)
+    dec = pd.DataFrame({"line_no": pd.array(np.arange(n) * 3 + 1, dtype="Int64"),
+                        "running_req": pd.array(r, dtype="Int32"),
+                        "num_tokens": pd.array(r * 700 + rng.integers(0, 300, n),
+                                               dtype="Int64"),
+                        "accept_len": rng.uniform(1.5, 3.5, n)})
+    dec.loc[[5, 77], "num_tokens"] = pd.NA
+    dec.loc[[9], "running_req"] = pd.NA
+    pre = pd.DataFrame({"line_no": pd.array(np.arange(0, 3 * n, 9), dtype="Int64"),
+                        "new_seq": pd.array(np.ones(n // 3 + 1, int), dtype="Int64"),
+                        "new_token": pd.array(rng.integers(100, 900, n // 3 + 1),
+                                              dtype="Int64")})
+    flo = dec.astype({"running_req": float, "num_tokens": float})
+    (fast, slow), (fast_f, slow_f) = (both(monkeypatch, lambda d=d: kv_life.kv_lifetime(
+        d, pre, 16)) for d in (dec, flo))
+    assert fast == fast_f and slow == slow_f and fast > 1
+    assert fast == pytest.approx(slow, rel=1e-13)
+    two = pd.concat([dec.assign(tp=pd.array([0] * n, dtype="Int32")),
+                     dec.assign(tp=pd.array([1] * n, dtype="Int32"),
+                                line_no=dec["line_no"] + 1,
+                                num_tokens=dec["num_tokens"] * 2)]).sort_values("line_no")
+    assert both(monkeypatch, lambda: kv_life.kv_lifetime(two, pre, 16)) == \
+        both(monkeypatch, lambda: kv_life.kv_lifetime(dec, pre, 16))
 
 
 @pytest.mark.parametrize("n", [1, 3, 4096, 4097, 70_001])

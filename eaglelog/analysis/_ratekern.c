@@ -855,26 +855,76 @@ done:
     return ret;
 }
 
-/* kv_life_sums(kv, r, a, joins, jtok, interval, prompt, prompt_var) -> (a_run, Σ n, Σ n v, Σ s2):
-   the sums of kv_life.kv_lifetime over one scheduler's decode lines, in two passes: a_run the
-   mean accept length of the lines printing one (≥ 1; NaN: none); then per pair of lines the
+/* A column of numbers as a kernel reads it where the table keeps it: float64, int64 or int32
+   (kind 0, 1, 2) and a mask (uint8, true: missing, read as NaN; empty: none) — a nullable
+   integer column's own data and mask, no float copy of millions of lines.  (double) of an
+   integer is pandas' to_numpy(dtype=float) of it, to the bit. */
+typedef struct {
+    const void *p;
+    const unsigned char *mask;
+    int kind;
+} Num;
+
+static const Py_ssize_t NUM_SIZE[3] = {8, 8, 4};
+
+static inline double num_at(const Num *c, Py_ssize_t i) {
+    if (c->mask && c->mask[i]) return NAN;
+    if (c->kind == 1) return (double)((const int64_t *)c->p)[i];
+    if (c->kind == 2) return (double)((const int32_t *)c->p)[i];
+    return ((const double *)c->p)[i];
+}
+
+static int num_init(Num *c, Py_buffer *v, int kind, Py_buffer *m, Py_ssize_t n,
+                    const char *name) {
+    if (kind < 0 || kind > 2) {
+        PyErr_Format(PyExc_ValueError, "%s: kind 0 (float64), 1 (int64) or 2 (int32)", name);
+        return -1;
+    }
+    if (check(v, NUM_SIZE[kind], n, name) < 0) return -1;
+    if (m->len != 0 && m->len != n) {
+        PyErr_Format(PyExc_ValueError, "%s: a mask of %zd bytes, expected %zd or none", name,
+                     m->len, n);
+        return -1;
+    }
+    c->p = v->buf;
+    c->kind = kind;
+    c->mask = m->len ? m->buf : NULL;
+    return 0;
+}
+
+/* kv_life_sums(kv, kv_kind, kv_mask, r, r_kind, r_mask, a, at, joins, jtok, interval, prompt,
+   prompt_var) -> (a_run, Σ n, Σ n v, Σ s2): the sums of kv_life.kv_lifetime over one
+   scheduler's decode lines (kv, r: Num columns; a float64), in two passes: a_run the mean
+   accept length of the lines printing one (≥ 1; NaN: none); then per pair of lines the
    requests that finished (n, rounded half to even) and each one's verify steps v, each
-   operation numpy's, in its order; s2 = n v² − prompt_var / a_run² (0 for a NaN prompt_var). */
+   operation numpy's, in its order; s2 = n v² − prompt_var / a_run² (0 for a NaN prompt_var).
+   The prefill lines' contributions come sparse: ``at`` the lines (ascending, each once) that
+   prefill lines precede, ``joins`` and ``jtok`` their sums there (0 at every other line, as
+   the dense arrays of numpy's path hold). */
 static PyObject *kv_life_sums(PyObject *self, PyObject *args) {
-    Py_buffer kb, rb, ab, jb, tb;
+    Py_buffer kb, kmb, rb, rmb, ab, atb, jb, tb;
+    int kkind, rkind;
     double interval, prompt, pvar;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*ddd", &kb, &rb, &ab, &jb, &tb, &interval, &prompt,
-                          &pvar))   /* (pvar: prompt_var until a_run is known) */
-        return NULL;
+    if (!PyArg_ParseTuple(args, "y*iy*y*iy*y*y*y*y*ddd", &kb, &kkind, &kmb, &rb, &rkind, &rmb,
+                          &ab, &atb, &jb, &tb, &interval, &prompt, &pvar))
+        return NULL;    /* (pvar: prompt_var until a_run is known) */
     PyObject *ret = NULL;
-    Py_ssize_t n = kb.len / 8;
-    if (check(&rb, 8, n, "r") < 0 || check(&ab, 8, n, "a") < 0 || check(&jb, 8, n, "joins") < 0 ||
-        check(&tb, 8, n, "jtok") < 0)
+    Py_ssize_t n = ab.len / 8, m = atb.len / 8;
+    Num KV, R;
+    if (check(&ab, 8, n, "a") < 0 || num_init(&KV, &kb, kkind, &kmb, n, "kv") < 0 ||
+        num_init(&R, &rb, rkind, &rmb, n, "r") < 0 || check(&atb, 8, m, "at") < 0 ||
+        check(&jb, 8, m, "joins") < 0 || check(&tb, 8, m, "jtok") < 0)
         goto done;
     {
-        const double *kv = kb.buf, *r = rb.buf, *a = ab.buf, *joins = jb.buf, *jtok = tb.buf;
+        const double *a = ab.buf, *joins = jb.buf, *jtok = tb.buf;
+        const int64_t *at = atb.buf;
+        for (Py_ssize_t k = 0; k < m; k++)
+            if (at[k] < 0 || at[k] >= n || (k && at[k] <= at[k - 1])) {
+                PyErr_SetString(PyExc_ValueError, "at: lines ascending, each once, below n");
+                goto done;
+            }
         double asum = 0.0, sn = 0.0, snv = 0.0, ss2 = 0.0, a_run;
-        Py_ssize_t acount = 0;
+        Py_ssize_t acount = 0, k = 0;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++)
             if (a[i] >= 1) {
@@ -883,11 +933,22 @@ static PyObject *kv_life_sums(PyObject *self, PyObject *args) {
             }
         a_run = acount ? asum / (double)acount : NAN;
         pvar = isfinite(pvar) ? pvar / (a_run * a_run) : 0.0;
+        while (k < m && at[k] < 1) k++;         /* (the first line's: no window before it) */
+        double kv_prev = n ? num_at(&KV, 0) : NAN, r_prev = n ? num_at(&R, 0) : NAN;
         for (Py_ssize_t i = 1; i < n; i++) {
-            double bt = (r[i] + r[i - 1]) / 2;
+            double ji = 0.0, ti = 0.0;
+            if (k < m && at[k] == i) {
+                ji = joins[k];
+                ti = jtok[k];
+                k++;
+            }
+            double ri = num_at(&R, i), kvi = num_at(&KV, i), rq = r_prev, kq = kv_prev;
+            r_prev = ri;
+            kv_prev = kvi;
+            double bt = (ri + rq) / 2;
             double committed = (a[i] >= 1 ? a[i] : a_run) * bt * interval;
-            double fin = r[i - 1] + joins[i] - r[i];
-            double length = committed + jtok[i] - (kv[i] - kv[i - 1]);
+            double fin = rq + ji - ri;
+            double length = committed + ti - (kvi - kq);
             if (!(isfinite(fin) && isfinite(length) && fin >= 1 && length > 0)) continue;
             double nn = nearbyint(fin);
             double out = length / nn - prompt;
@@ -901,7 +962,8 @@ static PyObject *kv_life_sums(PyObject *self, PyObject *args) {
         ret = Py_BuildValue("dddd", a_run, sn, snv, ss2);
     }
 done:
-    PyBuffer_Release(&kb); PyBuffer_Release(&rb); PyBuffer_Release(&ab);
+    PyBuffer_Release(&kb); PyBuffer_Release(&kmb); PyBuffer_Release(&rb);
+    PyBuffer_Release(&rmb); PyBuffer_Release(&ab); PyBuffer_Release(&atb);
     PyBuffer_Release(&jb); PyBuffer_Release(&tb);
     return ret;
 }
