@@ -32,6 +32,7 @@ cycle (every usable window holds the same prefill), the cycle is an upper bound.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -48,7 +49,7 @@ from .rate_windows import (  # noqa: F401
     PINNED_LEAST, JITTER_LIMIT, NAT, JUMP_SHARE, Windows, _col, decode_windows, SUPPRESSED,
     _timed_steps, _present, _series_rows, _ends, _gap_medians, _by_value, _clocks, _said, _spread,
     _wrapper_jitter, _prefill_jitter, _measured_batch, MIN_VACANCY_PAIRS, MEASURED_TOL,
-    MEASURED_TOL_ALL, median, distinct, small_ints, whole_seconds)
+    MEASURED_TOL_ALL, median, distinct, small_ints, whole_seconds, _blocks)
 
 try:   # the passes over every window in C (setup.py); without it numpy makes them
     from . import _ratekern
@@ -510,11 +511,31 @@ class RateFit:
         return self.estimates[name]
 
 
+@contextlib.contextmanager
+def _keeping_w(win: Windows):
+    """Windows.w made once and kept while the block runs (the fit reads it dozens of times),
+    and let go after it: every window's (29 MB a GB of log) is not kept for the rest of a
+    summary, whose later passes make it where they read it."""
+    if win.rs is not None or win._w is not None and win._w[0] is win.b:
+        yield
+        return
+    win._w = (win.b, win.b * win.interval)
+    try:
+        yield
+    finally:
+        win._w = None
+
+
 def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode lines",
         warmup: str | int = "auto") -> RateFit:
     """Fit the rate model to ``win``; ``step_of(B)`` gives the baseline step (ms) at mean batch
     size B (NaN where the baseline does not cover B), or None.  ``warmup``: 'auto' (MSER-5,
     kept only when significant), a number of leading windows, or 0."""
+    with _keeping_w(win):
+        return _fit(win, confidence, step_of, what, warmup)
+
+
+def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit:
     notes: list[str] = []
     base_use = win.why == USED
     # a window counts for the accept length when it prints one and its request-steps are known
@@ -552,11 +573,12 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
             # curve fitted across sizes: a first level the curve cannot follow (a sweep up from
             # batch 1 on a cost with steps) is not a warm-up
             # (each residual clipped to ±max(STALL_SIGMAS · MAD, STALL_SHARE · fitted))
-            cut = warmup_windows(_within_clipped(win, res, fitted, mad, use,
-                                                 strata_of(win.r, use)),
-                                 np.where(use, win.w, 0.0),
-                                 float(np.average(fitted[use], weights=win.w[use]))
-                                 if win.w[use].sum() > 0 else 0.0)
+            # (the scale first, then the two arrays MSER reads: fewer of millions alive at once)
+            scale = float(np.average(fitted[use], weights=win.w[use])) \
+                if win.w[use].sum() > 0 else 0.0
+            z = _within_clipped(win, res, fitted, mad, use, strata_of(win.r, use))
+            cut = warmup_windows(z, np.where(use, win.w, 0.0), scale)
+            z = None
         elif warmup:
             cut = min(int(warmup), win.n)
         if cut:
@@ -600,36 +622,47 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     if step_of is not None:
         step = np.asarray(step_of(win.b), dtype=float)
         # (the step, like the cycle, of a window whose batch moved inside it: each iteration
-        # weighs by its batch)
-        step = step + step_within(win, step_of)
+        # weighs by its batch; nothing where step_within adds zeros, and no array of them)
+        flat = _flat_step(win, step_of)
+        if not flat:
+            step = step + step_within(win, step_of)
         covered = np.isfinite(step)
         tot = float(win.w[use | acc].sum())
         coverage = float(win.w[(use | acc) & covered].sum()) / tot if tot > 0 else 0.0
         use &= covered
         acc &= covered
         step = np.where(covered, step, 0.0)
+        if flat:
+            step += 0.0           # (what adding step_within's zeros does: −0.0 to 0.0)
+        covered = None
     strata = strata_of(win.r, use | acc)
     prec = None
     beta0 = _beta_of(win, use, spec) if use.sum() > 10 else None
     if beta0 is not None and np.isfinite(beta0).all():
         # the equal-precision fit's residuals, centred in their strata, give the precisions
-        z0 = win.y - win.x.dot(beta0)
-        res0 = np.where(use, z0, np.nan)
-        iu = np.flatnonzero(use)
+        # (y − x·β made in x·β's array, NaN where not used: the same numbers as z0 where used,
+        # which is all the medians read)
+        res0 = win.x.dot(beta0)
+        np.subtract(win.y, res0, out=res0)
+        res0[~use] = np.nan
         ng = int(strata.max()) + 2 if len(strata) else 0
         if fast_available() and ng <= 16:
             # (every stratum's median in two passes, in C; −1, windows of no stratum, is one)
             codes = np.where(use, strata + 1, -1).astype(np.int32)
             med = np.empty(ng)
-            _ratekern.medians(_floats(z0)[0], codes, None, med)
-            res0[iu] -= med[codes[iu]]
-            codes = med = None
+            _ratekern.medians(res0, codes, None, med)
+            for lo, hi in _blocks(win.n):      # (no positions of every used window)
+                u = use[lo:hi]
+                res0[lo:hi][u] -= med[codes[lo:hi][u]]
+            codes = med = u = None
         else:
-            for _, at in _by_value(strata[iu]):
-                m = iu[at]
-                res0[m] -= _median(z0, m)
+            iu = np.flatnonzero(use)
+            meds = [(iu[at], _median(res0, iu[at])) for _, at in _by_value(strata[iu])]
+            for m, v in meds:
+                res0[m] -= v
+            meds = iu = None
         prec = precision(win, use, res0)
-        z0 = res0 = m = iu = at = None
+        res0 = None
         if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
             # the precision weights put the fit on windows whose batch barely moves, where the
             # corrected matrix is singular: the equal-precision fit (which _choose checked)
@@ -654,6 +687,9 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     step = None
     beta = thetas.pop("_beta")
     cor = thetas.pop("_cor", None)
+    # (RateFit.cov: within_cov made again where by_bucket reads it, not kept)
+    cov_kept = thetas.pop("_cor_again", None)
+    cov_kept = cor if cov_kept is None else cov_kept
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
                                             lifetime=win.lifetime)
@@ -676,9 +712,10 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # (y × r / b where approximated, else y; then r there, else b: each made in one array,
         # the peak of a large log's fit is this pass)
         alt.y = win.y * win.r
-        den = np.where(win.b > 0, win.b, 1.0)
-        alt.y /= den
-        den = None
+        for lo, hi in _blocks(win.n):          # (no array of the denominators)
+            bb = win.b[lo:hi]
+            alt.y[lo:hi] /= np.where(bb > 0, bb, 1.0)
+        bb = None
         np.copyto(alt.y, win.y, where=~(approx & (win.b > 0)))
         alt.b = win.r.astype(float)
         np.copyto(alt.b, win.b, where=~approx)
@@ -699,6 +736,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
         # the within-window covariance term is a model (one step between two lines)
         term = float((win.w[use] * cor[use]).sum() / win.w[use].sum()) / thetas["cycle_ms"]
         sys_rel = math.hypot(sys_rel, COV_REL * term)
+    cor = None
     se_c = ests[OUTPUTS.index("cycle_ms")].se_log
     if trend and se_c is not None and math.isfinite(se_c):
         # after a warm-up cut: a leftover tail puts the cycle's bias between 0 and half the
@@ -754,7 +792,7 @@ def fit(win: Windows, confidence: float, step_of=None, *, what: str = "decode li
     return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
                    float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
                    cut, tuple(notes), use, acc, sys_rel,
-                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cor,
+                   dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cov_kept,
                    max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
                    else None, why)
 
@@ -1065,7 +1103,7 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     out = np.ones(win.n)
     least = max(PREC_LEAST, PREC_SHARE * float(use.sum()))
     clean = ~win.x.held()
-    drained = win.x.col(4) > 0
+    drained = win.x.positive(4)
     if (use & clean).sum() < least:
         clean = np.zeros(win.n, dtype=bool)
     if (use & drained).sum() < least:
@@ -1177,12 +1215,40 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     return _within(win, c, dc)
 
 
+def _flat_step(win: Windows, step_of) -> bool:
+    """Whether step_within adds nothing anywhere (its zeros): no printed batch before each
+    window, vLLM windows, or a step that does not grow with the batch."""
+    return win.rp is None or win.rs is not None or bool(getattr(step_of, "flat", False))
+
+
+class WithinCov:
+    """within_cov's term of every window (RateFit.cov), made again where it is read (by_bucket)
+    instead of kept with the fit: an array of every window (29 MB a GB of log) alive for the
+    rest of a summary.  The same numbers: the same pass over the same windows, with the fit's
+    γ and the vacancy the windows keep."""
+
+    __slots__ = ("win", "gamma", "spec")
+
+    def __init__(self, win: Windows, gamma: np.ndarray, spec: "ModelSpec"):
+        self.win, self.gamma, self.spec = win, np.array(gamma, dtype=float), spec
+
+    def __len__(self) -> int:
+        return self.win.n
+
+    def __array__(self, dtype=None, copy=None):
+        out = within_cov(self.win, self.gamma, self.spec)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return np.asarray(self)[rows]
+
+
 def step_within(win: Windows, step_of) -> np.ndarray:
     """The same for a baseline's step (ms) per batch size: what a window's request-step weighted
     step, Σ_i B_i s(B_i) / Σ_i B_i, holds beyond s(B̄) where the batch moved inside it (the
     truth's step, like its cycle, weighs each iteration by its batch).  0 where the step does
     not grow with the batch (one stated rate) or the baseline does not cover the window."""
-    if win.rp is None or win.rs is not None or getattr(step_of, "flat", False):
+    if _flat_step(win, step_of):
         return np.zeros(win.n)
 
     def c(B):
@@ -1352,6 +1418,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         cor = within_cov(win, gamma, spec)
         if not point_only:
             th["_cor"] = cor
+            th["_cor_again"] = WithinCov(win, gamma, spec)
         fitted = _times(win, spec.scale, spec.smooth, gamma[:ns])
         fitted += cor
         if point_only:
@@ -1466,10 +1533,10 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     ns = len(spec.smooth)
     cols = bytes(keep)
-    wu = _masked_w(win, use)
-    om = wu if prec is None else wu * prec
-    W = float(wu.sum())
-    del wu
+    om = _masked_w(win, use)
+    W = float(om.sum())
+    if prec is not None:
+        om *= prec              # (wu × prec in wu's own array)
     nan = math.nan
     th = {k: nan for k in OUTPUTS}
     beta = np.zeros(N_X)
@@ -1493,6 +1560,7 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         cor = within_cov(win, gamma, spec)
         if not point_only:
             th["_cor"] = cor
+            th["_cor_again"] = WithinCov(win, gamma, spec)
         nb = int(st.max()) + 1 if len(st) else 0
         p = len(keep)
         Og, Wg, OEg = np.empty(nb + 1), np.empty(nb + 1), np.empty(nb + 1)
@@ -1535,7 +1603,10 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
     Wa = float(wa.sum())
     tau = nan
     if Wa > 0:
-        tau = float((wa * np.where(acc, win.a, 0.0)).sum() / Wa)
+        # (wa × np.where(acc, a, 0) in wa's own array: 0 × 0 where not acc, the same
+        # elements, the same sum)
+        np.multiply(wa, win.a, out=wa, where=acc)
+        tau = float(wa.sum() / Wa)
         th["accept_len"] = tau
     del wa
     do_acc = Wa > 0

@@ -123,6 +123,12 @@ class PrefillWork:
         out[self.rows] = True
         return out
 
+    def positive(self, c: int) -> np.ndarray:
+        """Whether column c is above 0 at each window (``col(c) > 0``, without the column)."""
+        out = np.zeros(self.n, dtype=bool)
+        out[self.rows[self.vals[:, c] > 0]] = True
+        return out
+
     def dot(self, beta) -> np.ndarray:
         """x @ beta (a window without prefill work: 0 · β, NaN where β is not finite)."""
         beta = np.asarray(beta, dtype=float)
@@ -207,8 +213,8 @@ class Windows:
     req_accept: tuple | None = None  # (se of log accept length, df) over the Finish lines'
                                      # requests as independent units (None: none)
     _w: tuple | None = field(default=None, repr=False, compare=False)
-                                    # (the b and rs it was made of, w): the fit reads w dozens
-                                    # of times, and a large log has millions of windows
+                                    # (the b it was made of, w) while a fit runs: it reads w
+                                    # dozens of times (rate._keeping_w); None otherwise
 
     def __post_init__(self):
         if not isinstance(self.x, PrefillWork):
@@ -251,9 +257,11 @@ class Windows:
         where the log gives them (vLLM)."""
         if self.rs is not None:
             return self.rs
-        if self._w is None or self._w[0] is not self.b:
-            self._w = (self.b, self.b * self.interval)
-        return self._w[1]
+        if self._w is not None and self._w[0] is self.b:
+            return self._w[1]
+        # (made where it is read, not kept: every window's, 29 MB a GB of log, for the rest of
+        # a summary; the fit keeps it while it runs, rate._keeping_w)
+        return self.b * self.interval
 
 
 def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
