@@ -690,6 +690,17 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     # (RateFit.cov: within_cov made again where by_bucket reads it, not kept)
     cov_kept = thetas.pop("_cor_again", None)
     cov_kept = cor if cov_kept is None else cov_kept
+    # the within-window covariance's share of the cycle, while its array is here (the pass
+    # below needs the room): w × cor in w[use]'s own array, the same products and sums
+    cor_term = None
+    if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
+            thetas["cycle_ms"] > 0:
+        wu = win.w[use]
+        den = wu.sum()
+        wu *= cor[use]
+        cor_term = float(wu.sum() / den) / thetas["cycle_ms"]
+        wu = den = None
+    cor = None
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
                                             lifetime=win.lifetime)
@@ -708,6 +719,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     approx = use if win.measured is None else use & ~win.measured
     approx_share = float(win.w[approx].sum() / win.w[use].sum()) if use.any() else 0.0
     if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and approx_share > 0:
+        win._w = None         # (the pass reads alt's w, not this: _keeping_w lets it go)
         alt = dataclasses.replace(win)        # (shares every array but the two replaced)
         # (y × r / b where approximated, else y; then r there, else b: each made in one array,
         # the peak of a large log's fit is this pass)
@@ -729,14 +741,11 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         # line shows (simulated: 0.4 % on continuous traffic): a floor, in quadrature, on the
         # share of the request-steps whose windows approximate it
         sys_rel = math.hypot(sys_rel, SYS_FLOOR * approx_share)
-    strata = None
+    strata = prec = None
     sys_trap = sys_rel
-    if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
-            thetas["cycle_ms"] > 0:
+    if cor_term is not None:
         # the within-window covariance term is a model (one step between two lines)
-        term = float((win.w[use] * cor[use]).sum() / win.w[use].sum()) / thetas["cycle_ms"]
-        sys_rel = math.hypot(sys_rel, COV_REL * term)
-    cor = None
+        sys_rel = math.hypot(sys_rel, COV_REL * cor_term)
     se_c = ests[OUTPUTS.index("cycle_ms")].se_log
     if trend and se_c is not None and math.isfinite(se_c):
         # after a warm-up cut: a leftover tail puts the cycle's bias between 0 and half the
@@ -1533,12 +1542,24 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
     keep = list(spec.smooth) + [3 + k for k in spec.xs]
     ns = len(spec.smooth)
     cols = bytes(keep)
+    nan = math.nan
+    th = {k: nan for k in OUTPUTS}
+    Wa, tau = 0.0, nan
+    if not point_only:
+        # (the accept length first, before the cycle's arrays are made: fewer of millions of
+        # windows alive at once)
+        wa = _masked_w(win, acc)
+        Wa = float(wa.sum())
+        if Wa > 0:
+            # (wa × np.where(acc, a, 0) in wa's own array: 0 × 0 where not acc, the same
+            # elements, the same sum)
+            np.multiply(wa, win.a, out=wa, where=acc)
+            tau = float(wa.sum() / Wa)
+        del wa
     om = _masked_w(win, use)
     W = float(om.sum())
     if prec is not None:
         om *= prec              # (wu × prec in wu's own array)
-    nan = math.nan
-    th = {k: nan for k in OUTPUTS}
     beta = np.zeros(N_X)
     b, y, a = _floats(win.b, win.y, win.a)
     om = _floats(om)[0]
@@ -1599,16 +1620,8 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
     elif point_only:
         th["_beta"] = beta
         return th, []
-    wa = _masked_w(win, acc)
-    Wa = float(wa.sum())
-    tau = nan
     if Wa > 0:
-        # (wa × np.where(acc, a, 0) in wa's own array: 0 × 0 where not acc, the same
-        # elements, the same sum)
-        np.multiply(wa, win.a, out=wa, where=acc)
-        tau = float(wa.sum() / Wa)
         th["accept_len"] = tau
-    del wa
     do_acc = Wa > 0
     k = min(n, stats.FINE)
     out = np.zeros((k, 4))
