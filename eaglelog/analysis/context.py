@@ -135,15 +135,19 @@ def tokens_at(dec: pd.DataFrame, lines: np.ndarray) -> np.ndarray | None:
     col = token_column(dec)
     if col is None:
         return None
-    d = dec[["line_no", col]]
+    d = dec
     if not d["line_no"].is_monotonic_increasing:
-        d = d.sort_values("line_no", kind="stable")
+        d = dec[["line_no", col]].sort_values("line_no", kind="stable")
     ln = d["line_no"].to_numpy(dtype=np.int64)
     tok = d[col].to_numpy(dtype=float, na_value=np.nan)
     lines = np.asarray(lines, dtype=np.int64)
     if len(ln) == len(lines) and np.array_equal(ln, lines):
-        # (every line asked for, in order: one scheduler's windows, as a long log's are)
-        return tok.copy()       # (an array of its own, as the lookup's below)
+        # (every line asked for, in order: one scheduler's windows, as a long log's are; an
+        # array of its own, as the lookup's below: a nullable column's floats are one already,
+        # a float column's own array is copied)
+        own = not isinstance(d[col].dtype, np.dtype) and tok.flags.writeable and \
+            tok.base is None
+        return tok if own else tok.copy()
     at = np.clip(np.searchsorted(ln, lines), 0, max(len(ln) - 1, 0))
     out = np.full(len(lines), np.nan)
     if len(ln):
@@ -159,15 +163,39 @@ def window_context(tokens: np.ndarray, running: np.ndarray, series: np.ndarray) 
     t = np.asarray(tokens, dtype=float)
     r = np.asarray(running, dtype=float)
     s = np.asarray(series)
-    tp, rp = np.full(len(t), np.nan), np.full(len(t), np.nan)
-    for code in np.unique(s):
-        idx = np.flatnonzero(s == code)
-        if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+    out = np.full(len(t), np.nan)
+    # (each series' windows a block at a time, each window's number the same elementwise
+    # operations: no arrays of every window but the output — six of them and their
+    # temporaries were a large log's summary's peak)
+    one = bool(len(s)) and s.min() == s.max()      # (one series: every window, no search)
+    for code in (s[:1] if one else np.unique(s)):
+        idx = None if one else np.flatnonzero(s == code)
+        if one or len(idx) and idx[-1] - idx[0] + 1 == len(idx):
             # (a series whose windows are contiguous, as one scheduler's are: slices)
-            idx = slice(int(idx[0]), int(idx[-1]) + 1)
-            tp[idx][1:], rp[idx][1:] = t[idx][:-1], r[idx][:-1]
+            lo0, hi0 = (0, len(s)) if one else (int(idx[0]), int(idx[-1]) + 1)
+            idx = None
+            for lo in range(lo0, hi0, _BLOCK):
+                hi = min(lo + _BLOCK, hi0)
+                tp, rp = np.full(hi - lo, np.nan), np.full(hi - lo, np.nan)
+                a = max(lo - 1, lo0)
+                tp[a - lo + 1:], rp[a - lo + 1:] = t[a:hi - 1], r[a:hi - 1]
+                out[lo:hi] = _context_of(t[lo:hi], tp, r[lo:hi], rp)
             continue
-        tp[idx[1:]], rp[idx[1:]] = t[idx[:-1]], r[idx[:-1]]
+        for j in range(0, len(idx), _BLOCK):
+            pos = idx[j:j + _BLOCK]
+            tp, rp = np.full(len(pos), np.nan), np.full(len(pos), np.nan)
+            prv = idx[max(j - 1, 0):j + len(pos) - 1]
+            k = len(pos) - len(prv)
+            tp[k:], rp[k:] = t[prv], r[prv]
+            out[pos] = _context_of(t[pos], tp, r[pos], rp)
+    return out
+
+
+_BLOCK = 1 << 16        # windows window_context takes at a time
+
+
+def _context_of(t, tp, r, rp) -> np.ndarray:
+    """(T_prev + T) / (R_prev + R), T / R where the line before has none (window_context)."""
     first = ~(np.isfinite(tp) & np.isfinite(rp) & (rp > 0))
     num = np.where(first, t, t + tp)
     den = np.where(first, r, r + rp)
@@ -254,14 +282,16 @@ def _product_blocks(products, n: int) -> stats.Blocks:
     order, over a stretch of whole blocks at a time — no product of every window (millions
     each: five of them, and the arrays they are made of, were a summary's peak)."""
     k = min(n, stats.FINE)
-    ids = stats._block_ids(n, k) if n else np.zeros(0, dtype=np.int64)
     if rate.fast_available() and n:
-        # (every product and block in one pass, in C: the same sums, in the same order)
+        # (every product and block in one pass, in C: the same sums, in the same order; each
+        # block's count from its ends, window i in block ⌊i k / n⌋: no ids of every window)
         sums = np.empty((k, len(products)))
         rate._ratekern.product_sums(tuple(np.ascontiguousarray(u, dtype=float)
                                           for vs in products for u in vs),
                                     bytes(len(vs) for vs in products), sums)
-        return stats.Blocks(sums, np.bincount(ids, minlength=k).astype(float), n)
+        ends = (np.arange(k + 1, dtype=np.int64) * n + k - 1) // k
+        return stats.Blocks(sums, np.diff(ends).astype(float), n)
+    ids = stats._block_ids(n, k) if n else np.zeros(0, dtype=np.int64)
     sums = np.zeros((k, len(products)))
     lo = 0
     while lo < n:
@@ -511,8 +541,13 @@ def bucket_context(ctx: np.ndarray, w: np.ndarray, codes: np.ndarray, labels: li
     out = {}
     if not ok.any():
         return out
-    num = np.bincount(codes[ok], weights=w[ok] * ctx[ok], minlength=len(labels))
-    den = np.bincount(codes[ok], weights=w[ok], minlength=len(labels))
+    # (w[ok] × ctx[ok] made in w[ok]'s array after its own sums: two arrays of the windows
+    # alive, not four; the same products, the same sums)
+    cw, wk = codes[ok], w[ok]
+    den = np.bincount(cw, weights=wk, minlength=len(labels))
+    wk *= ctx[ok]
+    num = np.bincount(cw, weights=wk, minlength=len(labels))
+    del cw, wk
     for i, label in enumerate(labels):
         if den[i] > 0:
             out[label] = float(num[i] / den[i])
