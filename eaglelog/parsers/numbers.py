@@ -209,8 +209,8 @@ def literal_eval_fast(text: str):
         # alone change — one str.replace, not a callback per string of a Finish line)
         plain = "None" not in text and "True" not in text and "False" not in text
         try:
-            return _json.loads(text.replace("'", '"') if plain else
-                               _PY_TOKEN.sub(_to_json, text), parse_constant=_not_python)
+            return _JSON.decode(text.replace("'", '"') if plain else
+                                _PY_TOKEN.sub(_to_json, text))
         except ValueError:
             pass
     return literal_eval(text)
@@ -218,6 +218,11 @@ def literal_eval_fast(text: str):
 
 def _not_python(word: str):
     raise ValueError(f"{word} is JSON, not a Python literal")    # NaN, Infinity: no fast path
+
+
+# json.loads(text, parse_constant=_not_python) is this decoder's decode(text), but for a
+# decoder made per call (and a BOM refused by name: ValueError either way)
+_JSON = _json.JSONDecoder(parse_constant=_not_python)
 
 
 def parse_expr(text: str):

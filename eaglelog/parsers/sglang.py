@@ -12,10 +12,11 @@ import ast
 import json
 import math
 import re
+from keyword import iskeyword
 from dataclasses import dataclass, field
 
-from .numbers import (I64, config_count_problem, literal_eval, literal_eval_fast, parse_expr,
-                      to_int, to_int32, to_measure)
+from .numbers import (I64, MAX_MEASURE, config_count_problem, literal_eval, literal_eval_fast,
+                      parse_expr, to_int, to_int32, to_measure)
 from .prefix import read_prefix, split_tags, valid_datetime
 from .request_identity import identity_from_json, identity_from_text
 
@@ -415,8 +416,64 @@ def parse_server_args(text: str) -> tuple[dict, bool]:
     i = text.find("server_args=")
     expr = text[i + len("server_args="):].strip() if i >= 0 else text.strip()
     if expr.startswith("{"):
+        if expr.endswith("}"):
+            fast = _plain_args(expr[1:-1], _DICT_PAIR)
+            if fast is not None:
+                return fast, True
         return _read_args(expr, _dict_pairs, "{", "}", _dict_key)
+    if expr.startswith("ServerArgs(") and expr.endswith(")"):
+        fast = _plain_args(expr[len("ServerArgs("):-1], _CALL_PAIR)
+        if fast is not None:
+            return fast, True
     return _read_args(expr, _call_pairs, "(", ")", _call_key)
+
+
+# The shapes SGLang prints, read without compiling the repr (ast.parse of a 3 KB repr cost
+# 0.2 ms a log): 'key=value, …' (or "'key': value, …") where every value is a plain literal
+# — a str without a backslash, a control character or a surrogate, a decimal int, a float
+# with a '.' or an exponent, None/True/False, or a flat list of those.  Such a text is a
+# valid call (dict display) whose values literal_eval reads as these do; anything else (a
+# nested dict, a tuple, LoRARef(...), inf, a cut-short repr) goes to _read_args.
+_PLAIN_STR = r"'[^'\\\x00-\x1f\x7f\ud800-\udfff]*'|\"[^\"\\\x00-\x1f\x7f\ud800-\udfff]*\""
+_PLAIN_NUM = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_PLAIN_SCALAR = rf"(?:{_PLAIN_STR}|{_PLAIN_NUM}|None|True|False)"
+_PLAIN_VALUE = (rf"({_PLAIN_STR})"
+                r"|(-?(?:0|[1-9][0-9]{0,99}))(?=, |\Z)"
+                r"|(-?[0-9]+(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))"
+                r"|(None|True|False)"
+                rf"|(\[(?:{_PLAIN_SCALAR}(?:, {_PLAIN_SCALAR})*)?\])")
+# (the whole pair, key, quoted key, value: str, int, float, word, list)
+_CALL_PAIR = re.compile(rf"(([A-Za-z_][A-Za-z0-9_]*)()=(?:{_PLAIN_VALUE})(?:, |\Z))")
+_DICT_PAIR = re.compile(rf"(()({_PLAIN_STR}): (?:{_PLAIN_VALUE})(?:, |\Z))")
+_WORDS = {"None": None, "True": True, "False": False}
+
+
+def _plain_args(inner: str, pair_rx: re.Pattern) -> dict | None:
+    """The pairs of ``inner`` (a call's arguments or a dict display's items) when every one is
+    plain (above) and together they are the whole text, else None."""
+    pairs = pair_rx.findall(inner)
+    if not pairs or "".join([p[0] for p in pairs]) != inner:
+        return None          # (the matches tile the text only if nothing was skipped)
+    out: dict = {}
+    for _, key, qkey, sv, iv, fv, word, lst in pairs:
+        if qkey:
+            key = qkey[1:-1]
+        elif iskeyword(key):
+            return None          # 'class=1' is no keyword argument: not a valid call
+        if sv:
+            out[key] = sv[1:-1]
+        elif iv:
+            out[key] = int(iv)
+        elif fv:
+            out[key] = float(fv)
+        elif word:
+            out[key] = _WORDS[word]
+        else:
+            try:
+                out[key] = literal_eval(lst)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None      # ('[015]': no literal; the whole repr is read by ast)
+    return out
 
 
 def _call_pairs(node):
@@ -568,35 +625,71 @@ _KEY_RX = {k: re.compile(r"['\"]" + re.escape(k) + r"['\"]: (\[[^\]]*\]|'[^']*'|
 _FINISH_RX = re.compile(r"['\"]finish_reason['\"]: \{['\"]type['\"]: ['\"](\w+)['\"]")
 
 
+# how _request_record converts each column: (column, its keys, kind), in _REQ_KEYS order
+_INT_KIND, _FLOAT_KIND, _HIST_KIND, _STR_KIND = range(4)
+_REQ_SPEC = tuple((col, keys, _INT_KIND if col in _INT_COLS else _FLOAT_KIND if col in _FLOAT_COLS
+                   else _HIST_KIND if col == "accept_histogram" else _STR_KIND)
+                  for col, keys in _REQ_KEYS.items())
+_INT_ONLY = frozenset((int,))
+
+
 def _request_record(meta: dict) -> tuple[dict, list[str]]:
+    """The request columns of a Finish line's meta_info (or a JSON record's): the first key of
+    each column that is present and not None, converted.  The values json or literal_eval make
+    of what SGLang prints (an int, a float in range, a str, a list of ints) are taken as they
+    are, with the checks of numbers.to_int / to_measure written inline; anything else goes
+    through those converters (and _convert_request_value), which report it."""
     rec: dict = {}
     problems: list[str] = []
-    for col, keys in _REQ_KEYS.items():
+    get = meta.get
+    for col, keys, kind in _REQ_SPEC:
         for k in keys:
-            if k in meta and meta[k] is not None:
-                v = meta[k]
-                try:
-                    if col in _INT_COLS:
-                        v = _int(v)
-                    elif col in _FLOAT_COLS:
-                        v = _float(v)
-                    elif col == "accept_histogram":
-                        if not isinstance(v, (list, tuple)):
-                            raise ValueError(v)
-                        v = json.dumps([_int(x) for x in v])
-                    else:
-                        v = str(v)
-                except (TypeError, ValueError):
-                    problems.append(f"bad value for {k!r}: {v!r}")
-                    v = None
-                rec[col] = v
+            v = get(k)
+            if v is None:
+                continue
+            t = type(v)
+            if kind == _INT_KIND:
+                if t is int and -_I64 <= v < _I64:
+                    rec[col] = v
+                    break
+            elif kind == _FLOAT_KIND:
+                if t is float and 0.0 <= v <= MAX_MEASURE:      # (NaN fails: the converter)
+                    rec[col] = v
+                    break
+            elif kind == _STR_KIND:
+                if t is str:
+                    rec[col] = v
+                    break
+            elif t is list and (not v or set(map(type, v)) <= _INT_ONLY and
+                                -_I64 <= min(v) and max(v) < _I64):
+                # json.dumps of a list of ints: its ints' reprs joined by ', '
+                rec[col] = "[" + ", ".join(map(str, v)) + "]"
                 break
-    fr = meta.get("finish_reason")
+            rec[col] = _convert_request_value(col, k, v, problems)
+            break
+    fr = get("finish_reason")
     if isinstance(fr, dict) and fr.get("type") is not None:
         rec["finish_reason"] = str(fr["type"])
     elif isinstance(fr, str):
         rec["finish_reason"] = fr
     return rec, problems
+
+
+def _convert_request_value(col: str, k: str, v, problems: list[str]):
+    """One meta_info value as its column holds it, or None with the problem said."""
+    try:
+        if col in _INT_COLS:
+            return _int(v)
+        if col in _FLOAT_COLS:
+            return _float(v)
+        if col == "accept_histogram":
+            if not isinstance(v, (list, tuple)):
+                raise ValueError(v)
+            return json.dumps([_int(x) for x in v])
+        return str(v)
+    except (TypeError, ValueError):
+        problems.append(f"bad value for {k!r}: {v!r}")
+        return None
 
 
 def _meta_by_regex(text: str) -> dict:
@@ -613,6 +706,23 @@ def _meta_by_regex(text: str) -> dict:
     return meta
 
 
+_RID_RX = re.compile(r"rid=['\"]([^'\"]+)['\"]")
+# the prefix columns a request keeps (no rank tags: a request is the whole server's)
+_RANK_KEYS = frozenset(("ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep"))
+_REQ_PREFIX: dict[str, dict] = {}
+
+
+def _request_prefix(prefix_text: str) -> dict:
+    """prefix_columns without the rank columns (memoised as prefix_columns is)."""
+    out = _REQ_PREFIX.get(prefix_text)
+    if out is None:
+        out = {k: v for k, v in prefix_columns(prefix_text).items() if k not in _RANK_KEYS}
+        if len(_REQ_PREFIX) > 4096:
+            _REQ_PREFIX.clear()
+        _REQ_PREFIX[prefix_text] = out
+    return out
+
+
 def parse_finish_line(line: str) -> LineResult:
     """'Finish: obj=…, out={…}' (text format, §7.2)."""
     idx = line.find("Finish: obj=")
@@ -622,7 +732,6 @@ def parse_finish_line(line: str) -> LineResult:
     if o < idx:
         return LineResult(None, ["Finish line has no 'out={' part: cut short?"])
     out_text = line[o + len(", out="):].rstrip()
-    problems: list[str] = []
     try:
         out = literal_eval_fast(out_text)
         meta = out.get("meta_info", out) if isinstance(out, dict) else {}
@@ -632,16 +741,17 @@ def parse_finish_line(line: str) -> LineResult:
         meta = _meta_by_regex(out_text)
         if not meta:
             return LineResult(None, ["Finish line's out={…} could not be read"])
-    rec, probs = _request_record(meta)
-    problems += probs
+    rec, problems = _request_record(meta)
+    obj = line[idx + len("Finish: obj="):o]
     if "rid" not in rec:
-        m = re.search(r"rid=['\"]([^'\"]+)['\"]", line[idx:o])
+        m = _RID_RX.search(obj)
         if m:
             rec["rid"] = m.group(1)
-    rec.update(prefix_columns(line[:idx]))
-    for k in ("ranks", "dp", "pp", "attn_cp", "moe_dp", "tp", "ep"):
-        rec.pop(k, None)
-    rec.update(identity_from_text(line[idx + len("Finish: obj="):o]))   # prompt hash, labels
+    rec.update(_request_prefix(line[:idx]))
+    # the prompt hash and labels: read from the fields 'text=', 'input_ids=' and
+    # 'custom_labels=' (request_identity._fields), so an obj naming none of them has neither
+    if "text=" in obj or "input_ids=" in obj or "custom_labels=" in obj:
+        rec.update(identity_from_text(obj))
     rec["format"] = "text"
     return LineResult(rec, problems)
 
@@ -673,6 +783,17 @@ def parse_request_json_line(line: str) -> LineResult:
     return LineResult(rec, problems)
 
 
+# the accept histogram as _request_record writes it (json.dumps of ints): '[1, 2, 3]'
+_HIST_TEXT = re.compile(r"\[(?:-?(?:0|[1-9][0-9]*)(?:, -?(?:0|[1-9][0-9]*))*)?\]", re.ASCII)
+
+
+def _histogram(h: str) -> list:
+    """json.loads(h), without the decoder for the text _request_record writes."""
+    if _HIST_TEXT.fullmatch(h):
+        return [int(x) for x in h[1:-1].split(", ")] if len(h) > 2 else []
+    return json.loads(h)
+
+
 def check_request_identities(rec: dict) -> list[str]:
     """sglang.md §7.3 identities (EAGLE, no retraction); violations are reported, not fatal."""
     out = []
@@ -683,7 +804,7 @@ def check_request_identities(rec: dict) -> list[str]:
         out.append(f"completion_tokens {c} != 1 + accepted_drafts {a} + verify_ct {v}")
     h = rec.get("accept_histogram")
     if h and v:
-        hist = json.loads(h)
+        hist = _histogram(h)
         if sum(hist) != v:
             out.append(f"accept histogram sums to {sum(hist)}, not verify_ct {v}")
         if a is not None and sum(i * x for i, x in enumerate(hist)) != a:
