@@ -83,3 +83,22 @@ def test_block_counts_are_the_ids_counts(n):
     ids = (np.arange(n, dtype=np.int64) * k) // n
     assert got.counts.tobytes() == np.bincount(ids, minlength=k).astype(float).tobytes()
     assert got.sums[:, 0].tobytes() == got.counts.tobytes()
+
+
+def test_the_fits_compact_precision_is_precisions_array(monkeypatch):
+    # fit() holds precision()'s weights as each window's group and the groups' weights: the
+    # same array, and the same products with w, to the bit (C and numpy medians)
+    from eaglelog.analysis import rate
+    from test_ratekern import both, windows
+    win = windows(20_000, seed=11, nan=False)
+    rng = np.random.default_rng(2)
+    use = rng.random(win.n) < 0.9
+    res = rng.standard_normal(win.n) * np.where(win.x.held(), 3.0, 1.0)
+    for dense, compact in zip(*(both(monkeypatch, lambda f=f: f(win, use, res))
+                                for f in (rate.precision, rate._precision))):
+        assert compact is not None and len(set(compact.lut[:-1])) > 1
+        assert np.asarray(compact).tobytes() == dense.tobytes()
+        w = np.where(use, win.w, 0.0)
+        assert compact.scale(w.copy()).tobytes() == (w * dense).tobytes()
+    # one group: every weight 1, and None
+    assert rate._precision(win, np.zeros(win.n, bool), res) is None

@@ -577,7 +577,9 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             scale = float(np.average(fitted[use], weights=win.w[use])) \
                 if win.w[use].sum() > 0 else 0.0
             z = _within_clipped(win, res, fitted, mad, use, strata_of(win.r, use))
-            cut = warmup_windows(z, np.where(use, win.w, 0.0), scale)
+            # (w itself, not w where used: z is NaN on every window not used, and a window
+            # counts where z is finite and w > 0 — the same windows, the same weights)
+            cut = warmup_windows(z, win.w, scale)
             z = None
         elif warmup:
             cut = min(int(warmup), win.n)
@@ -661,9 +663,10 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             for m, v in meds:
                 res0[m] -= v
             meds = iu = None
-        prec = precision(win, use, res0)
+        prec = _precision(win, use, res0)
         res0 = None
-        if _noise_share(win, use, spec, np.where(use, win.w, 0.0) * prec) > NOISE_LIMIT:
+        if prec is not None and _noise_share(win, use, spec,
+                                             prec.scale(np.where(use, win.w, 0.0))) > NOISE_LIMIT:
             # the precision weights put the fit on windows whose batch barely moves, where the
             # corrected matrix is singular: the equal-precision fit (which _choose checked)
             # keeps the curve identified.  Simulated (ar09, seed 5021): 67 clean windows held
@@ -678,7 +681,8 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         # (the terms summed into batches as they are made, in C: no array of them)
         thetas, sums = _point_and_sums(win, use, acc, step, spec, prec, strata, n=n)
     else:
-        thetas, terms = _point_and_terms(win, use, acc, step, spec, prec, strata)
+        thetas, terms = _point_and_terms(win, use, acc, step, spec,
+                                         None if prec is None else np.asarray(prec), strata)
         # (each output's terms go as soon as they are summed into batches: millions of
         # windows each, and the passes below need the room; the rate's, the accept length's
         # less the cycle's, made here from the two, a block at a time: _point_and_terms)
@@ -732,8 +736,11 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         alt.b = win.r.astype(float)
         np.copyto(alt.b, win.b, where=~approx)
         alt._w = None          # (its w is made once in the pass, not kept: _masked_w)
-        th_alt, _ = (_point_and_sums if fast_available() else _point_and_terms)(
-            alt, use & np.isfinite(alt.y), acc, None, spec, prec, strata, point_only=True)
+        th_alt, _ = _point_and_sums(
+            alt, use & np.isfinite(alt.y), acc, None, spec, prec, strata, point_only=True) \
+            if fast_available() else _point_and_terms(
+            alt, use & np.isfinite(alt.y), acc, None, spec,
+            None if prec is None else np.asarray(prec), strata, point_only=True)
         alt = None
         if math.isfinite(th_alt["cycle_ms"]) and th_alt["cycle_ms"] > 0:
             sys_rel = abs(math.log(th_alt["cycle_ms"] / thetas["cycle_ms"])) / 2
@@ -1098,6 +1105,28 @@ PREC_LEAST = 30         # a precision group needs this many windows …
 PREC_SHARE = 0.05      # … and this share of the used ones, else it joins the prefill group
 
 
+class _Prec:
+    """precision()'s weights kept as each window's group (int8, −1: none, weight 1) and the
+    groups' weights: what fit() holds while it runs, not an array of every window's float
+    (29 MB a GB of log).  ``np.asarray`` gives precision()'s array; ``scale(v)`` multiplies
+    v by it in place, a block at a time — the same products."""
+
+    __slots__ = ("codes", "lut")
+
+    def __init__(self, codes: np.ndarray, weights: list):
+        self.codes = codes
+        self.lut = np.array(list(weights) + [1.0])      # (code −1: the last, 1)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.lut[self.codes]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def scale(self, v: np.ndarray) -> np.ndarray:
+        for lo, hi in _blocks(len(v)):
+            v[lo:hi] *= self.lut[self.codes[lo:hi]]
+        return v
+
+
 def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     """Weights for a heteroskedastic fit: windows without prefill work (here and in the window
     before), windows with it, and windows with a prefill that found the batch drained scatter
@@ -1110,6 +1139,16 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
     times the others', and the prefill cost came out 6.4 ms a batch instead of 6.0, the cycle
     −0.7 %)."""
     out = np.ones(win.n)
+    got = _precision_groups(win, use, res)
+    if got is not None:
+        for g, v in zip(*got):
+            out[g] = v
+    return out
+
+
+def _precision_groups(win: Windows, use: np.ndarray, res: np.ndarray) -> tuple | None:
+    """(the groups, masks of every window, and their weights) precision() gives, or None
+    where every weight is 1."""
     least = max(PREC_LEAST, PREC_SHARE * float(use.sum()))
     clean = ~win.x.held()
     drained = win.x.positive(4)
@@ -1119,7 +1158,7 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
         drained = np.zeros(win.n, dtype=bool)
     groups = [g for g in (clean, ~clean & ~drained, drained) if (use & g).sum() >= least]
     if len(groups) < 2:
-        return out
+        return None
     if fast_available():
         # (the groups' medians, then their deviations' medians, two passes each: C)
         codes = np.full(win.n, -1, dtype=np.int32)
@@ -1136,11 +1175,22 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
             mad = _mad(res, use & g)
             var.append(mad * mad)
     if min(var) <= 0:
-        return out
+        return None
     ref = min(var)
-    for g, v in zip(groups, var):
-        out[g] = ref / v
-    return out
+    return groups, [ref / v for v in var]
+
+
+def _precision(win: Windows, use: np.ndarray, res: np.ndarray) -> "_Prec | None":
+    """precision()'s weights as a _Prec (None: every weight 1), the same numbers: the groups
+    are apart (clean windows hold no prefill work, drained ones do)."""
+    got = _precision_groups(win, use, res)
+    if got is None:
+        return None
+    groups, weights = got
+    codes = np.full(win.n, -1, dtype=np.int8)
+    for j, g in enumerate(groups):
+        codes[g] = j
+    return _Prec(codes, weights)
 
 
 def vacancy(win: Windows) -> float:
@@ -1558,7 +1608,9 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         del wa
     om = _masked_w(win, use)
     W = float(om.sum())
-    if prec is not None:
+    if isinstance(prec, _Prec):
+        prec.scale(om)          # (wu × prec in wu's own array, a block at a time)
+    elif prec is not None:
         om *= prec              # (wu × prec in wu's own array)
     beta = np.zeros(N_X)
     b, y, a = _floats(win.b, win.y, win.a)
