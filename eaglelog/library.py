@@ -203,7 +203,14 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
         raise EaglelogError("no input holds decode lines or EAGLE3_PROF blocks to analyse")
     if len(plans) == 1:
         label, plan = plans[0]
-        return Runs(command, (labelled(analyse(log.unit(plan)), label, plan),),
+        unit = log.unit(plan)
+        if log.single_use:
+            # the one run takes the decode table over: the log lets it go now, the run once its
+            # windows are made (breakeven.run_windows; ParsedLog.mark_single_use)
+            unit.mark_single_use()
+            if "decode" in log.tables and log is not unit:
+                log.release("decode")
+        return Runs(command, (labelled(analyse(unit), label, plan),),
                     confidence, rows_of=ROWS.get(command), startups=(plan[1],))
     out, errors, first, ups = [], [], None, []
     for (label, plan), res in zip(plans, _map_runs(analyse, log, plans, workers)):

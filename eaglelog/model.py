@@ -75,6 +75,29 @@ class ParsedLog:
             memo[(src, startup)] = self._config_row(sa, int(at[-1])) if len(at) else {}
         return dict(memo[(src, startup)])
 
+    def mark_single_use(self) -> "ParsedLog":
+        """Say that this log is read by one analysis, once, and nothing reads its tables after
+        it: the command line's ``summary`` and ``breakeven``.  The one run of such a log may
+        let its decode table go once its windows are made (``release``; library.each_run,
+        analysis/breakeven.run_windows): a gigabyte log's table is a third of the peak
+        (issue 37).  A log the API returns is never marked."""
+        self.__dict__["_single_use"] = True
+        return self
+
+    @property
+    def single_use(self) -> bool:
+        return bool(self.__dict__.get("_single_use"))
+
+    def release(self, name: str) -> None:
+        """Let table ``name``'s rows go (a single-use log, ``mark_single_use``): the table
+        becomes a ReleasedTable, any use of which is an internal error — never the silent
+        answer of an empty table."""
+        self.tables[name] = ReleasedTable(name)
+        rows = self.__dict__.get("_one_rows", {})
+        for key in [k for k in rows if k[1] == name]:
+            del rows[key]
+        self.__dict__.get("_rows", {}).pop(name, None)
+
     def _config_row(self, sa: pd.DataFrame, i: int) -> dict:
         memo = self.__dict__.setdefault("_config_rows", {})
         if i not in memo and len(sa) < 8:
@@ -495,9 +518,27 @@ class ParsedLog:
         return engines.apply(self.subset(source, startup, segment), source)[0]
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{k}={len(v)}" for k, v in self.tables.items())
+        counts = ", ".join(f"{k}={'released' if isinstance(v, ReleasedTable) else len(v)}"
+                           for k, v in self.tables.items())
         return (f"<ParsedLog {len(self.sources)} input(s): {counts}; "
                 f"{len(self.diagnostics)} diagnostics>")
+
+
+class ReleasedTable:
+    """The place of a table a single-use log let go (ParsedLog.release): reading it in any
+    way raises, so that an analysis that still needed its rows fails loudly."""
+
+    def __init__(self, name: str) -> None:
+        self.__dict__["_name"] = name
+
+    def _fail(self, *_):
+        raise RuntimeError(f"table {self.__dict__['_name']!r} was released after its windows "
+                           "were made, and is read again (ParsedLog.release)")
+
+    __getattr__ = __getitem__ = __len__ = __iter__ = __contains__ = _fail
+
+    def __repr__(self) -> str:
+        return f"<released table {self.__dict__['_name']!r}>"
 
 
 @dataclass(frozen=True)

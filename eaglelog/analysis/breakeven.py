@@ -103,6 +103,10 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         # (the source's rows: a slice of the tables, every row of a one-input log's, found
         # once per table — not a pass over the source column of millions of rows per call)
         dec, pre = log.rows_of(source, "decode"), log.rows_of(source, "prefill")
+        let_go = log.single_use and len(log.sources) == 1
+        # (its transients before the windows exist, not on top of them)
+        draft = draft_len.max_tokens_of_rows(log, source) if let_go and not _max_tokens(cfg) \
+            else UNREAD
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
                                   bool(cfg.get("enable_dp_attention")))
         path = log.__dict__.get("_config_path")
@@ -115,7 +119,59 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         if win.spec:
             win.req_accept = request_accept_se(log, source)
         memo[source] = (cfg, win)
+        if let_go:
+            # what is read of the decode lines after their windows, read now; then the table
+            # goes (a third of a gigabyte log's peak: issue 37, ParsedLog.mark_single_use)
+            log.__dict__.setdefault("_decode_facts", {})[source] = DecodeFacts(
+                diluted(dec), win.line, context.tokens_at(dec, win.line), draft)
+            del dec
+            log.release("decode")
     return memo[source]
+
+
+UNREAD = object()        # a DecodeFacts field not read (draft: the config line gives K)
+
+
+@dataclass
+class DecodeFacts:
+    """What the analyses read of a single-use log's decode lines after the windows are made
+    (run_windows), kept when its table is let go."""
+
+    diluted: bool                   # diluted(): lines of releases ≤ v0.5.3.post1
+    line: np.ndarray                # the windows' lines, which ``tokens`` is of
+    tokens: object                  # context.tokens_at at those lines (None: no #token);
+    #                                 with_context takes it once, leaving UNREAD
+    draft: object                   # draft_len.max_tokens_of_rows, UNREAD where the config
+    #                                 line gives K (breakeven reads it only when it does not)
+
+
+def _decode_facts(log: ParsedLog, source: str) -> DecodeFacts | None:
+    return log.__dict__.get("_decode_facts", {}).get(source)
+
+
+def decode_diluted(log: ParsedLog, source: str) -> bool:
+    facts = _decode_facts(log, source)
+    if facts is not None:
+        return facts.diluted
+    return diluted(rows_where(log.decode, log.decode["source"] == source))
+
+
+def draft_tokens(log: ParsedLog, source: str) -> tuple[int, str] | None:
+    """draft_len.max_tokens_of_rows, read before a single-use log let its decode lines go."""
+    facts = _decode_facts(log, source)
+    if facts is not None and facts.draft is not UNREAD:
+        return facts.draft
+    return draft_len.max_tokens_of_rows(log, source)
+
+
+def window_tokens(log: ParsedLog, source: str, win: "rate.Windows") -> np.ndarray | None:
+    """context.tokens_at the windows' lines (taken once from a single-use log's facts)."""
+    facts = _decode_facts(log, source)
+    if facts is not None and facts.line is win.line and facts.tokens is not UNREAD:
+        tok, facts.tokens = facts.tokens, UNREAD     # (None: no line prints #token)
+        return tok
+    dec = rows_where(log.decode, log.decode["source"] == source)
+    return context.tokens_at(dec, win.line)
 
 
 def request_accept_se(log: ParsedLog, source: str) -> tuple[float, float] | None:
@@ -416,7 +472,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
         else:
             notes.append("the decode lines print no accept len: accept length from the Finish "
                          "lines, (completion_tokens − 1) / spec_verify_ct pooled over requests")
-    elif diluted(rows_where(log.decode, log.decode["source"] == source)):
+    elif decode_diluted(log, source):
         notes.append("accept len comes from SGLang ≤ v0.5.3.post1 lines, which mix a 1.0 "
                      "sample per prefilled request into it (sglang.md §3.6): a lower bound")
     cyc, kind, r = choose_cycle(prof, fit, win, acc, cycle_from, confidence, notes,
@@ -485,7 +541,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
             verdict = "partial"
     k1, k_from = _max_tokens(cfg), "num_steps + 1"
     if not k1:              # no config line: k from the metric lines (analysis/draft_len.py)
-        k1, k_from = draft_len.max_tokens_of_rows(log, source) or (None, "")
+        k1, k_from = draft_tokens(log, source) or (None, "")
         if k1:
             k_from += "; the log has no config line"
     if k1 and be.estimate > 2 * k1:
@@ -686,8 +742,7 @@ def with_context(log: ParsedLog, source: str, win: "rate.Windows", fit: "rate.Ra
     request (#token / #running-req, request-step weighted), and the accept length's trend with
     the context over the windows (facts['context_trend']; a note when its interval excludes
     0).  analysis/context.py, docs/acceptance.md 'By context'."""
-    dec = rows_where(log.decode, log.decode["source"] == source)
-    tok = context.tokens_at(dec, win.line)
+    tok = window_tokens(log, source, win)
     if tok is None or not np.isfinite(tok).any():
         return buckets
     ctx = context.window_context(tok, win.r, win.series)

@@ -94,7 +94,7 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
                     preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
     from ..report.blocks import breakeven_block
 
-    result = library.breakeven(log, baseline=baseline, confidence=confidence,
+    result = library.breakeven(log.mark_single_use(), baseline=baseline, confidence=confidence,
                                by_batch=by == "batch", cycle_from=cycle_from,
                                skip_warmup=warmup_of(ctx), workers=run_workers(),
                                adaptive_config=adaptive_config)
@@ -183,7 +183,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
         bench_summary_output(ctx, log, fmt, output, confidence)   # benchmark outputs only
         finish(ctx, log)
         return
-    result = library.summarize(log, baseline=baseline, confidence=confidence,
+    result = library.summarize(log.mark_single_use(), baseline=baseline, confidence=confidence,
                                skip_warmup=warmup_of(ctx), workers=run_workers())
     result = show_run_errors(log, result)
     results_output(result, fmt, output, summary_block)

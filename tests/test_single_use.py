@@ -1,0 +1,159 @@
+"""A single-use log (ParsedLog.mark_single_use: the command line's summary and breakeven) lets
+its decode table go once the one run's windows are made (library.each_run,
+analysis/breakeven.run_windows; issue 37): the same answers as a log that keeps it, a table that
+fails loudly if read again, and nothing let go where a log holds several runs or the API made it.
+Also the per-log shortcuts of the same round: server_args rows read column-wise for many inputs,
+a unit's rows known to be its input's, weighted_mean without the autocorrelation time its
+short-series rule never reads."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from eaglelog import api, library, stats
+from eaglelog.analysis import breakeven as BE
+from eaglelog.cli import main
+from eaglelog.model import ReleasedTable
+
+HERE = os.path.dirname(__file__)
+SAMPLES = os.path.join(HERE, "..", "sample_logs")
+
+
+def _no_config(tmp_path, name="eagle3_5step.log"):
+    """A sample log without its server_args line: K comes from the decode lines (draft_len)."""
+    src = os.path.join(SAMPLES, name)
+    out = tmp_path / f"noconfig-{name}"
+    with open(src) as f, open(out, "w") as g:
+        g.writelines(line for line in f if "server_args=" not in line)
+    return str(out)
+
+
+def _json(result) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("name", ["eagle3_5step.log", "eagle3_2step.log", "batch_eagle3.log"])
+@pytest.mark.parametrize("config", [True, False])
+def test_single_use_gives_the_same_answers_and_lets_the_table_go(tmp_path, name, config):
+    path = os.path.join(SAMPLES, name) if config else _no_config(tmp_path, name)
+    kept = api.parse([path], cache=False)
+    once = api.parse([path], cache=False).mark_single_use()
+    for fn in (lambda log: library.summarize(log, baseline_toks=90),
+               lambda log: library.breakeven(log, baseline_toks=90, by_batch=True)):
+        a = fn(kept)
+        b = fn(api.parse([path], cache=False).mark_single_use())
+        assert _json(a) == _json(b)
+        r = a.runs[0]
+        verdict = r.verdict if hasattr(r, "verdict") else r.breakeven.verdict
+        assert len(a.runs) == 1 and verdict in ("above", "below", "inconclusive", "mixed",
+                                                "partial", "invalid baseline")
+    assert not kept.single_use and isinstance(kept.decode, type(kept.prefill))
+    library.summarize(once, baseline_toks=90)
+    assert isinstance(once.tables["decode"], ReleasedTable)      # the caller's log let it go
+    assert "released" in repr(once)
+    with pytest.raises(RuntimeError, match="released"):
+        len(once.decode)
+    with pytest.raises(RuntimeError, match="released"):
+        "accept_len" in once.decode.columns
+
+
+def test_the_facts_read_before_the_table_goes(tmp_path):
+    path = _no_config(tmp_path)
+    log = api.parse([path], cache=False).mark_single_use()
+    unit = log.unit(log.unit_plans(whole=True)[0][1])
+    unit.mark_single_use()
+    src = unit.sources[0].name
+    ref = api.parse([path], cache=False)
+    cfg, win = BE.run_windows(unit, src)
+    assert isinstance(unit.tables["decode"], ReleasedTable)
+    facts = BE._decode_facts(unit, src)
+    assert facts.draft == BE.draft_len.max_tokens_of_rows(ref, src)
+    assert facts.draft[0] == 6                       # 5 steps + 1, from accept len / rate
+    assert facts.diluted is BE.diluted(ref.decode)
+    want = BE.context.tokens_at(ref.decode, win.line)
+    np.testing.assert_array_equal(BE.window_tokens(unit, src, win), want)
+    # taken once: a second reader would go to the table, which says it is gone
+    with pytest.raises(RuntimeError, match="released"):
+        BE.window_tokens(unit, src, win)
+
+
+def test_a_log_of_several_runs_keeps_its_tables():
+    paths = [os.path.join(SAMPLES, n) for n in ("eagle3_5step.log", "eagle3_2step.log")]
+    log = api.parse(paths, cache=False).mark_single_use()
+    res = library.summarize(log, baseline_toks=90)
+    assert len(res.runs) == 2
+    assert not isinstance(log.tables["decode"], ReleasedTable)
+    ref = library.summarize(api.parse(paths, cache=False), baseline_toks=90)
+    assert _json(res) == _json(ref)
+
+
+def test_the_command_line_marks_its_log_and_prints_the_same(tmp_path):
+    path = _no_config(tmp_path)
+    runner = CliRunner()
+    for args in (["summary", "--no-cache", "--baseline-toks", "90", "-f", "json", path],
+                 ["breakeven", "--no-cache", "--by", "batch", "--baseline-toks", "90", "-f",
+                  "json", path]):
+        out = runner.invoke(main, args)
+        assert out.exit_code == 0, out.output
+        got = json.loads(out.stdout)
+        fn = library.summarize if args[0] == "summary" else \
+            (lambda log, **k: library.breakeven(log, by_batch=True, **k))
+        want = json.loads(json.dumps(fn(api.parse([path], cache=False),
+                                        baseline_toks=90).to_dict(), default=str))
+        assert got["runs"] == want["runs"]
+
+
+def test_config_rows_of_many_inputs_read_column_wise_are_the_rows(tmp_path):
+    names = ["eagle3_5step.log", "eagle3_2step.log", "batch_eagle3.log", "baseline.log"]
+    paths = []
+    for i in range(10):        # ≥ 8 rows: the column-wise path
+        n = names[i % len(names)]
+        p = tmp_path / f"{i:02d}-{n}"
+        shutil.copy(os.path.join(SAMPLES, n), p)
+        paths.append(str(p))
+    many = api.parse(paths, cache=False)
+    assert len(many.server_args) >= 8
+    for p in paths:
+        one = api.parse([p], cache=False)
+        a, b = many.config(p), one.config(p)
+        assert a == b and [type(v) for v in a.values()] == [type(v) for v in b.values()]
+        assert a["speculative_num_steps"] == b["speculative_num_steps"]
+
+
+def test_a_units_rows_are_its_inputs_without_a_pass():
+    paths = [os.path.join(SAMPLES, n) for n in ("eagle3_5step.log", "eagle3_2step.log")]
+    log = api.parse(paths, cache=False)
+    for label, plan in log.unit_plans(whole=True):
+        unit = log.unit(plan)
+        src = plan[0]
+        for name, df in unit.tables.items():
+            assert unit._where(src, name) == slice(0, len(df))
+            assert (unit.values(src, name, "line_no") if "line_no" in df.columns else
+                    np.empty(0)).shape[0] == (len(df) if "line_no" in df.columns else 0)
+        ref = api.parse([src], cache=False)
+        assert unit.span_s(src) == ref.span_s(src)
+        np.testing.assert_array_equal(unit.values(src, "decode", "accept_len"),
+                                      ref.values(src, "decode", "accept_len"))
+
+
+def test_weighted_mean_without_the_tau_it_does_not_read():
+    rng = np.random.default_rng(7)
+    for n in (3, 15, 40, 99):
+        v, w = rng.gamma(4, 1, n), rng.integers(1, 9, n).astype(float)
+        theta = float(np.dot(w, v) / w.sum())
+        u = stats.block_sums(w * (v - theta) / w.sum() / theta)
+        full, facts = stats.influence_estimates([theta], [u], n, 0.95)
+        lean, lean_facts = stats.influence_estimates([theta], [u], n, 0.95, tau_fact=False)
+        assert full == lean
+        assert np.isfinite(facts["tau"]) and np.isnan(lean_facts["tau"])
+        assert stats.weighted_mean(v, w, 0.95) == full[0]
+    # from LONG_SERIES_MIN windows the batches need τ: asked for or not, it is taken
+    n = stats.LONG_SERIES_MIN + 50
+    v, w = rng.gamma(4, 1, n), np.ones(n)
+    theta = float(v.mean())
+    u = stats.block_sums((v - theta) / n / theta)
+    _, facts = stats.influence_estimates([theta], [u], n, 0.95, tau_fact=False)
+    assert np.isfinite(facts["tau"])
