@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import Callable
 
 
@@ -91,13 +92,13 @@ def _column(values: list, dtype: str, bad: list[int] | None = None):
             return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
                 dtype="float64")
     if dtype == "category":
-        return pd.Categorical([v if _present(v) else None for v in values])
+        return pd.Categorical([v if v is not None and v == v else None for v in values])
     if dtype.startswith("datetime64"):
         return _datetimes(values, bad)
     if dtype == "string":
         return pd.array([v if v is None or isinstance(v, str) else str(v) for v in values],
                         dtype="string")
-    clean = [v if _present(v) else None for v in values]
+    clean = [v if v is not None and v == v else None for v in values]   # (_present, inline)
     try:
         return pd.array(clean, dtype=dtype)
     except (OverflowError, TypeError, ValueError):
@@ -130,12 +131,12 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
             _EMPTY[key] = pd.DataFrame({c.name: _typed([], c.dtype) for c in table.columns
                                         if c.core}, index=pd.RangeIndex(0))
         return _EMPTY[key].copy()
-    present = dict.fromkeys(k for r in rows for k in r)
+    present = set().union(*rows)          # (the keys of every row: only asked 'in')
     cols: dict[str, object] = {}
     for c in table.columns:
         if c.name in present:
-            vals = [r.get(c.name) for r in rows]
-            if c.core or any(_present(v) for v in vals):
+            vals = list(map(dict.get, rows, repeat(c.name)))
+            if c.core or any(v is not None and v == v for v in vals):     # (_present)
                 bad: list[int] = []
                 cols[c.name] = _column(vals, c.dtype, bad)
                 what = "a valid date and time" if c.dtype.startswith("datetime64") else \

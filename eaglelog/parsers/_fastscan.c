@@ -1982,6 +1982,9 @@ static PyObject *find_any(PyObject *mod, PyObject *args) {
  * memmem, one per needle; about 1).  The GIL is released.  (A C-accelerated SGLang scan watches
  * the lines it passes over instead: set_watch.) */
 #define WM_MAX 64
+#define WM_CACHE 16
+static struct { PyObject *key; uint8_t *shift; uint64_t *bucket; } WM_CACHED[WM_CACHE];
+static int WM_NCACHED = 0;
 static PyObject *first_any(PyObject *mod, PyObject *args) {
     (void)mod;
     Py_buffer view;
@@ -2014,27 +2017,50 @@ static PyObject *first_any(PyObject *mod, PyObject *args) {
         PyBuffer_Release(&view);
         return Py_BuildValue("nn", found, which);
     }
-    uint8_t *shift = PyMem_RawMalloc(65536);
-    uint64_t *bucket = PyMem_RawCalloc(65536, sizeof(uint64_t));
-    if (!shift || !bucket) {
-        PyMem_RawFree(shift);
-        PyMem_RawFree(bucket);
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
+    /* the tables of these needles: made once (the GIL held) and kept, for the few needle
+     * tuples the sniffing asks about (each family's, for every input of a glob: making them
+     * cost 6 us a call, five calls a small log); a tuple beyond WM_CACHE gets its own */
+    uint8_t *shift = NULL;
+    uint64_t *bucket = NULL;
+    int own = 1;
+    for (int c = 0; c < WM_NCACHED; c++) {
+        int eq = WM_CACHED[c].key == needles ? 1
+                 : PyObject_RichCompareBool(WM_CACHED[c].key, needles, Py_EQ);
+        if (eq < 0) { PyBuffer_Release(&view); return NULL; }
+        if (eq) { shift = WM_CACHED[c].shift; bucket = WM_CACHED[c].bucket; own = 0; break; }
+    }
+    if (own) {
+        shift = PyMem_RawMalloc(65536);
+        bucket = PyMem_RawCalloc(65536, sizeof(uint64_t));
+        if (!shift || !bucket) {
+            PyMem_RawFree(shift);
+            PyMem_RawFree(bucket);
+            PyBuffer_Release(&view);
+            return PyErr_NoMemory();
+        }
+        /* the window is the m bytes at pos; its last pair decides the shift: the distance
+         * from that pair to the end of the nearest place it takes in a needle's first m
+         * bytes */
+        Py_ssize_t deflt = m - 1 > 255 ? 255 : m - 1;
+        memset(shift, (int)deflt, 65536);
+        for (Py_ssize_t i = 0; i < k; i++)
+            for (Py_ssize_t j = 0; j + 1 < m; j++) {
+                unsigned h = (unsigned)ptr[i][j] << 8 | ptr[i][j + 1];
+                Py_ssize_t d = m - 2 - j;
+                if (d < shift[h]) shift[h] = (uint8_t)d;
+                if (d == 0) bucket[h] |= (uint64_t)1 << i;
+            }
+        if (WM_NCACHED < WM_CACHE) {        /* kept for good: never freed, so never in use */
+            Py_INCREF(needles);
+            WM_CACHED[WM_NCACHED].key = needles;
+            WM_CACHED[WM_NCACHED].shift = shift;
+            WM_CACHED[WM_NCACHED].bucket = bucket;
+            WM_NCACHED++;
+            own = 0;
+        }
     }
     const unsigned char *t = (const unsigned char *)view.buf;
     Py_BEGIN_ALLOW_THREADS
-    /* the window is the m bytes at pos; its last pair decides the shift: the distance from
-     * that pair to the end of the nearest place it takes in a needle's first m bytes */
-    Py_ssize_t deflt = m - 1 > 255 ? 255 : m - 1;
-    memset(shift, (int)deflt, 65536);
-    for (Py_ssize_t i = 0; i < k; i++)
-        for (Py_ssize_t j = 0; j + 1 < m; j++) {
-            unsigned h = (unsigned)ptr[i][j] << 8 | ptr[i][j + 1];
-            Py_ssize_t d = m - 2 - j;
-            if (d < shift[h]) shift[h] = (uint8_t)d;
-            if (d == 0) bucket[h] |= (uint64_t)1 << i;
-        }
     for (Py_ssize_t pos = start; pos + m <= n;) {
         unsigned h = (unsigned)t[pos + m - 2] << 8 | t[pos + m - 1];
         uint8_t s = shift[h];
@@ -2053,8 +2079,10 @@ static PyObject *first_any(PyObject *mod, PyObject *args) {
         pos++;
     }
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(shift);
-    PyMem_RawFree(bucket);
+    if (own) {
+        PyMem_RawFree(shift);
+        PyMem_RawFree(bucket);
+    }
     PyBuffer_Release(&view);
     return Py_BuildValue("nn", found, which);
 }

@@ -160,6 +160,23 @@ def _key_spec(keys: dict) -> list[tuple[str, str, str]]:
     return spec + [(label, "graph_backend", "graph") for label in sglang.GRAPH_LABELS]
 
 
+_SPECS: tuple | None = None    # (decode key spec, prefill key spec, FastScanner.types())
+
+
+def _fast_scanner(columns: dict | None):
+    """A C accelerator for a Scanner: the key tables made once (every scanner's are the same:
+    a glob of small logs made them again for each), the columns kept as sets (the C code asks
+    each of its columns 'in' them)."""
+    global _SPECS
+    if _SPECS is None:
+        d, p = _key_spec(sglang.DECODE_KEYS), _key_spec(sglang.PREFILL_KEYS)
+        _SPECS = (d, p, _fastscan.FastScanner(d, p).types())
+    keep = None if columns is None else \
+        {t: None if v is None else frozenset(v) for t, v in columns.items()
+         if t in ("decode", "prefill")}
+    return _fastscan.FastScanner(_SPECS[0], _SPECS[1], keep)
+
+
 def fast_available() -> bool:
     return _fastscan is not None
 
@@ -251,13 +268,15 @@ class Scanner(ScannerBase):
         # {table: columns to keep} (schema.ANALYSIS_COLUMNS) or None for every column
         self.columns = columns
         # the C accelerator reads the common layouts; EAGLELOG_PURE_PYTHON=1 turns it off
-        self.fast = (_fastscan.FastScanner(_key_spec(sglang.DECODE_KEYS),
-                                           _key_spec(sglang.PREFILL_KEYS), columns)
-                     if fast and _fastscan is not None and not _PURE else None)
+        self.fast = _fast_scanner(columns) if fast and _fastscan is not None and not _PURE \
+            else None
         self.base_date = base_date
         self.rows: dict[str, list[dict]] = {t: [] for t in TABLES}   # not yet flushed
         self.parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-        self._fast_acc = FastRows(self.fast, columns)
+        # (every scanner _fast_scanner makes has the same column types: the columns kept do not
+        # change them)
+        self._types = _SPECS[2] if self.fast is not None else None
+        self._fast_acc = FastRows(self.fast, columns, self._types)
         self._walked = None           # feed: the stretches the C scan walked, and their lines
         self._on_watch_hit = None     # watch_lines: the owner's check of a line the C scan found
         self._watched_chunk = False   # … made for the rest of the current chunk
@@ -647,7 +666,7 @@ class Scanner(ScannerBase):
         self.flush()
         if self.fast is not None:
             self._fast_acc.add()
-        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns)
+        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns, self._types)
         out = {}
         for name in TABLES:
             out[name] = self.parts[name]
@@ -663,7 +682,7 @@ class Scanner(ScannerBase):
         self._close_blocks()
         if self.fast is not None:
             self._fast_acc.add()
-        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns)
+        fast_rows, self._fast_acc = self._fast_acc, FastRows(self.fast, self.columns, self._types)
         rows, self.rows = self.rows, {t: [] for t in TABLES}
         parts, self.parts = self.parts, {t: [] for t in TABLES}
         return fast_rows, rows, parts
@@ -721,9 +740,10 @@ class FastRows:
     per table (numpy views of those arrays).  The arrays of later byte ranges are appended in
     place (merge)."""
 
-    def __init__(self, fast, columns: dict | None = None) -> None:
+    def __init__(self, fast, columns: dict | None = None, types: dict | None = None) -> None:
         self.fast = fast
-        self.types = fast.types() if fast is not None else {}   # table -> column -> 'q'|'d'|…
+        # table -> column -> 'q'|'d'|… (``types``: fast.types() known already)
+        self.types = types if types is not None else fast.types() if fast is not None else {}
         self.keep = columns or {}       # table -> the columns kept (C stores no others)
         self.cols: dict[str, dict] = {}  # table -> {column: bytearray, "": rows}
         self.labels: dict[str, list[str]] = {}

@@ -12,8 +12,9 @@ import ast
 import json
 import math
 import re
-from keyword import iskeyword
 from dataclasses import dataclass, field
+from keyword import iskeyword
+from operator import mul
 
 from .numbers import (I64, MAX_MEASURE, config_count_problem, literal_eval, literal_eval_fast,
                       parse_expr, to_int, to_int32, to_measure)
@@ -807,9 +808,10 @@ def check_request_identities(rec: dict) -> list[str]:
         hist = _histogram(h)
         if sum(hist) != v:
             out.append(f"accept histogram sums to {sum(hist)}, not verify_ct {v}")
-        if a is not None and sum(i * x for i, x in enumerate(hist)) != a:
-            out.append(f"accept histogram implies {sum(i * x for i, x in enumerate(hist))} "
-                       f"accepted drafts, not {a}")
+        if a is not None:
+            implied = sum(map(mul, range(len(hist)), hist))     # Σ i·hist[i]
+            if implied != a:
+                out.append(f"accept histogram implies {implied} accepted drafts, not {a}")
     return out
 
 
