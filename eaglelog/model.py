@@ -191,20 +191,41 @@ class ParsedLog:
     def span_s(self, source: str) -> float | None:
         """Seconds from the first to the last timestamp of input ``source``'s rows over every
         table (a missing one skipped; None: none has one)."""
-        lo = hi = None
+        got = self._span(source)
+        if got is None:
+            return None
+        sec, us = divmod(got[1] - got[0], 1_000_000)   # (as Timedelta.total_seconds adds them)
+        return sec + us / 1e6
+
+    def _span(self, source: str) -> tuple[int, int] | None:
+        """(first, last) timestamp of ``source``'s rows in microseconds, or None; of many
+        inputs, every input's at once (a pass per table, not per input and table: a unit of
+        one of them is given its own, ``subset``)."""
+        spans = self.__dict__.get("_spans")
+        if spans is not None and source in spans:
+            return spans[source]
+        several = len(self.sources) > 1
+        wanted = [i.name for i in self.sources] if several else [source]
+        found: dict[str, tuple[int, int]] = {}
         for name, df in self.tables.items():
             if "timestamp" not in df.columns or not len(df):
                 continue
-            t = df["timestamp"].array           # (datetime64[us], the schema's: a view)
-            t = np.asarray(t, dtype="datetime64[us]").view(np.int64)[self._where(source, name)]
-            t = t[t != np.iinfo(np.int64).min]          # (NaT)
-            if len(t):
-                a, b = int(t.min()), int(t.max())
-                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
-        if lo is None:
-            return None
-        sec, us = divmod(hi - lo, 1_000_000)    # (as pandas' Timedelta.total_seconds adds them)
-        return sec + us / 1e6
+            ts = df["timestamp"].array          # (datetime64[us], the schema's: a view)
+            ts = np.asarray(ts, dtype="datetime64[us]").view(np.int64)
+            rows = self._rows_of(name) if several else None
+            for src in wanted:
+                if rows is not None and src not in rows:
+                    continue
+                t = ts[rows[src] if rows is not None else self._where(src, name)]
+                t = t[t != np.iinfo(np.int64).min]          # (NaT)
+                if len(t):
+                    a, b = int(t.min()), int(t.max())
+                    got = found.get(src)
+                    found[src] = (a, b) if got is None else (min(got[0], a), max(got[1], b))
+        spans = self.__dict__.setdefault("_spans", {})
+        for src in wanted:
+            spans[src] = found.get(src)
+        return spans[source] if source in spans else found.get(source)
 
     def _where(self, source: str, name: str) -> "slice | np.ndarray":
         """positions(), as a slice where they are contiguous — every row of a one-input log's
@@ -328,7 +349,8 @@ class ParsedLog:
         if isinstance(segment, WholeRun):
             out.__dict__["_config_path"] = segment
         if startup is None and segment is None:
-            # every row of the input: its configurations are the ones read here already
+            # every row of the input: its span and configurations are the ones read here
+            out.__dict__["_spans"] = {source: self._span(source)}
             memo = self.__dict__.get("_config_memo", {})
             out.__dict__["_config_memo"] = {k: v for k, v in memo.items() if k[0] == source}
         return out

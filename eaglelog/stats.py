@@ -731,7 +731,7 @@ def _per_output(thetas, influences, srcs, ok, n: int, confidence: float, facts: 
             facts["batch_logs"].append(())
             continue
         sums = np.bincount(labels, weights=u, minlength=b)
-        facts["batch_logs"].append(tuple(float(math.log(th) + b * x) for x in sums))
+        facts["batch_logs"].append(tuple((math.log(th) + b * sums).tolist()))
         se, df, basis = rule(sums, i)
         est = from_log_se(float(th), se, df, n, confidence, s)
         out.append(est if est.basis == basis else dataclasses.replace(est, basis=basis))
