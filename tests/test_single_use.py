@@ -157,3 +157,29 @@ def test_weighted_mean_without_the_tau_it_does_not_read():
     u = stats.block_sums((v - theta) / n / theta)
     _, facts = stats.influence_estimates([theta], [u], n, 0.95, tau_fact=False)
     assert np.isfinite(facts["tau"])
+
+
+def test_a_units_tables_are_cut_when_first_read_and_read_alike_every_way():
+    import pickle
+
+    from eaglelog.model import LazyTables, _Cut
+    paths = [os.path.join(SAMPLES, n) for n in ("eagle3_5step.log", "eagle3_2step.log")]
+    log = api.parse(paths, cache=False)
+    unit = log.subset(paths[1])
+    t = unit.tables
+    assert isinstance(t, LazyTables)
+    raw = dict.__getitem__(t, "decode")
+    assert type(raw) is _Cut                          # nothing cut yet
+    want = log.rows_of(paths[1], "decode").reset_index(drop=True)
+    got = t["decode"]
+    assert got is t["decode"] and got is unit.decode  # cut once, kept
+    assert got.equals(want) and list(got.index) == list(range(len(want)))
+    # every way of reading the dict gives frames, never the pending cut
+    for view in (dict(t), t.copy(), {**t}, dict(t.items()), pickle.loads(pickle.dumps(t))):
+        assert set(view) == set(dict.keys(t))
+        assert not any(type(v) is _Cut for v in view.values())
+    assert not any(type(v) is _Cut for v in t.values())
+    assert t.get("server_args").equals(
+        log.rows_of(paths[1], "server_args").reset_index(drop=True))
+    assert t.get("no such table", 7) == 7 and "no such table" not in t
+    assert len(unit.server_args) == 1 and unit.config() == log.config(paths[1])
