@@ -416,18 +416,15 @@ def _fast_len(n: int) -> int:
     return best
 
 
-def autocorr_time(u: np.ndarray) -> float:
+def autocorr_time(u: np.ndarray, where: np.ndarray | None = None) -> float:
     """Integrated autocorrelation time τ = 1 + 2 Σ_k ρ_k of a series (in units of its samples),
     by Geyer's initial monotone sequence estimator: the sums of adjacent autocorrelation
     pairs Γ_m = ρ_2m + ρ_2m+1 are added while positive, made non-increasing.  At least 1 (a
-    negatively correlated series is treated as independent: the conservative side)."""
+    negatively correlated series is treated as independent: the conservative side).
+    ``where``: of the series u[where] (read into the FFT's own buffer: no copy of it)."""
     u = np.asarray(u, dtype=float)
-    n = len(u)
+    n = len(u) if where is None else int(np.count_nonzero(where))
     if n < 4:
-        return 1.0
-    d = u - u.mean()
-    var = float(np.dot(d, d)) / n
-    if not var > 0:
         return 1.0
     m = (n - 1) // 2
     # the autocovariances up to lag `lags` need an FFT of n + lags points, not 2n: on a long
@@ -435,11 +432,38 @@ def autocorr_time(u: np.ndarray) -> float:
     # first and doubled until the sequence stops inside it (a series of millions of windows:
     # half the FFT's length, half its time)
     lags = n if n <= LONG_SERIES else 4096
+    # the deviations d = u − ū are made in a zero-padded buffer of the first FFT's length (the
+    # padded copy rfft would make, and d, are one array; what is read of d after the FFTs, its
+    # batch means, is read before them: a series of millions of windows was a summary's peak)
+    def deviations(size: int) -> np.ndarray:
+        buf = np.zeros(size)
+        d = buf[:n]
+        if where is None:
+            d[:] = u
+        else:
+            np.compress(where, u, out=d)
+        np.subtract(d, d.mean(), out=d)
+        return buf
+
+    buf = deviations(_size(n, lags))
+    d = buf[:n]
+    var = float(np.dot(d, d)) / n
+    if not var > 0:
+        return 1.0
+    bm = None
+    if n >= 40:
+        b = 10
+        length = n // b
+        bm = d[:b * length].reshape(b, length).mean(axis=1)
+    del d
     while True:
-        size = _fast_len(n + lags - 1) if n > LONG_SERIES else 1 << int(2 * n - 1).bit_length()
-        f = np.fft.rfft(d, size)
-        np.multiply(f, np.conj(f), out=f)       # (|f|², in f's own array: a large series'
-        acov = np.fft.irfft(f, size)[:min(n, lags)] / n     # FFT was a summary's peak)
+        size = _size(n, lags)
+        if buf is None:        # (a longer reach, rare: the same deviations made again)
+            buf = deviations(size)
+        f = np.fft.rfft(buf)
+        buf = None             # (let go before the inverse: not kept for a reach it seldom needs)
+        np.multiply(f, np.conj(f), out=f)       # (|f|², in f's own array)
+        acov = np.fft.irfft(f, size)[:min(n, lags)] / n
         del f
         rho = acov / acov[0]
         mm = min(m, len(rho) // 2)
@@ -453,14 +477,16 @@ def autocorr_time(u: np.ndarray) -> float:
         return 1.0
     pairs = np.minimum.accumulate(pairs)
     tau = float(-1.0 + 2.0 * pairs.sum())
-    if n >= 40:
+    if bm is not None:
         # the initial sequence is short-sighted on a series only some τ long: the batch-means
         # view at 10 batches (τ ≈ L · var(batch means) / var) is taken when it says more
-        b = 10
-        length = n // b
-        bm = d[:b * length].reshape(b, length).mean(axis=1)
         tau = max(tau, length * float(np.dot(bm, bm)) / (b - 1) / var)
     return max(1.0, tau)
+
+
+def _size(n: int, lags: int) -> int:
+    """The FFT length autocorr_time takes for lags ``lags`` of n points."""
+    return _fast_len(n + lags - 1) if n > LONG_SERIES else 1 << int(2 * n - 1).bit_length()
 
 
 def _tau_windows(u: np.ndarray, per_block: float) -> float:

@@ -183,3 +183,19 @@ def test_a_units_tables_are_cut_when_first_read_and_read_alike_every_way():
         log.rows_of(paths[1], "server_args").reset_index(drop=True))
     assert t.get("no such table", 7) == 7 and "no such table" not in t
     assert len(unit.server_args) == 1 and unit.config() == log.config(paths[1])
+
+
+@pytest.mark.parametrize("n", [4, 39, 41, 1000, (1 << 16) + 3, 300_000])
+def test_autocorr_time_of_a_masked_series_is_that_of_its_copy(n):
+    rng = np.random.default_rng(n)
+    e = rng.normal(size=n)
+    u = np.empty(n)                  # AR(1) at 0.995: on a long series the first reach (4,096
+    u[0] = e[0]                      # lags) ends before the pairs turn: the deviations are made
+    for i in range(1, n):            # again for the longer one
+        u[i] = 0.995 * u[i - 1] + e[i]
+    mask = rng.random(n) < 0.8
+    assert stats.autocorr_time(u, where=mask) == stats.autocorr_time(u[mask].copy())
+    assert stats.autocorr_time(u, where=np.ones(n, bool)) == stats.autocorr_time(u)
+    tau = stats.autocorr_time(u)
+    assert tau >= 1 and (n < 1000 or 50 < tau < 2000)   # (1 + ρ) / (1 − ρ) = 399 when long
+    assert stats.autocorr_time(np.full(n, 2.5)) == 1.0
