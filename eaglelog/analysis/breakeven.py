@@ -104,9 +104,15 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         # once per table — not a pass over the source column of millions of rows per call)
         dec, pre = log.rows_of(source, "decode"), log.rows_of(source, "prefill")
         let_go = log.single_use and len(log.sources) == 1
-        # (its transients before the windows exist, not on top of them)
-        draft = draft_len.max_tokens_of_rows(log, source) if let_go and not _max_tokens(cfg) \
-            else UNREAD
+        if let_go:
+            # a single-use log: what is read of the decode lines besides the windows' and the
+            # KV life's columns is read now (K without a config line: its transients before
+            # the windows exist, not on top of them), and the table goes; the windows are made
+            # from the columns they read (a third of a gigabyte log's peak: issue 37)
+            draft = UNREAD if _max_tokens(cfg) else draft_len.max_tokens_of_rows(log, source)
+            dil = diluted(dec)
+            dec = dec.drop(columns=[c for c in NOT_WINDOWED if c in dec.columns])
+            log.release("decode")
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
                                   bool(cfg.get("enable_dp_attention")))
         path = log.__dict__.get("_config_path")
@@ -120,15 +126,14 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
             win.req_accept = request_accept_se(log, source)
         memo[source] = (cfg, win)
         if let_go:
-            # what is read of the decode lines after their windows, read now; then the table
-            # goes (a third of a gigabyte log's peak: issue 37, ParsedLog.mark_single_use)
             log.__dict__.setdefault("_decode_facts", {})[source] = DecodeFacts(
-                diluted(dec), win.line, context.tokens_at(dec, win.line), draft)
-            del dec
-            log.release("decode")
+                dil, win.line, context.tokens_at(dec, win.line), draft)
     return memo[source]
 
 
+# the decode columns a single-use log's run reads before its windows are made and never after
+# (beta_spec, diluted, draft_len: run_windows)
+NOT_WINDOWED = ("accept_rate", "header", "startup", "ranks")
 UNREAD = object()        # a DecodeFacts field not read (draft: the config line gives K)
 
 

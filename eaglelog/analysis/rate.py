@@ -914,10 +914,12 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     ``buckets``: bucket_of(win.r) when the caller has it."""
     codes, labels = buckets if buckets is not None else bucket_of(win.r)
     use, acc = fit_.use, fit_.acc
-    total = float(win.w[use | acc].sum())
+    w = win.w           # (made on each read: once here, for the total and the passes)
+    total = float(w[use | acc].sum())
     step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
     parts = (_bucket_parts if fast_available() else _bucket_parts_numpy)(
-        win, fit_, codes, len(labels), step_all)
+        win, fit_, codes, len(labels), step_all, w)
+    del w
     out = []
     for g, (n, th, sums, n_use, n_acc, wsum) in parts:
         ests, _ = stats.influence_estimates([th[k] for k in OUTPUTS], sums, n, confidence,
@@ -951,13 +953,14 @@ def _bucket_outputs(th: dict, sums: dict) -> list:
 
 
 def _bucket_parts(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
-                  step_all: np.ndarray | None) -> list:
+                  step_all: np.ndarray | None, w: np.ndarray | None = None) -> list:
     """(bucket, (its windows that count, point estimates, their terms' sums over blocks, its
     cycle's windows, its accept length's, Σ w)) of each bucket that has any: two passes in C
     (_ratekern: bucket_totals, bucket_terms) over the windows in time order."""
     beta = np.ascontiguousarray(fit_.beta, dtype=float)
     args = (np.ascontiguousarray(codes, dtype=np.int64), _mask(fit_.use), _mask(fit_.acc),
-            *_floats(win.w, win.y), *_sparse(win.x), beta, float(np.zeros(N_X) @ beta),
+            *_floats(win.w if w is None else w, win.y), *_sparse(win.x), beta,
+            float(np.zeros(N_X) @ beta),
             _floats(fit_.cov)[0], _floats(win.a)[0])
     tot = np.empty((nb, 12))
     _ratekern.bucket_totals(*args, _floats(step_all)[0], tot)
@@ -1001,14 +1004,14 @@ def _bucket_parts(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
 
 
 def _bucket_parts_numpy(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
-                        step_all: np.ndarray | None) -> list:
+                        step_all: np.ndarray | None, w: np.ndarray | None = None) -> list:
     """_bucket_parts in numpy (without the C passes; and their oracle in the tests)."""
     beta = np.asarray(fit_.beta)
     zi = win.x.dot(beta)
     np.subtract(win.y, zi, out=zi)          # y − β·x (the cycle's adds the fit's cov: zc)
     cov = fit_.cov
     use, acc = fit_.use, fit_.acc
-    w = win.w
+    w = win.w if w is None else w
     # each bucket's windows that count, in time order, from one sort (not a pass over every
     # window per bucket: a large log has millions)
     counted = np.flatnonzero((use | acc) & (codes >= 0))
