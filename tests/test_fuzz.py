@@ -563,3 +563,23 @@ def test_fuzz_absurd_values_are_reported_at_their_lines(tmp_path):
     n = text[:text.index("#running-req: 1,")].count("\n") + 1
     inv = fuzz.invoke(["report", "--baseline-toks", "90", "-o", str(d / "r.html"), str(p)])
     assert inv.code == 0 and f"{p}:{n}: " in inv.stderr and fuzz.check(inv) == []
+
+
+def test_reconcile_of_blocks_without_cycles_prints_no_nan(tmp_path):
+    """fuzz seed 74, case 148 (reduced): an EAGLE3_PROF block of 0 cycles weighs nothing, so
+    the profiler gives no accept length; the bonus-token check says so (n/a), never 'nan'."""
+    p = tmp_path / "a.log"
+    p.write_text(
+        "[2026-03-02 14:03:05.142 TP0] Decode batch, #running-req: 1, #token: 880, token usage: "
+        "0.00, accept len: 2.85, accept rate: 0.71, cuda graph: True, gen throughput (token/s): "
+        "71.38, #queue-req: 0\n"
+        "[2026-03-02 14:03:06.210 TP0] Decode batch, #running-req: 1, #toke1, accept len: 2.85,"
+        " accept ra\n"
+        "EAGLE3_PROF (0 cycles, 171 tok, no sync)\n"
+        "  TOTAL:             26.68 ms/cyc\n"
+        "  Accept len:      1.71\n"
+        "  Eff tok/s:       64.1\n")
+    inv = fuzz.invoke(["reconcile", str(p)])
+    assert inv.code == 0 and fuzz.check(inv) == []
+    row = next(line for line in inv.stdout.splitlines() if "bonus token" in line)
+    assert " n/a " in row and "no accept length" in row and "nan" not in inv.stdout

@@ -287,6 +287,19 @@ def test_bucket_parts_are_numpys(monkeypatch, cov, step, n):
             if y is not None:
                 np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-13 * np.abs(y).max(),
                                            err_msg=k)
+    # int8 codes (window_buckets keeps them so) are read as they are, with the same sums
+    if rate.fast_available():
+        byte = rate._bucket_parts(win, fit, codes.astype(np.int8), len(labels), steps)
+        assert [g for g, _ in byte] == [g for g, _ in fast]
+        for (_, p1), (_, p0) in zip(byte, fast):
+            assert p1[0] == p0[0] and p1[1] == p0[1] and p1[3:] == p0[3:]
+            for x, y in zip(p1[2], p0[2]):
+                assert (x is None and y is None) or np.array_equal(x, y)
+        with pytest.raises(ValueError, match="codes"):
+            rate._ratekern.bucket_totals(codes.astype(np.int16), *(
+                [np.zeros(n, np.uint8)] * 2 + [np.zeros(n)] * 2 + [np.zeros(0, np.int64),
+                                                                 np.zeros(0)]),
+                np.zeros(rate.N_X), 0.0, None, np.zeros(n), None, np.zeros(len(labels) * 12))
     if n < 1000:
         return
     assert [g for g, _ in fast] == list(range(len(labels)))

@@ -82,6 +82,23 @@ static int check(Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t n, const char *na
     return 0;
 }
 
+/* bucket codes: int64, or int8 (rate.window_buckets keeps them a byte a window): which, from
+   the buffer's length; 0 on success */
+static int code_width(Py_buffer *v, Py_ssize_t n, int *width) {
+    if (v->len == n * 8) *width = 8;
+    else if (v->len == n) *width = 1;
+    else {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, expected %zd (int64) or %zd (int8)",
+                     v->len, n * 8, n);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int64_t code_at(const void *buf, int width, Py_ssize_t i) {
+    return width == 8 ? ((const int64_t *)buf)[i] : (int64_t)((const int8_t *)buf)[i];
+}
+
 static int read_cols(Py_buffer *cb, int *cols, int *p) {
     if (cb->len < 1 || cb->len > MAXP) {
         PyErr_SetString(PyExc_ValueError, "cols: 1 to 8 column codes");
@@ -672,7 +689,7 @@ done:
 
 #define BT 12   /* bucket_totals' sums per bucket */
 
-/* bucket_totals(codes (int64), use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, step or
+/* bucket_totals(codes (int64 or int8), use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, step or
    None, out) -> None: rate.by_bucket's sums per bucket (out: buckets × BT), over the windows
    that count (use or acc) of each code ≥ 0, in window order: 0 their number, 1 Σ w, 2 the
    cycle's (use), 3 Σ w there, 4 Σ w (zi + cov) there, 5 Σ zi there (zi = y − x·β), 6 the
@@ -697,14 +714,15 @@ static PyObject *bucket_totals(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = use.len, nb = ob.len / (8 * BT);
     Sparse s;
-    if (check(&cb, 8, n, "codes") < 0 || check(&acc, 1, n, "acc") < 0 ||
+    int cw = 8;
+    if (code_width(&cb, n, &cw) < 0 || check(&acc, 1, n, "acc") < 0 ||
         check(&w, 8, n, "w") < 0 || check(&y, 8, n, "y") < 0 || check(&a, 8, n, "a") < 0 ||
         check(&bt, 8, N_X, "beta") < 0 || check(&ob, 8, nb * BT, "out") < 0 ||
         (have_cov && check(&covb, 8, n, "cov") < 0) ||
         (have_st && check(&stb, 8, n, "step") < 0) || sparse_init(&s, &xr, &xv) < 0)
         goto done;
     {
-        const int64_t *codes = cb.buf;
+        const void *codes = cb.buf;
         const char *uv = use.buf, *av = acc.buf;
         const double *wv = w.buf, *yv = y.buf, *beta = bt.buf, *aa = a.buf;
         const double *cov = have_cov ? covb.buf : NULL, *step = have_st ? stb.buf : NULL;
@@ -714,7 +732,7 @@ static PyObject *bucket_totals(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             int u_ = uv[i], a_ = av[i];
-            int64_t g = codes[i];
+            int64_t g = code_at(codes, cw, i);
             if ((!u_ && !a_) || g < 0) continue;
             if (g >= nb) {
                 bad = 1;
@@ -781,7 +799,8 @@ static PyObject *bucket_terms(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = use.len, nb = pb.len / (8 * 7), rows = ob.len / 24;
     Sparse s;
-    if (check(&cb, 8, n, "codes") < 0 || check(&acc, 1, n, "acc") < 0 ||
+    int cw = 8;
+    if (code_width(&cb, n, &cw) < 0 || check(&acc, 1, n, "acc") < 0 ||
         check(&w, 8, n, "w") < 0 || check(&y, 8, n, "y") < 0 || check(&a, 8, n, "a") < 0 ||
         check(&bt, 8, N_X, "beta") < 0 || check(&pb, 8, nb * 7, "par") < 0 ||
         check(&ob, 8, rows * 3, "out") < 0 || (have_cov && check(&covb, 8, n, "cov") < 0) ||
@@ -802,7 +821,7 @@ static PyObject *bucket_terms(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        const int64_t *codes = cb.buf;
+        const void *codes = cb.buf;
         const char *uv = use.buf, *av = acc.buf;
         const double *wv = w.buf, *yv = y.buf, *beta = bt.buf, *aa = a.buf;
         const double *cov = have_cov ? covb.buf : NULL;
@@ -812,7 +831,7 @@ static PyObject *bucket_terms(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             int u_ = uv[i], a_ = av[i];
-            int64_t g = codes[i];
+            int64_t g = code_at(codes, cw, i);
             if ((!u_ && !a_) || g < 0) continue;
             if (g >= nb) {
                 bad = 1;

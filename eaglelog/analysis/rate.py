@@ -958,7 +958,9 @@ def _bucket_parts(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
     cycle's windows, its accept length's, Σ w)) of each bucket that has any: two passes in C
     (_ratekern: bucket_totals, bucket_terms) over the windows in time order."""
     beta = np.ascontiguousarray(fit_.beta, dtype=float)
-    args = (np.ascontiguousarray(codes, dtype=np.int64), _mask(fit_.use), _mask(fit_.acc),
+    # (int8 codes, as window_buckets keeps them, are read as they are: no int64 copy)
+    codes = np.ascontiguousarray(codes, dtype=np.int8 if codes.dtype == np.int8 else np.int64)
+    args = (codes, _mask(fit_.use), _mask(fit_.acc),
             *_floats(win.w if w is None else w, win.y), *_sparse(win.x), beta,
             float(np.zeros(N_X) @ beta),
             _floats(fit_.cov)[0], _floats(win.a)[0])
