@@ -718,12 +718,17 @@ def _coverage(win, mask, base: BaseSide) -> float:
 
 def _buckets(win, fit, base: BaseSide, confidence: float):
     codes, labels = rate.window_buckets(win)
-    w = win.w           # (computed per call: once, not per bucket, for millions of windows)
-    for bk in rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels)):
+    buckets = rate.by_bucket(win, fit, confidence, base.step_of, buckets=(codes, labels))
+    # (the windows' weights are made per read: once, after the per-bucket passes, which make
+    # their own, and only where a bucket's windows matter to its step's σ)
+    w = win.w if base.by_windows else None
+    for bk in buckets:
         st = bk["step_ms"]
-        # (the bucket's windows, a pass over every window each, only where they matter)
-        mask = (codes == labels.index(bk.label)) & fit.use if base.by_windows else slice(0)
-        se_b, df_b = base.uncertainty(win.b[mask], w[mask])
+        if w is not None:     # (the bucket's windows, a pass over every window each)
+            mask = (codes == labels.index(bk.label)) & fit.use
+            se_b, df_b = base.uncertainty(win.b[mask], w[mask])
+        else:
+            se_b, df_b = base.uncertainty(np.empty(0), np.empty(0))
         if not math.isfinite(st.estimate):
             step = stats.insufficient(math.nan, 0, confidence, "no baseline at this batch size")
         elif se_b > 0:
