@@ -714,10 +714,18 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     if not tau_fact and n < LONG_SERIES_MIN:
         return _short_influence(thetas, influences, srcs, ok, n, confidence, facts, floor,
                                 per_block_life(lifetime, n, k))
-    taus = [max(_tau_windows(u, per_block), life_tau(u, lifetime, per_block)) if good else 1.0
-            for u, good in zip(influences, ok)]
-    tau = max([1.0] + [taus[i] for i in (tau_of if tau_of is not None else range(len(thetas)))
-                       if ok[i]])
+    taus: list[float | None] = [None] * len(thetas)
+
+    def tau_of_output(i: int) -> float:
+        # (each output's τ when it is asked for: the short-series rule reads only those of
+        # tau_of, and a small log's fit has seven outputs)
+        if taus[i] is None:
+            u = influences[i]
+            taus[i] = max(_tau_windows(u, per_block), life_tau(u, lifetime, per_block)) \
+                if ok[i] else 1.0
+        return taus[i]
+    tau = max([1.0] + [tau_of_output(i) for i in
+                       (tau_of if tau_of is not None else range(len(thetas))) if ok[i]])
     facts["tau"] = tau
     b = plan_batches(n, tau) if n >= LONG_SERIES_MIN else None
     if b is None or b > k:
@@ -729,7 +737,7 @@ def influence_estimates(thetas: Sequence[float], influences: Sequence[np.ndarray
     # standard error is corrected for is its own series' (a cycle whose terms are nearly
     # independent is not widened by the accept length's τ: simulated, that took the cycle's
     # coverage to 99 % with width/spread 1.25, docs/statistics.md)
-    inflates = [batch_means_inflation(t, length) for t in taus]
+    inflates = [batch_means_inflation(tau_of_output(i), length) for i in range(len(thetas))]
     labels = (np.arange(k) * b) // k
 
     def batch_means(sums, i):

@@ -318,7 +318,9 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     d = decode
     if len(d) and not d["line_no"].is_monotonic_increasing:
         d = _reads(d, SERIES_TAGS + ("tp", "part", "engine")).sort_values("line_no")
-    d = d.reset_index(drop=True)
+    ix = d.index
+    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
+        d = d.reset_index(drop=True)      # (a frame of 0 … n − 1 already: read as it is)
     n = len(d)
     (key, pkey), labels = _series_codes([d, prefill])
     key = np.asarray(key)                       # dense codes 0 … k − 1 (_series_codes)
