@@ -165,12 +165,18 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
             t.join()
     log.unit(plans[0][1])                # the shared per-input row maps, built before the fork
     _JOB = (analyse, log, plans)
+    import gc
+    # the parent's objects (the tables of thousands of logs) out of the workers' collections:
+    # a collection in a worker would write to every one of them and copy their pages (the
+    # fork's copy-on-write), a share of each small log's cost
+    gc.freeze()
     try:
         with mp.get_context("fork").Pool(min(workers, len(plans))) as pool:
             return pool.map(_analyse_one, range(len(plans)),
                             chunksize=max(1, len(plans) // (8 * workers)))
     finally:
         _JOB = None
+        gc.unfreeze()
 
 
 WHOLE_RUN = ("breakeven", "summary")     # also the whole run of a run whose config changed
