@@ -138,9 +138,24 @@ def _analyse_one(i: int):
     analyse, log, plans = _JOB
     label, plan = plans[i]
     try:
-        return labelled(analyse(log.unit(plan)), label, plan)
+        res = labelled(analyse(log.unit(plan)), label, plan)
     except EaglelogError as e:
         return e
+    return _without_windows(res) if log.single_use else res
+
+
+def _without_windows(res):
+    """A single-use log's result (the command line's: it prints, and never asks a result for
+    its windows) without the decode windows and the whole-run fit behind it, which would cross
+    from the worker as ~15 KB of pickled arrays a small log (~0.1 ms each way)."""
+    def lean(r):
+        drop = {k: None for k in ("evidence", "whole_fit") if getattr(r, k, None) is not None}
+        return dataclasses.replace(r, **drop) if drop else r
+    res = lean(res)
+    be = getattr(res, "breakeven", None)
+    if be is not None and hasattr(be, "evidence"):
+        res = dataclasses.replace(res, breakeven=lean(be))
+    return res
 
 
 def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:

@@ -79,7 +79,9 @@ class ParsedLog:
 
     def mark_single_use(self) -> "ParsedLog":
         """Say that this log is read by one analysis, once, and nothing reads its tables after
-        it: the command line's ``summary`` and ``breakeven``.  The one run of such a log may
+        it nor asks its results for their decode windows (results made by forked workers come
+        back without them: library._without_windows): the command line's ``summary`` and
+        ``breakeven``.  The one run of such a log may
         let its decode table go once its windows are made (``release``; library.each_run,
         analysis/breakeven.run_windows): a gigabyte log's table is a third of the peak
         (issue 37).  A log the API returns is never marked."""

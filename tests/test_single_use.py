@@ -199,3 +199,38 @@ def test_autocorr_time_of_a_masked_series_is_that_of_its_copy(n):
     tau = stats.autocorr_time(u)
     assert tau >= 1 and (n < 1000 or 50 < tau < 2000)   # (1 + ρ) / (1 − ρ) = 399 when long
     assert stats.autocorr_time(np.full(n, 2.5)) == 1.0
+
+
+def test_a_single_use_logs_results_cross_from_workers_without_their_windows():
+    import pickle
+
+    from eaglelog.library import _without_windows
+    path = os.path.join(SAMPLES, "eagle3_5step.log")
+    res = library.summarize(api.parse([path], cache=False), baseline_toks=90).runs[0]
+    assert res.evidence is not None and res.breakeven.evidence is not None
+    lean = _without_windows(res)
+    assert lean.evidence is None and lean.breakeven.evidence is None
+    assert lean.breakeven.whole_fit is None and res.breakeven.whole_fit is not None
+    assert _json(lean) == _json(res)                          # the same printed answers
+    assert len(pickle.dumps(lean)) * 4 < len(pickle.dumps(res))
+    with pytest.raises(Exception, match="no decode windows"):
+        lean.windows()
+    assert len(res.windows()) == 106                          # the original keeps them
+    # many runs by forked workers: the command line's output is the same with 1 and 2 workers
+    import glob as _glob
+    runner = CliRunner()
+    files = sorted(_glob.glob(os.path.join(SAMPLES, "sweep", "*.log")))
+    outs = []
+    for w in ("1", "2"):
+        os.environ["EAGLELOG_WORKERS"] = w
+        try:
+            import eaglelog.library as L
+            old = L.PARALLEL_RUNS
+            L.PARALLEL_RUNS = 2                                 # (the forked path, on a few)
+            out = runner.invoke(main, ["summary", "--no-cache", "-f", "json", *files])
+        finally:
+            L.PARALLEL_RUNS = old
+            os.environ.pop("EAGLELOG_WORKERS", None)
+        assert out.exit_code == 0, out.output
+        outs.append(out.stdout)
+    assert outs[0] == outs[1] and len(json.loads(outs[0])["runs"]) == len(files)
