@@ -141,6 +141,9 @@ def _labels(v) -> str | None:
 
 def identity_from_text(obj_text: str) -> dict:
     """prompt_hash and custom_labels of a text-format Finish line's obj part."""
+    if "text=" not in obj_text and "input_ids=" not in obj_text and \
+            "custom_labels=" not in obj_text:
+        return {}      # (none of the fields read below: _FIELD's 'name=' never matches)
     f = _fields(obj_text)
     rec = {}
     h = prompt_hash(_text_value(f.get("text", "")), _text_value(f.get("input_ids", "")))

@@ -749,10 +749,7 @@ def parse_finish_line(line: str) -> LineResult:
         if m:
             rec["rid"] = m.group(1)
     rec.update(_request_prefix(line[:idx]))
-    # the prompt hash and labels: read from the fields 'text=', 'input_ids=' and
-    # 'custom_labels=' (request_identity._fields), so an obj naming none of them has neither
-    if "text=" in obj or "input_ids=" in obj or "custom_labels=" in obj:
-        rec.update(identity_from_text(obj))
+    rec.update(identity_from_text(obj))     # the prompt hash and labels
     rec["format"] = "text"
     return LineResult(rec, problems)
 
