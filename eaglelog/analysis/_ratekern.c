@@ -376,7 +376,8 @@ done:
 }
 
 /* point_sums(b, y, om, rs or None, interval, use, st, nb, xrows, xvals, cols, gamma, ns, c0,
-   c1, cor or None, beta, xb0, step or None, Og, Wg, OEg, SX, WX, X1) -> (mix, n_use, zi_sum,
+   c1, cor or None, beta, xb0, step (an array, one float for every window, or None), Og, Wg,
+   OEg, SX, WX, X1) -> (mix, n_use, zi_sum,
    step_sum, gmax, negs): the sums rate._point_and_terms makes over the used windows, in one
    pass.  Per stratum g (st; −1 goes to bin nb, placed after the largest used code by the
    caller), in window order as np.bincount sums them: Og Σ ω, Wg Σ w, OEg Σ ω e, SX[i] Σ z_i ω
@@ -404,7 +405,12 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(coro, &corb, PyBUF_SIMPLE) < 0) goto done;
         have_cor = 1;
     }
-    if (stepo != Py_None) {
+    int const_step = 0;
+    double cst = 0.0;
+    if (PyFloat_Check(stepo)) {          /* one step for every window (rate.StatedStep) */
+        cst = PyFloat_AS_DOUBLE(stepo);
+        const_step = 1;
+    } else if (stepo != Py_None) {
         if (PyObject_GetBuffer(stepo, &stepb, PyBUF_SIMPLE) < 0) goto done;
         have_step = 1;
     }
@@ -469,6 +475,7 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
             }
             zi += yv[i] - xdot(x, beta, xb0);
             if (step) stp += w * step[i];
+            else if (const_step) stp += w * cst;
             nuse += 1;
         }
         Py_END_ALLOW_THREADS
@@ -689,8 +696,8 @@ done:
 
 #define BT 12   /* bucket_totals' sums per bucket */
 
-/* bucket_totals(codes (int64 or int8), use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, step or
-   None, out) -> None: rate.by_bucket's sums per bucket (out: buckets × BT), over the windows
+/* bucket_totals(codes (int64 or int8), use, acc, w, y, xrows, xvals, beta, xb0, cov or None, a, step
+   (an array, one float for every window, or None), out) -> None: rate.by_bucket's sums per bucket (out: buckets × BT), over the windows
    that count (use or acc) of each code ≥ 0, in window order: 0 their number, 1 Σ w, 2 the
    cycle's (use), 3 Σ w there, 4 Σ w (zi + cov) there, 5 Σ zi there (zi = y − x·β), 6 the
    accept length's (acc), 7 Σ w there, 8 Σ w a there, 9 the cycle's windows with a finite
@@ -708,7 +715,12 @@ static PyObject *bucket_totals(PyObject *self, PyObject *args) {
         if (PyObject_GetBuffer(covo, &covb, PyBUF_SIMPLE) < 0) goto done;
         have_cov = 1;
     }
-    if (sto != Py_None) {
+    int const_st = 0;
+    double cst = 0.0;
+    if (PyFloat_Check(sto)) {            /* one step for every window (rate.StatedStep) */
+        cst = PyFloat_AS_DOUBLE(sto);
+        const_st = 1;
+    } else if (sto != Py_None) {
         if (PyObject_GetBuffer(sto, &stb, PyBUF_SIMPLE) < 0) goto done;
         have_st = 1;
     }
@@ -748,10 +760,11 @@ static PyObject *bucket_totals(PyObject *self, PyObject *args) {
                 o[3] += wi;
                 o[4] += wi * zg;
                 o[5] += zi;
-                if (step && isfinite(step[i])) {
+                double sti = step ? step[i] : cst;
+                if ((step || const_st) && isfinite(sti)) {
                     o[9] += 1;
                     o[10] += wi;
-                    o[11] += wi * step[i];
+                    o[11] += wi * sti;
                 }
             }
             if (a_) {
@@ -1104,6 +1117,65 @@ static uint64_t quickselect(uint64_t *a, Py_ssize_t m, Py_ssize_t r) {
         else return a[r];
     }
     return a[r];
+}
+
+/* masked_sum(v, mask) -> float: v[mask].sum() as numpy gives it — the same pairwise sum
+   (numpy's DOUBLE_pairwise_sum: 8 accumulators over blocks of at most 128, halves at multiples
+   of 8 above) over the picked values in order, added to the reduction's 0.0 — without the
+   copy of the picked values (a large log's millions of windows: 29 MB each).  The leaves of
+   the halving are visited left to right, so one cursor through the mask feeds them. */
+typedef struct {
+    const double *v;
+    const char *m;
+    Py_ssize_t pos;
+} Picks;
+
+static inline double pick_next(Picks *c) {
+    while (!c->m[c->pos]) c->pos++;
+    return c->v[c->pos++];
+}
+
+static double picks_pairwise(Picks *c, Py_ssize_t n) {
+    if (n < 8) {
+        double res = -0.0;
+        for (Py_ssize_t i = 0; i < n; i++) res += pick_next(c);
+        return res;
+    } else if (n <= 128) {
+        double r[8], res;
+        Py_ssize_t i;
+        for (int j = 0; j < 8; j++) r[j] = pick_next(c);
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += pick_next(c);
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += pick_next(c);
+        return res;
+    } else {
+        Py_ssize_t n2 = n / 2;
+        n2 -= n2 % 8;
+        double lo = picks_pairwise(c, n2);
+        double hi = picks_pairwise(c, n - n2);
+        return lo + hi;
+    }
+}
+
+static PyObject *masked_sum(PyObject *self, PyObject *args) {
+    Py_buffer v, m;
+    if (!PyArg_ParseTuple(args, "y*y*", &v, &m)) return NULL;
+    PyObject *ret = NULL;
+    Py_ssize_t n = v.len / 8;
+    if (check(&m, 1, n, "mask") == 0) {
+        const char *mv = m.buf;
+        Py_ssize_t k = 0;
+        double out;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) k += mv[i] != 0;
+        Picks c = {v.buf, mv, 0};
+        out = 0.0 + picks_pairwise(&c, k);
+        Py_END_ALLOW_THREADS
+        ret = PyFloat_FromDouble(out);
+    }
+    PyBuffer_Release(&v); PyBuffer_Release(&m);
+    return ret;
 }
 
 /* median(values, sel, center) -> float: np.median of the values ``sel`` picks (None: all; a
@@ -1641,6 +1713,7 @@ static PyMethodDef methods[] = {
     {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
     {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
     {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
+    {"masked_sum", masked_sum, METH_VARARGS, "v[mask].sum(), numpy's pairwise sum, no copy"},
     {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},
     {"medians", medians, METH_VARARGS, "np.median of each group's values, in two passes"},
     {"int_range", int_range, METH_VARARGS, "whether every finite value is a small integer"},

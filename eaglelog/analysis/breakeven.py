@@ -127,7 +127,7 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         memo[source] = (cfg, win)
         if let_go:
             log.__dict__.setdefault("_decode_facts", {})[source] = DecodeFacts(
-                dil, win.line, context.tokens_at(dec, win.line), draft)
+                dil, win.line, _packed(context.tokens_at(dec, win.line)), draft)
     return memo[source]
 
 
@@ -144,10 +144,37 @@ class DecodeFacts:
 
     diluted: bool                   # diluted(): lines of releases ≤ v0.5.3.post1
     line: np.ndarray                # the windows' lines, which ``tokens`` is of
-    tokens: object                  # context.tokens_at at those lines (None: no #token);
-    #                                 with_context takes it once, leaving UNREAD
+    tokens: object                  # context.tokens_at at those lines (None: no #token;
+    #                                 int32 where _packed), with_context takes it once,
+    #                                 leaving UNREAD
     draft: object                   # draft_len.max_tokens_of_rows, UNREAD where the config
     #                                 line gives K (breakeven reads it only when it does not)
+
+
+def _packed(tok: np.ndarray | None) -> np.ndarray | None:
+    """#token at the windows' lines as int32 (−1: none printed) where each is a whole number
+    of slots below 2³¹, as counts are: 4 bytes a window, not 8, kept from the windows' making
+    to the context's (``_unpacked`` gives back the same floats); else as it is."""
+    if tok is None:
+        return None
+    out = np.empty(len(tok), dtype=np.int32)
+    for lo, hi in rate._blocks(len(tok)):
+        t = tok[lo:hi]
+        none = np.isnan(t)
+        with np.errstate(invalid="ignore"):
+            whole = (t >= 0) & (t < 2**31 - 1) & (t == np.trunc(t)) & ~np.signbit(t)
+        if not (none | whole).all():
+            return tok
+        out[lo:hi] = np.where(none, -1.0, t).astype(np.int32)
+    return out
+
+
+def _unpacked(tok: np.ndarray | None) -> np.ndarray | None:
+    if tok is None or tok.dtype != np.int32:
+        return tok
+    out = tok.astype(float)
+    out[tok < 0] = np.nan
+    return out
 
 
 def _decode_facts(log: ParsedLog, source: str) -> DecodeFacts | None:
@@ -174,7 +201,7 @@ def window_tokens(log: ParsedLog, source: str, win: "rate.Windows") -> np.ndarra
     facts = _decode_facts(log, source)
     if facts is not None and facts.line is win.line and facts.tokens is not UNREAD:
         tok, facts.tokens = facts.tokens, UNREAD     # (None: no line prints #token)
-        return tok
+        return _unpacked(tok)
     dec = rows_where(log.decode, log.decode["source"] == source)
     return context.tokens_at(dec, win.line)
 
@@ -761,7 +788,11 @@ def with_context(log: ParsedLog, source: str, win: "rate.Windows", fit: "rate.Ra
     per = context.bucket_context(ctx, win.w, codes, labels, fit.use | fit.acc)
     buckets = tuple(dataclasses.replace(b, context=per.get(b.batch)) for b in buckets)
     if win.spec:
-        tr = context.trend(win.a, win.w, ctx, confidence, mask=fit.acc)
+        # (w and ctx handed over, not kept here: the trend lets every window's go once it has
+        # the ones it reads)
+        hand = [ctx]
+        ctx = None
+        tr = context.trend(win.a, [win.w], hand, confidence, mask=fit.acc)
         facts["context_trend"] = tr.to_dict()
         note = context.trend_note(tr)
         if note:

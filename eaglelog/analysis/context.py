@@ -313,8 +313,12 @@ def _product_blocks(products, n: int) -> stats.Blocks:
 def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
           mask: np.ndarray | None = None) -> ContextTrend:
     """The slope of accept length ``a`` on log2(context ``c``) over the windows (in time
-    order) with weight ``w`` (request-steps); ``mask``: the windows that count."""
-    a, w, c = (np.asarray(x, dtype=float) for x in (a, w, c))
+    order) with weight ``w`` (request-steps); ``mask``: the windows that count.  ``w`` and
+    ``c`` may each come handed over in a one-element list, which this empties: an argument
+    stays alive while the call runs, and a handed one goes as soon as the counted part of it
+    is made (every window's: two arrays of millions less at the trend's peak)."""
+    w, c = (x.pop() if isinstance(x, list) else x for x in (w, c))
+    a, w, c = np.asarray(a, dtype=float), np.asarray(w, dtype=float), np.asarray(c, dtype=float)
     ok = np.isfinite(a) & np.isfinite(w) & (w > 0) & np.isfinite(c) & (c > 0)
     if mask is not None:
         ok &= np.asarray(mask, dtype=bool)
@@ -323,7 +327,13 @@ def trend(a: np.ndarray, w: np.ndarray, c: np.ndarray, confidence: float,
         return ContextTrend(math.nan, None, None, n, confidence)
     first = int(np.argmax(ok))
     c0 = c[first:first + 1].copy()      # (_wquantiles reads the first one alone; log2 of
-    a, w, x = a[ok], w[ok], c[ok]       # them all is x, made in place: one array, not two)
+    # them all is x, made in place: one array, not two; each of every window's let go as soon
+    # as its counted part is made, where the caller let go of it too: one more array at a
+    # time, not three)
+    x = c[ok]
+    c = None
+    w = w[ok]
+    a = a[ok]
     del ok
     np.log2(x, out=x)
     span = _wquantiles(c0, w, (0.05, 0.95), x)
@@ -537,17 +547,25 @@ def bucket_context(ctx: np.ndarray, w: np.ndarray, codes: np.ndarray, labels: li
     """The mean context per running request of each batch-size bucket's windows (``codes``
     into ``labels``, rate.bucket_of; ``mask``: the windows that count), weighted by their
     request-steps."""
-    ok = mask & np.isfinite(ctx) & np.isfinite(w) & (w > 0) & (codes >= 0)
+    den, num = np.zeros(len(labels)), np.zeros(len(labels))
+    seen = False
+    # (a block of windows at a time, each bucket's sums in window order as np.bincount makes
+    # them — np.add.at adds in order too: the same sums, without the counted windows' arrays
+    # and their codes as integers, four of every window's)
+    for lo in range(0, len(ctx), _BLOCK):
+        hi = min(lo + _BLOCK, len(ctx))
+        cb, wb = ctx[lo:hi], w[lo:hi]
+        ok = mask[lo:hi] & np.isfinite(cb) & np.isfinite(wb) & (wb > 0) & (codes[lo:hi] >= 0)
+        if not ok.any():
+            continue
+        seen = True
+        cw, wk = codes[lo:hi][ok], wb[ok]
+        np.add.at(den, cw, wk)
+        wk *= cb[ok]
+        np.add.at(num, cw, wk)
     out = {}
-    if not ok.any():
+    if not seen:
         return out
-    # (w[ok] × ctx[ok] made in w[ok]'s array after its own sums: two arrays of the windows
-    # alive, not four; the same products, the same sums)
-    cw, wk = codes[ok], w[ok]
-    den = np.bincount(cw, weights=wk, minlength=len(labels))
-    wk *= ctx[ok]
-    num = np.bincount(cw, weights=wk, minlength=len(labels))
-    del cw, wk
     for i, label in enumerate(labels):
         if den[i] > 0:
             out[label] = float(num[i] / den[i])

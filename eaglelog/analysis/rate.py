@@ -595,6 +595,8 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             if use.sum() < 3:
                 break
             if stale:
+                # (the old residuals go before the new are made: two pairs of millions)
+                fitted = res = None
                 spec, kind = _choose(win, use)
                 beta, fitted, res, mad = residuals(use, spec)
                 stale = False
@@ -611,6 +613,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         # what a warm-up left behind: the residuals' mean in the first half of the windows
         # kept against the second's (residuals from the fitted curve: the batch mix moves
         # nothing here); a decaying tail the cut missed shows as that difference
+        fitted = res = stall = None
         _, fitted, res, _ = residuals(use, spec)
         idx = np.flatnonzero(use)
         h = len(idx) // 2
@@ -622,20 +625,26 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     step = None
     coverage = 1.0
     if step_of is not None:
-        step = np.asarray(step_of(win.b), dtype=float)
+        one = _one_step(win, step_of)
+        step = np.asarray(step_of(win.b), dtype=float) if one is None else None
         # (the step, like the cycle, of a window whose batch moved inside it: each iteration
         # weighs by its batch; nothing where step_within adds zeros, and no array of them)
         flat = _flat_step(win, step_of)
         if not flat:
             step = step + step_within(win, step_of)
-        covered = np.isfinite(step)
+        covered = np.isfinite(step) if one is None else \
+            np.isfinite(win.b) & math.isfinite(one)
         tot = float(win.w[use | acc].sum())
         coverage = float(win.w[(use | acc) & covered].sum()) / tot if tot > 0 else 0.0
         use &= covered
         acc &= covered
-        step = np.where(covered, step, 0.0)
-        if flat:
-            step += 0.0           # (what adding step_within's zeros does: −0.0 to 0.0)
+        if one is not None:
+            # (every covered window's step: one number, which the C passes take as it is)
+            step = one + 0.0
+        else:
+            step = np.where(covered, step, 0.0)
+            if flat:
+                step += 0.0       # (what adding step_within's zeros does: −0.0 to 0.0)
         covered = None
     strata = strata_of(win.r, use | acc)
     prec = None
@@ -842,29 +851,51 @@ def request_floor(win: Windows, acc: Estimate) -> tuple[float, float] | None:
     return math.sqrt(se_r * se_r - acc.se_log * acc.se_log), df_r
 
 
-def bucket_of(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]]:
+def bucket_of(r: np.ndarray, exact: bool = False,
+              small: bool = False) -> tuple[np.ndarray, list[str]]:
     """Batch-size buckets of the printed #running-req: each value when there are at most 16
     distinct (or ``exact``: always), else powers of two ('4–7'); codes (−1: none) and
-    labels."""
-    ok = np.isfinite(r) & (r > 0)
-    v = np.where(ok, r, np.nan)
-    uniq = distinct(v[ok])
+    labels.  The codes are int64 (``small``: int8 where the labels are fewer than 127).
+
+    A block of windows at a time (a large log's millions: a float copy, its finite part and
+    the codes' int64 made whole were 140 MB of a gigabyte log's peak): the distinct sizes
+    first, then each bucket's code from its size; a size's bucket is a function of the size
+    alone, so the labels and codes are those of the whole array at once."""
+    r = np.asarray(r)
+    n = len(r)
+    # (the dtype np.where(ok, r, nan) gives the sizes: float64, or r's own floats)
+    vdt = np.where(np.ones(1, dtype=bool), np.zeros(1, dtype=r.dtype), np.nan).dtype
+    parts = []
+    for lo, hi in _blocks(n):
+        x = r[lo:hi]
+        x = x[np.isfinite(x) & (x > 0)].astype(vdt, copy=False)
+        if len(x):
+            parts.append(distinct(x))
+    uniq = distinct(np.concatenate(parts)) if parts else np.empty(0, dtype=vdt)
+    del parts
+    code_of = np.arange(len(uniq), dtype=np.int64)
     if len(uniq) > 16 and not exact:
-        v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
-        uniq = distinct(v[ok])
-        labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
+        mapped = 2.0 ** np.floor(np.log2(np.clip(uniq, 1, None)))
+        top = distinct(mapped)
+        labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in top]
+        code_of = np.searchsorted(top, mapped).astype(np.int64)
     else:
         labels = [str(int(a)) for a in uniq]
-    vv = v[ok]
-    if len(uniq) and small_ints(uniq) and float(uniq[-1]) < 1 << 20:
-        # (printed sizes, or their powers of two: a table lookup, not a search per window)
-        lut = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
-        lut[uniq.astype(np.int64)] = np.arange(len(uniq))
-        codes = np.full(len(r), -1, dtype=np.int64)
-        codes[ok] = lut[vv.astype(np.int64)]
+    codes = np.full(n, -1, dtype=np.int8 if small and len(labels) < 127 else np.int64)
+    if not len(uniq):
         return codes, labels
-    codes = np.where(ok, np.searchsorted(uniq, np.where(ok, v, uniq[0] if len(uniq) else 0)), -1)
-    return codes.astype(np.int64), labels
+    lut = None
+    if small_ints(uniq) and float(uniq[-1]) < 1 << 20:
+        # (printed sizes: a table lookup, not a search per window)
+        lut = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
+        lut[uniq.astype(np.int64)] = code_of
+    for lo, hi in _blocks(n):
+        x = r[lo:hi]
+        ok = np.isfinite(x) & (x > 0)
+        vv = x[ok].astype(vdt, copy=False)
+        codes[lo:hi][ok] = lut[vv.astype(np.int64)] if lut is not None else \
+            code_of[np.searchsorted(uniq, vv)]
+    return codes, labels
 
 
 def window_buckets(win: Windows) -> tuple[np.ndarray, list[str]]:
@@ -873,9 +904,8 @@ def window_buckets(win: Windows) -> tuple[np.ndarray, list[str]]:
     labels are few)."""
     got = win.__dict__.get("_buckets")
     if got is None or got[0] is not win.r:
-        codes, labels = bucket_of(win.r)
-        if len(labels) < 127:       # (kept with the windows: a byte a window, not eight)
-            codes = codes.astype(np.int8)
+        # (kept with the windows: a byte a window, not eight, where the labels are few)
+        codes, labels = bucket_of(win.r, small=True)
         codes.setflags(write=False)
         got = win.__dict__["_buckets"] = (win.r, (codes, labels))
     return got[1]
@@ -916,7 +946,11 @@ def by_bucket(win: Windows, fit_: RateFit, confidence: float, step_of=None,
     use, acc = fit_.use, fit_.acc
     w = win.w           # (made on each read: once here, for the total and the passes)
     total = float(w[use | acc].sum())
-    step_all = np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
+    one = _one_step(win, step_of)
+    if one is not None and not np.all(np.isfinite(win.b), where=use):
+        one = None          # (a counted window of unknown batch: its step is NaN, not one's)
+    step_all = one if one is not None else \
+        np.asarray(step_of(win.b), dtype=float) if step_of is not None else None
     parts = (_bucket_parts if fast_available() else _bucket_parts_numpy)(
         win, fit_, codes, len(labels), step_all, w)
     del w
@@ -965,7 +999,8 @@ def _bucket_parts(win: Windows, fit_: RateFit, codes: np.ndarray, nb: int,
             float(np.zeros(N_X) @ beta),
             _floats(fit_.cov)[0], _floats(win.a)[0])
     tot = np.empty((nb, 12))
-    _ratekern.bucket_totals(*args, _floats(step_all)[0], tot)
+    _ratekern.bucket_totals(*args, step_all if isinstance(step_all, float) else
+                            _floats(step_all)[0], tot)
     par = np.zeros((nb, 7))
     row = 0
     ths = {}
@@ -1277,6 +1312,16 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
                               vacancy(win) / win.interval, out)
         return out
     return _within(win, c, dc)
+
+
+def _one_step(win: Windows, step_of) -> float | None:
+    """A stated rate's one step (ms), which the C passes take as a number where they would
+    read an array of every window's (29 MB a GB of log; the same sums: each window that
+    counts has a known batch, and so that step); None: an array it is (a baseline curve, or
+    no C passes)."""
+    if isinstance(step_of, StatedStep) and fast_available():
+        return float(step_of.ms)
+    return None
 
 
 def _flat_step(win: Windows, step_of) -> bool:
@@ -1647,7 +1692,8 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         mixsum, n1, zisum, stepsum, gmax, negs = _ratekern.point_sums(
             b, y, om, rs, float(win.interval), use_m, st, nb, xr, xv, cols,
             np.ascontiguousarray(gamma, dtype=float), ns, *map(float, spec.scale), _floats(cor)[0],
-            beta, xb0, _floats(step)[0], Og, Wg, OEg, SX, WX, X1)
+            beta, xb0, step if isinstance(step, float) else _floats(step)[0], Og, Wg, OEg, SX,
+            WX, X1)
         del cor
         # (the used strata's bins, and the bin of used windows of no stratum after them: the
         # code numpy's path gives them)

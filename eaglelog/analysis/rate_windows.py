@@ -12,6 +12,10 @@ import numpy as np
 import pandas as pd
 
 from ..model import contiguous
+try:
+    from . import _ratekern as _kern
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _kern = None
 from .windows import SERIES_TAGS, _series_codes
 
 # why a window is not used for the cycle (codes of Windows.why)
@@ -305,6 +309,14 @@ def _reads(df: pd.DataFrame, extra: tuple = ()) -> pd.DataFrame:
 BLOCK = 1 << 16         # rows an elementwise pass over millions of windows takes at a time
 
 
+def picked_sum(v: np.ndarray, mask: np.ndarray) -> float:
+    """float(v[mask].sum()) to the bit, without the copy of the picked values where v is
+    every window's floats (_ratekern.masked_sum: numpy's pairwise sum over them in order)."""
+    if _kern is not None and len(v) > BLOCK and v.dtype == np.float64:
+        return _kern.masked_sum(np.ascontiguousarray(v), np.ascontiguousarray(mask, dtype=bool))
+    return float(v[mask].sum())
+
+
 def _blocks(n: int):
     """(lo, hi) of the blocks of BLOCK rows that cover range(n): an elementwise pass a block at
     a time makes no n-length temporaries (each one page faults before it is arithmetic)."""
@@ -413,12 +425,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         med = median(gap)
         if not med > 0:
             continue
-        peer = _gap_medians(gap, r[nxt], med)
         sub = why[nxt]                 # (a view where nxt is a slice: written through)
-        _mark_idle(sub, gap, peer, med)
+        for lo, hi, peer in _gap_median_blocks(gap, r[nxt], med):
+            _mark_idle(sub[lo:hi], gap[lo:hi], peer, med)
         if not isinstance(nxt, slice):
             why[nxt] = sub
-        del gap, peer, sub
+        del gap, sub
     spec = bool(np.isfinite(a).any())
     # wall time per iteration, ms: 1000 × tokens per iteration (accept len × b; 1 × b without
     # speculation or where the throughput counts sequence-steps) / gen throughput, in place
@@ -479,7 +491,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     life = None
     if rs is None and admitted > 0:
         ok = np.isfinite(b) & (b > 0)
-        life = float(b[ok].sum()) / admitted if ok.any() else None
+        life = picked_sum(b, ok) / admitted if ok.any() else None
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
                    svar, clock_notes, tuple(labels), life)
 
@@ -677,11 +689,22 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
     ``med``: the series' median gap.  Where the gaps are whole seconds (SGLang's default
     stamps), the medians are counted from one histogram of (#running-req, gap)
     (``_peer_counts``): the same numbers, without sorting millions of windows by batch size."""
+    out = np.empty(len(gap))
+    for lo, hi, ob in _gap_median_blocks(gap, r, med):
+        out[lo:hi] = ob
+    return out
+
+
+def _gap_median_blocks(gap: np.ndarray, r: np.ndarray, med: float):
+    """_gap_medians a block of windows at a time: (lo, hi, the block's medians); where the
+    medians come from the histogram (whole seconds), no array of every window's is made."""
     ok = np.isfinite(r) & (r > 0)
+    fill = med if len(gap) else 0.0
     if not ok.any():
-        return np.full(len(gap), med if len(gap) else 0.0)
+        for lo, hi in _blocks(len(gap)):
+            yield lo, hi, np.full(hi - lo, fill)
+        return
     counts = _peer_counts(gap, r, ok)
-    out = np.full(len(gap), med if len(gap) else 0.0)
     peers = None
     if counts is None:
         r_med = median(r[ok], scratch=True)
@@ -694,8 +717,9 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
         for v in np.flatnonzero(nv >= IDLE_PEERS):
             peers[v] = _counted_median(counts[v])
         del counts
-    for lo, hi in _blocks(len(gap)):
-        ob, okb, rb = out[lo:hi], ok[lo:hi], r[lo:hi]
+
+    def block(lo, hi):
+        ob, okb, rb = np.full(hi - lo, fill), ok[lo:hi], r[lo:hi]
         # out × max(1, r / r_med) where ok, else out
         f = np.where(okb, rb, 1.0)
         f /= r_med
@@ -705,11 +729,20 @@ def _gap_medians(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
         if peers is not None:
             p = peers[np.where(okb, rb, 0.0).astype(np.intp)]
             np.copyto(ob, p, where=~np.isnan(p))
-    if peers is None:
-        for v, sel in _by_value(np.where(ok, r, -1.0)):
-            if v > 0 and len(sel) >= IDLE_PEERS:
-                out[sel] = median(gap[sel], scratch=True)
-    return out
+        return ob
+    if peers is not None:
+        for lo, hi in _blocks(len(gap)):
+            yield lo, hi, block(lo, hi)
+        return
+    # (the medians of each batch size's gaps by selection: every window's array it is)
+    out = np.empty(len(gap))
+    for lo, hi in _blocks(len(gap)):
+        out[lo:hi] = block(lo, hi)
+    for v, sel in _by_value(np.where(ok, r, -1.0)):
+        if v > 0 and len(sel) >= IDLE_PEERS:
+            out[sel] = median(gap[sel], scratch=True)
+    for lo, hi in _blocks(len(gap)):
+        yield lo, hi, out[lo:hi]
 
 
 PEER_BINS = 1 << 22     # (#running-req, gap) counts _peer_counts makes at most (32 MiB)

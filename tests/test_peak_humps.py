@@ -1,0 +1,261 @@
+"""The summary's peak memory, issue 37 round 4: the passes that made every window's arrays at
+once now make them a block at a time, or not at all — with the same numbers, to the bit.  The
+whole-array versions they replaced are kept here as the oracles."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import eaglelog
+from eaglelog.analysis import _ratekern, breakeven, context, rate
+from eaglelog.analysis.rate_windows import (_by_value, _counted_median, _gap_medians,
+                                            _peer_counts, distinct, median, picked_sum,
+                                            small_ints, IDLE_PEERS, _blocks)
+from simlab.simulate import SCENARIOS, simulate
+
+
+# ------------------------------------------------------------------ the oracles (whole arrays)
+
+def _bucket_of_whole(r: np.ndarray, exact: bool = False) -> tuple[np.ndarray, list[str]]:
+    """Batch-size buckets of the printed #running-req: each value when there are at most 16
+    distinct (or ``exact``: always), else powers of two ('4–7'); codes (−1: none) and
+    labels."""
+    ok = np.isfinite(r) & (r > 0)
+    v = np.where(ok, r, np.nan)
+    uniq = distinct(v[ok])
+    if len(uniq) > 16 and not exact:
+        v = np.where(ok, 2.0 ** np.floor(np.log2(np.clip(v, 1, None))), np.nan)
+        uniq = distinct(v[ok])
+        labels = [f"{int(a)}" if a == 2 * a - 1 else f"{int(a)}–{int(2 * a - 1)}" for a in uniq]
+    else:
+        labels = [str(int(a)) for a in uniq]
+    vv = v[ok]
+    if len(uniq) and small_ints(uniq) and float(uniq[-1]) < 1 << 20:
+        # (printed sizes, or their powers of two: a table lookup, not a search per window)
+        lut = np.full(int(uniq[-1]) + 1, -1, dtype=np.int64)
+        lut[uniq.astype(np.int64)] = np.arange(len(uniq))
+        codes = np.full(len(r), -1, dtype=np.int64)
+        codes[ok] = lut[vv.astype(np.int64)]
+        return codes, labels
+    codes = np.where(ok, np.searchsorted(uniq, np.where(ok, v, uniq[0] if len(uniq) else 0)), -1)
+    return codes.astype(np.int64), labels
+
+
+def _gap_medians_whole(gap: np.ndarray, r: np.ndarray, med: float) -> np.ndarray:
+    """The wall time a window of its batch size usually takes: the median gap of the windows
+    printing the same #running-req (at least IDLE_PEERS of them), else the series' median
+    scaled by its batch over the median batch (at least 1×): a window's time grows with the
+    cycle, and the cycle with the batch size — the series' median alone took every window of a
+    slow high-batch level for an idle gap (a 7-step run at 2 → 8 → 16 requests lost its 16).
+    ``med``: the series' median gap.  Where the gaps are whole seconds (SGLang's default
+    stamps), the medians are counted from one histogram of (#running-req, gap)
+    (``_peer_counts``): the same numbers, without sorting millions of windows by batch size."""
+    ok = np.isfinite(r) & (r > 0)
+    if not ok.any():
+        return np.full(len(gap), med if len(gap) else 0.0)
+    counts = _peer_counts(gap, r, ok)
+    out = np.full(len(gap), med if len(gap) else 0.0)
+    peers = None
+    if counts is None:
+        r_med = median(r[ok], scratch=True)
+    else:
+        nv = counts.sum(axis=1)          # windows printing each #running-req (0: not ok)
+        nv[0] = 0
+        r_med = _counted_median(nv)
+        # each batch size's median gap where IDLE_PEERS or more windows print it, else NaN
+        peers = np.full(len(nv), np.nan)
+        for v in np.flatnonzero(nv >= IDLE_PEERS):
+            peers[v] = _counted_median(counts[v])
+        del counts
+    for lo, hi in _blocks(len(gap)):
+        ob, okb, rb = out[lo:hi], ok[lo:hi], r[lo:hi]
+        # out × max(1, r / r_med) where ok, else out
+        f = np.where(okb, rb, 1.0)
+        f /= r_med
+        np.maximum(1.0, f, out=f)
+        np.multiply(ob, f, out=f)
+        np.copyto(ob, f, where=okb)
+        if peers is not None:
+            p = peers[np.where(okb, rb, 0.0).astype(np.intp)]
+            np.copyto(ob, p, where=~np.isnan(p))
+    if peers is None:
+        for v, sel in _by_value(np.where(ok, r, -1.0)):
+            if v > 0 and len(sel) >= IDLE_PEERS:
+                out[sel] = median(gap[sel], scratch=True)
+    return out
+
+
+def _bucket_context_whole(ctx: np.ndarray, w: np.ndarray, codes: np.ndarray, labels: list[str],
+                   mask: np.ndarray) -> dict[str, float]:
+    """The mean context per running request of each batch-size bucket's windows (``codes``
+    into ``labels``, rate.bucket_of; ``mask``: the windows that count), weighted by their
+    request-steps."""
+    ok = mask & np.isfinite(ctx) & np.isfinite(w) & (w > 0) & (codes >= 0)
+    out = {}
+    if not ok.any():
+        return out
+    # (w[ok] × ctx[ok] made in w[ok]'s array after its own sums: two arrays of the windows
+    # alive, not four; the same products, the same sums)
+    cw, wk = codes[ok], w[ok]
+    den = np.bincount(cw, weights=wk, minlength=len(labels))
+    wk *= ctx[ok]
+    num = np.bincount(cw, weights=wk, minlength=len(labels))
+    del cw, wk
+    for i, label in enumerate(labels):
+        if den[i] > 0:
+            out[label] = float(num[i] / den[i])
+    return out
+
+
+def _same(a, b) -> bool:
+    return np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b, equal_nan=True)
+
+
+def _bits(x) -> bytes:
+    return np.float64(x).tobytes()
+
+
+# ------------------------------------------------------------------------------- the tests
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 1000, 65_537, 300_001])
+@pytest.mark.parametrize("share", [1.0, 0.5, 0.03])
+def test_masked_sum_is_numpys_sum_of_the_picked_values(n, share):
+    rng = np.random.default_rng(n + int(share * 100))
+    v = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 6, n)
+    v[rng.random(n) < 0.1] = -0.0
+    m = rng.random(n) < share
+    assert _bits(_ratekern.masked_sum(v, m)) == _bits(v[m].sum())
+    assert _bits(picked_sum(v, m)) == _bits(v[m].sum())
+    z = -np.abs(v) * 0.0                      # every one −0.0: numpy's sum is −0.0 … or 0.0
+    assert _bits(_ratekern.masked_sum(z, m)) == _bits(z[m].sum())
+
+
+def _sizes(rng, n, kind):
+    if kind == 0:
+        return rng.integers(0, 10, n).astype(float)
+    if kind == 1:
+        return rng.integers(-3, 400, n).astype(float)
+    if kind == 2:
+        return rng.random(n) * 50
+    if kind == 3:
+        return rng.integers(1, 3_000_000, n).astype(float)
+    if kind == 4:
+        return rng.integers(0, 40, n).astype(np.float32)
+    return np.round(rng.random(n) * 30, 1)
+
+
+@pytest.mark.parametrize("kind", range(6))
+@pytest.mark.parametrize("n", [0, 1, 17, 70_000, 150_000])
+def test_bucket_of_by_blocks_is_the_whole_arrays(kind, n):
+    rng = np.random.default_rng(kind * 7 + n)
+    r = _sizes(rng, n, kind)
+    if n:
+        r[rng.random(n) < 0.1] = np.nan
+        r[rng.random(n) < 0.02] = np.inf
+    if n > 70_000:
+        r[70_000:] += 0.5 * (r[70_000:] > 0)       # a later block's sizes not whole
+    for exact in (False, True):
+        codes, labels = _bucket_of_whole(r, exact)
+        got, got_labels = rate.bucket_of(r, exact)
+        assert got_labels == labels and _same(got, codes)
+        small, small_labels = rate.bucket_of(r, exact, small=True)
+        assert small_labels == labels
+        want = codes.astype(np.int8) if len(labels) < 127 else codes
+        assert _same(small, want)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gap_medians_by_blocks_are_the_whole_arrays(seed):
+    rng = np.random.default_rng(seed)
+    n = [3, 50, 1000, 70_000, 140_000, 200_000][seed % 6]
+    gap = rng.integers(0, 5, n).astype(float) if seed % 2 else rng.random(n) * 3
+    r = rng.integers(-1, 40 if seed % 3 else 3, n).astype(float)
+    if seed % 4 == 0:
+        r[rng.random(n) < 0.2] = np.nan
+    if seed == 11:
+        r[:] = np.nan
+    med = float(np.median(gap)) + 0.1
+    assert _same(_gap_medians(gap, r, med), _gap_medians_whole(gap, r, med))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_bucket_context_by_blocks_is_the_whole_arrays(seed):
+    rng = np.random.default_rng(seed)
+    n = [0, 1, 1000, 70_000, 200_000][seed % 5]
+    nl = int(rng.integers(1, 20))
+    codes = rng.integers(-1, nl, n).astype(np.int8 if seed % 2 else np.int64)
+    ctx = rng.random(n) * 1e4
+    ctx[rng.random(n) < 0.1] = np.nan
+    w = rng.random(n) * 100 - 5
+    w[rng.random(n) < 0.05] = np.nan
+    mask = rng.random(n) < 0.8
+    labels = [str(i) for i in range(nl)]
+    want = _bucket_context_whole(ctx, w, codes, labels, mask)
+    got = context.bucket_context(ctx, w, codes, labels, mask)
+    assert got.keys() == want.keys()
+    assert all(_bits(got[k]) == _bits(want[k]) for k in want)
+
+
+def test_tokens_kept_as_int32_come_back_as_the_same_floats():
+    rng = np.random.default_rng(1)
+    tok = rng.integers(0, 2_000_000, 200_000).astype(float)
+    tok[rng.random(len(tok)) < 0.1] = np.nan
+    packed = breakeven._packed(tok)
+    assert packed.dtype == np.int32 and packed.nbytes == len(tok) * 4
+    assert _same(breakeven._unpacked(packed), tok)
+    for odd in (2.5, -3.0, 2.0**31, -0.0, np.inf):      # not a count: kept as it is
+        t = tok.copy()
+        t[123_456] = odd
+        assert breakeven._packed(t) is t
+    assert breakeven._packed(None) is None and breakeven._unpacked(None) is None
+
+
+def test_trend_takes_handed_arrays_and_gives_the_same_slope():
+    rng = np.random.default_rng(4)
+    n = 150_000
+    c = np.exp(rng.random(n) * 6)
+    a = 2.5 - 0.05 * np.log2(c) + rng.standard_normal(n) * 0.3
+    w = rng.random(n) * 8 + 1
+    mask = rng.random(n) < 0.9
+    plain = context.trend(a, w, c, 0.95, mask=mask)
+    hw, hc = [w.copy()], [c.copy()]
+    handed = context.trend(a, hw, hc, 0.95, mask=mask)
+    assert hw == [] and hc == []
+    assert plain.to_dict() == handed.to_dict()
+    assert math.isfinite(plain.slope) and plain.slope < 0
+
+
+def _windows(tmp_path, scenario, seed):
+    path = tmp_path / f"{scenario.name}-{seed}.log"
+    simulate(scenario, seed).write(str(path))
+    return breakeven.run_windows(eaglelog.parse(str(path)), str(path))[1]
+
+
+@pytest.mark.parametrize("name", ["reference", "warmup", "continuous_s"])
+def test_a_stated_step_as_one_number_gives_the_arrays_answers(tmp_path, name):
+    """The C passes take a stated rate's step as one number (rate._one_step); a step given as
+    a function of the batch takes the array path: every estimate the same, to the bit, in the
+    fit and per bucket."""
+    if not rate.fast_available():
+        pytest.skip("no C passes in this build")
+    scen = SCENARIOS[name]
+    win = _windows(tmp_path, scen.replace(duration_s=min(scen.duration_s, 600.0)), 0)
+    one = rate.StatedStep(1000.0 / 90)
+
+    def curve(b):                      # the same numbers, not a StatedStep: arrays
+        return one(b)
+    assert rate._one_step(win, one) == one.ms and rate._one_step(win, curve) is None
+    f1, f2 = rate.fit(win, 0.95, one), rate.fit(win, 0.95, curve)
+    for k in rate.OUTPUTS:
+        a, b = f1[k], f2[k]
+        assert (_bits(a.estimate), _bits(a.ci_low), _bits(a.ci_high)) == \
+            (_bits(b.estimate), _bits(b.ci_low), _bits(b.ci_high)), k
+    assert math.isfinite(f1["speedup"].estimate)
+    b1, b2 = rate.by_bucket(win, f1, 0.95, one), rate.by_bucket(win, f2, 0.95, curve)
+    assert [x.label for x in b1] == [x.label for x in b2] and b1
+    for x, y in zip(b1, b2):
+        assert _bits(x.share) == _bits(y.share)
+        for k in rate.OUTPUTS:
+            assert _bits(x[k].estimate) == _bits(y[k].estimate), (x.label, k)
