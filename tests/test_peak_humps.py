@@ -259,3 +259,83 @@ def test_a_stated_step_as_one_number_gives_the_arrays_answers(tmp_path, name):
         assert _bits(x.share) == _bits(y.share)
         for k in rate.OUTPUTS:
             assert _bits(x[k].estimate) == _bits(y[k].estimate), (x.label, k)
+
+
+@pytest.mark.parametrize("share", [1.0, 0.6, 0.05])
+def test_picked_weighted_sum_is_numpys_average_parts(share):
+    """np.average(v[m], weights=w[m]) is Σ v w / Σ w over the picked values, each sum numpy's
+    pairwise one: picked_sum gives both to the bit (rate._fit's warm-up scale)."""
+    rng = np.random.default_rng(int(share * 100))
+    n = 300_001
+    v = rng.standard_normal(n) * 30 + 100
+    w = rng.random(n) * 8
+    m = rng.random(n) < share
+    assert _bits(picked_sum(v, m, w)) == _bits((v[m] * w[m]).sum())
+    assert _bits(picked_sum(v, m, w) / picked_sum(w, m)) == \
+        _bits(np.average(v[m], weights=w[m]))
+    small = slice(0, 1000)                      # (below a block: numpy's own sums)
+    assert _bits(picked_sum(v[small], m[small], w[small])) == \
+        _bits((v[small][m[small]] * w[small][m[small]]).sum())
+
+
+def test_warmup_cut_found_a_block_at_a_time_is_the_counted_windows_position():
+    """The cut is the position of the (5 · d)-th window that counts (finite z, w > 0), found a
+    block at a time: the same as the positions of every counted window, indexed."""
+    rng = np.random.default_rng(8)
+    n = 400_000
+    z = rng.standard_normal(n)
+    z[:60_000] += 4.0                           # a warm-up: slower at the start
+    z[rng.random(n) < 0.3] = np.nan             # windows that do not count
+    w = rng.random(n) * 4
+    w[rng.random(n) < 0.1] = 0.0
+    cut = rate.warmup_windows(z, w, 1.0)
+    ok = np.flatnonzero(np.isfinite(z) & (w > 0))
+    assert cut > 0
+    d = int(np.searchsorted(ok, cut))
+    assert ok[d] == cut and d % 5 == 0          # a counted window, the first of a group of 5
+    assert 50_000 < cut < 70_000
+
+
+def test_tokens_at_lines_packed_and_int32_lines_give_tokens_at():
+    import pandas as pd
+    rng = np.random.default_rng(3)
+    n = 100_000
+    lines = np.arange(n, dtype=np.int64) * 3 + 7
+    tok = pd.array(rng.integers(0, 500_000, n), dtype="Int64")
+    tok[rng.random(n) < 0.1] = pd.NA
+    dec = pd.DataFrame({"line_no": pd.array(lines, dtype="Int64"), "num_tokens": tok})
+    ln, floats, own = context.token_lines(dec)
+    packed = breakeven._packed(floats)
+    assert packed.dtype == np.int32
+    for ask in (lines, lines.astype(np.int32), lines[::7].astype(np.int32),
+                np.array([6, 7, 8, 10, 3 * n + 4], dtype=np.int64)):
+        want = context.tokens_at(dec, ask.astype(np.int64))
+        assert _same(context.tokens_at_lines(ln, floats, own, ask), want)
+        got = context.tokens_at_lines(ln, packed, True, ask)
+        assert got.dtype == np.int32 and _same(breakeven._unpacked(got), want)
+
+
+def test_windows_keep_int32_line_numbers_and_the_same_answers(tmp_path):
+    win = _windows(tmp_path, SCENARIOS["reference"].replace(duration_s=300.0), 1)
+    assert win.line.dtype == np.int32 and np.all(np.diff(win.line) > 0)
+    wide = rate.Windows(**{f: getattr(win, f) for f in win.__dataclass_fields__
+                           if f not in ("_w",)})
+    wide.line = win.line.astype(np.int64)
+    f1, f2 = rate.fit(win, 0.95), rate.fit(wide, 0.95)
+    for k in rate.OUTPUTS:
+        assert _bits(f1[k].estimate) == _bits(f2[k].estimate)
+
+
+def test_settle_trims_only_a_single_use_log_of_many_windows(monkeypatch):
+    from eaglelog import _memory, model
+    calls = []
+    monkeypatch.setattr(_memory, "trim", lambda: calls.append(1))
+    log = model.ParsedLog.__new__(model.ParsedLog)
+    log.__dict__["_single_use"] = False
+    log.settle(10 ** 7)
+    assert calls == []
+    log.mark_single_use()
+    log.settle(model.SETTLE_LEAST - 1)
+    assert calls == []
+    log.settle(model.SETTLE_LEAST)
+    assert calls == [1]

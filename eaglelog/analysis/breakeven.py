@@ -111,15 +111,27 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
             # from the columns they read (a third of a gigabyte log's peak: issue 37)
             draft = UNREAD if _max_tokens(cfg) else draft_len.max_tokens_of_rows(log, source)
             dil = diluted(dec)
-            dec = dec.drop(columns=[c for c in NOT_WINDOWED if c in dec.columns])
+            # (the KV life and the #token column read now, before the windows exist: the
+            # column goes, and the tokens are kept as int32 counts, at the lines the windows
+            # turn out to have after they are made)
+            kv_early = kv_lifetime(dec, pre, decode_interval(cfg)) \
+                if _may_speculate(dec) else None
+            toks = context.token_lines(dec)
+            if toks is not None:
+                packed = _packed(toks[1])
+                toks = (toks[0], packed, True) if packed is not toks[1] else toks
+                packed = None
+            dec = dec.drop(columns=[c for c in NOT_WINDOWED + context.TOKEN_COLUMNS
+                                    if c in dec.columns])
             log.release("decode")
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
                                   bool(cfg.get("enable_dp_attention")))
         path = log.__dict__.get("_config_path")
         if path is not None and len(path.mixed) > 1:
             within_configs(win, path.steps_at(win.line))
-        for life in (request_lifetime(log, source, win.interval),
-                     kv_lifetime(dec, pre, win.interval) if win.spec else None):
+        kv = None if not win.spec else kv_early if let_go else \
+            kv_lifetime(dec, pre, win.interval)
+        for life in (request_lifetime(log, source, win.interval), kv):
             if life is not None and (win.lifetime is None or life > win.lifetime):
                 win.lifetime = life
         if win.spec:
@@ -127,7 +139,10 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
         memo[source] = (cfg, win)
         if let_go:
             log.__dict__.setdefault("_decode_facts", {})[source] = DecodeFacts(
-                dil, win.line, _packed(context.tokens_at(dec, win.line)), draft)
+                dil, win.line, None if toks is None else
+                _packed(context.tokens_at_lines(*toks, win.line)), draft)
+            dec = pre = toks = None
+            log.settle(win.n)          # (the decode table's memory: back to the system)
     return memo[source]
 
 
@@ -151,12 +166,21 @@ class DecodeFacts:
     #                                 line gives K (breakeven reads it only when it does not)
 
 
+def _may_speculate(dec: pd.DataFrame) -> bool:
+    """Whether a decode line prints an accept length (≥ 1): the windows' ``spec`` can hold only
+    then (the KV life is read before they exist, and only where it may be asked for)."""
+    if "accept_len" not in dec.columns:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool((dec["accept_len"].to_numpy(dtype=float, na_value=np.nan) >= 1).any())
+
+
 def _packed(tok: np.ndarray | None) -> np.ndarray | None:
     """#token at the windows' lines as int32 (−1: none printed) where each is a whole number
     of slots below 2³¹, as counts are: 4 bytes a window, not 8, kept from the windows' making
     to the context's (``_unpacked`` gives back the same floats); else as it is."""
-    if tok is None:
-        return None
+    if tok is None or tok.dtype == np.int32:
+        return tok
     out = np.empty(len(tok), dtype=np.int32)
     for lo, hi in rate._blocks(len(tok)):
         t = tok[lo:hi]
@@ -468,6 +492,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     # (the accept lengths' autocorrelation, a fact below: taken here, while the fewest arrays
     # of the windows are alive — its FFT was the peak of a large log's summary)
     rho = stats.autocorr_time(win.a, where=fit.acc) if fit.acc.sum() > 3 else 1.0
+    log.settle(win.n)
     facts = {"windows": fit.windows, "windows_used": fit.used, "left_out": fit.left_out,
              "tau_windows": _num(fit.tau), "batches": fit.batches, "warmup_windows": fit.warmup,
              "prefill_ms_per_token": _num(fit.beta[0]), "prefill_ms_per_batch": _num(fit.beta[1]),
@@ -616,6 +641,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
             buckets = None
     if buckets:
         buckets = with_context(log, source, win, whole, buckets, confidence, facts, notes)
+        log.settle(win.n)
     if buckets and slot_plan is not None:
         buckets, more = adaptive_slots.label_buckets(buckets, win.r, slot_plan)
         notes.extend(more)

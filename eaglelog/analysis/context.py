@@ -132,6 +132,15 @@ def token_column(dec: pd.DataFrame) -> str | None:
 def tokens_at(dec: pd.DataFrame, lines: np.ndarray) -> np.ndarray | None:
     """The KV slots in use each decode line of ``dec`` (one source) printed, at the line
     numbers ``lines``; NaN where a line printed none; None when none does."""
+    t = token_lines(dec)
+    return None if t is None else tokens_at_lines(*t, lines)
+
+
+def token_lines(dec: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """tokens_at's first half, the table's part: (the lines' numbers, ascending; the KV slots
+    each printed, as floats, NaN where none; whether that array is one of its own, not the
+    table's), None when no line prints any.  A single-use log reads it before its windows are
+    made, and lets the column go (breakeven.run_windows)."""
     col = token_column(dec)
     if col is None:
         return None
@@ -140,16 +149,25 @@ def tokens_at(dec: pd.DataFrame, lines: np.ndarray) -> np.ndarray | None:
         d = dec[["line_no", col]].sort_values("line_no", kind="stable")
     ln = d["line_no"].to_numpy(dtype=np.int64)
     tok = d[col].to_numpy(dtype=float, na_value=np.nan)
-    lines = np.asarray(lines, dtype=np.int64)
+    # (a nullable column's floats are an array of their own already)
+    own = not isinstance(d[col].dtype, np.dtype) and tok.flags.writeable and tok.base is None
+    return ln, tok, own
+
+
+def tokens_at_lines(ln: np.ndarray, tok: np.ndarray, own: bool,
+                    lines: np.ndarray) -> np.ndarray:
+    """tokens_at's second half: ``token_lines``' slots at the line numbers ``lines``, an array
+    of its own.  ``tok`` may be int32 counts, −1 where none (breakeven._packed): the answer is
+    too."""
+    lines = np.asarray(lines)
     if len(ln) == len(lines) and np.array_equal(ln, lines):
-        # (every line asked for, in order: one scheduler's windows, as a long log's are; an
-        # array of its own, as the lookup's below: a nullable column's floats are one already,
-        # a float column's own array is copied)
-        own = not isinstance(d[col].dtype, np.dtype) and tok.flags.writeable and \
-            tok.base is None
+        # (every line asked for, in order: one scheduler's windows, as a long log's are; the
+        # windows' int32 line numbers compared as they are)
         return tok if own else tok.copy()
+    lines = lines.astype(np.int64, copy=False)
     at = np.clip(np.searchsorted(ln, lines), 0, max(len(ln) - 1, 0))
-    out = np.full(len(lines), np.nan)
+    counts = tok.dtype == np.int32
+    out = np.full(len(lines), -1 if counts else np.nan, dtype=np.int32 if counts else float)
     if len(ln):
         hit = ln[at] == lines
         out[hit] = tok[at[hit]]
@@ -581,4 +599,5 @@ def request_context(prompt, output) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = ["ContextBucket", "ContextResult", "ContextSeries", "ContextTrend", "MIN_REQUESTS",
            "MIN_WINDOWS", "bucket_context", "context_buckets", "request_context", "tokens_at",
+           "token_lines", "tokens_at_lines",
            "trend", "trend_note", "window_buckets", "window_context", "window_series"]

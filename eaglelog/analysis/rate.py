@@ -49,7 +49,7 @@ from .rate_windows import (  # noqa: F401
     PINNED_LEAST, JITTER_LIMIT, NAT, JUMP_SHARE, Windows, _col, decode_windows, SUPPRESSED,
     _timed_steps, _present, _series_rows, _ends, _gap_medians, _by_value, _clocks, _said, _spread,
     _wrapper_jitter, _prefill_jitter, _measured_batch, MIN_VACANCY_PAIRS, MEASURED_TOL,
-    MEASURED_TOL_ALL, median, distinct, small_ints, whole_seconds, _blocks)
+    MEASURED_TOL_ALL, median, distinct, small_ints, whole_seconds, _blocks, picked_sum)
 
 try:   # the passes over every window in C (setup.py); without it numpy makes them
     from . import _ratekern
@@ -163,9 +163,16 @@ def warmup_windows(z: np.ndarray, w: np.ndarray, scale: float = 0.0) -> int:
     # in every window at batch 1) stood 0.5 % above it at 3 standard errors of the rest's
     if se == 0 or head.mean() - tail.mean() < max(WARMUP_SIGMAS * se, WARMUP_MIN_REL * scale):
         return 0
-    if ok is None:
-        ok = np.flatnonzero(np.isfinite(z) & (w > 0))
-    return int(ok[5 * cut])
+    if ok is not None:
+        return int(ok[5 * cut])
+    # (the (5 cut)-th window that counts, found a block at a time: no positions of every one)
+    left = 5 * cut
+    for lo, hi in _blocks(len(z)):
+        at = np.flatnonzero(np.isfinite(z[lo:hi]) & (w[lo:hi] > 0))
+        if left < len(at):
+            return lo + int(at[left])
+        left -= len(at)
+    raise AssertionError("warmup_windows: fewer counted windows than the means of 5 hold")
 
 
 # ----------------------------------------------------------------------------- the model
@@ -574,8 +581,10 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             # batch 1 on a cost with steps) is not a warm-up
             # (each residual clipped to ±max(STALL_SIGMAS · MAD, STALL_SHARE · fitted))
             # (the scale first, then the two arrays MSER reads: fewer of millions alive at once)
-            scale = float(np.average(fitted[use], weights=win.w[use])) \
-                if win.w[use].sum() > 0 else 0.0
+            # (np.average(fitted[use], weights=w[use]) to the bit, without the copies of
+            # every used window's: picked_sum)
+            wsum = picked_sum(win.w, use)
+            scale = picked_sum(fitted, use, win.w) / wsum if wsum > 0 else 0.0
             z = _within_clipped(win, res, fitted, mad, use, strata_of(win.r, use))
             # (w itself, not w where used: z is NaN on every window not used, and a window
             # counts where z is finite and w > 0 — the same windows, the same weights)
@@ -634,8 +643,8 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             step = step + step_within(win, step_of)
         covered = np.isfinite(step) if one is None else \
             np.isfinite(win.b) & math.isfinite(one)
-        tot = float(win.w[use | acc].sum())
-        coverage = float(win.w[(use | acc) & covered].sum()) / tot if tot > 0 else 0.0
+        tot = picked_sum(win.w, use | acc)
+        coverage = picked_sum(win.w, (use | acc) & covered) / tot if tot > 0 else 0.0
         use &= covered
         acc &= covered
         if one is not None:
@@ -704,15 +713,13 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     cov_kept = thetas.pop("_cor_again", None)
     cov_kept = cor if cov_kept is None else cov_kept
     # the within-window covariance's share of the cycle, while its array is here (the pass
-    # below needs the room): w × cor in w[use]'s own array, the same products and sums
+    # below needs the room): Σ w × cor over the used windows, the same products and sums as
+    # of the used windows' arrays, without them (picked_sum)
     cor_term = None
     if cor is not None and use.any() and math.isfinite(thetas["cycle_ms"]) and \
             thetas["cycle_ms"] > 0:
-        wu = win.w[use]
-        den = wu.sum()
-        wu *= cor[use]
-        cor_term = float(wu.sum() / den) / thetas["cycle_ms"]
-        wu = den = None
+        cor_term = float(np.divide(picked_sum(win.w, use, cor), picked_sum(win.w, use))) \
+            / thetas["cycle_ms"]
     cor = None
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
@@ -730,7 +737,8 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     # nothing to approximate: those windows carry no systematic term)
     sys_rel = 0.0
     approx = use if win.measured is None else use & ~win.measured
-    approx_share = float(win.w[approx].sum() / win.w[use].sum()) if use.any() else 0.0
+    approx_share = float(np.divide(picked_sum(win.w, approx), picked_sum(win.w, use))) \
+        if use.any() else 0.0
     if math.isfinite(thetas["cycle_ms"]) and thetas["cycle_ms"] > 0 and approx_share > 0:
         win._w = None         # (the pass reads alt's w, not this: _keeping_w lets it go)
         alt = dataclasses.replace(win)        # (shares every array but the two replaced)

@@ -188,7 +188,7 @@ class Windows:
     them."""
 
     interval: int
-    line: np.ndarray
+    line: np.ndarray             # line numbers, ascending (int32 where they fit, else int64)
     ts: np.ndarray | None        # µs since the epoch, int64 (NaT: min int64), or None
     series: np.ndarray
     r: np.ndarray                # printed #running-req
@@ -309,12 +309,15 @@ def _reads(df: pd.DataFrame, extra: tuple = ()) -> pd.DataFrame:
 BLOCK = 1 << 16         # rows an elementwise pass over millions of windows takes at a time
 
 
-def picked_sum(v: np.ndarray, mask: np.ndarray) -> float:
-    """float(v[mask].sum()) to the bit, without the copy of the picked values where v is
-    every window's floats (_ratekern.masked_sum: numpy's pairwise sum over them in order)."""
-    if _kern is not None and len(v) > BLOCK and v.dtype == np.float64:
-        return _kern.masked_sum(np.ascontiguousarray(v), np.ascontiguousarray(mask, dtype=bool))
-    return float(v[mask].sum())
+def picked_sum(v: np.ndarray, mask: np.ndarray, w: np.ndarray | None = None) -> float:
+    """float(v[mask].sum()) to the bit (with ``w``: float((v[mask] * w[mask]).sum())), without
+    the copies of the picked values where v is every window's floats (_ratekern.masked_sum:
+    numpy's pairwise sum over them in order)."""
+    if _kern is not None and len(v) > BLOCK and v.dtype == np.float64 and \
+            (w is None or w.dtype == np.float64):
+        return _kern.masked_sum(np.ascontiguousarray(v), np.ascontiguousarray(mask, dtype=bool),
+                                None if w is None else np.ascontiguousarray(w))
+    return float(v[mask].sum() if w is None else (v[mask] * w[mask]).sum())
 
 
 def _blocks(n: int):
@@ -492,6 +495,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     if rs is None and admitted > 0:
         ok = np.isfinite(b) & (b > 0)
         life = picked_sum(b, ok) / admitted if ok.any() else None
+    if len(line) and -(1 << 31) <= int(line[0]) and int(line[-1]) < 1 << 31 and \
+            line.dtype == np.int64:
+        # (ascending: the first and last bound them.  Int32 where they fit, as every log's
+        # line numbers below 2³¹ do: 4 bytes a window, and not a view that keeps the decode
+        # table's own column alive after the table goes)
+        line = line.astype(np.int32)
     return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
                    svar, clock_notes, tuple(labels), life)
 
