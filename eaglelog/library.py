@@ -226,11 +226,12 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
         label, plan = plans[0]
         unit = log.unit(plan)
         if log.single_use:
-            # the one run takes the decode table over: the log lets it go now, the run once its
-            # windows are made (breakeven.run_windows; ParsedLog.mark_single_use)
+            # the one run takes the decode and prefill tables over: the log lets them go now,
+            # the run once its windows are made (breakeven.run_windows; mark_single_use)
             unit.mark_single_use()
-            if "decode" in log.tables and log is not unit:
-                log.release("decode")
+            for name in ("decode", "prefill"):
+                if name in log.tables and log is not unit:
+                    log.release(name)
         return Runs(command, (labelled(analyse(unit), label, plan),),
                     confidence, rows_of=ROWS.get(command), startups=(plan[1],))
     out, errors, first, ups = [], [], None, []

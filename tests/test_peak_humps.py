@@ -339,3 +339,22 @@ def test_settle_trims_only_a_single_use_log_of_many_windows(monkeypatch):
     assert calls == []
     log.settle(model.SETTLE_LEAST)
     assert calls == [1]
+
+
+def test_windows_made_of_a_handed_frame_let_its_copied_columns_go(tmp_path):
+    """decode_windows(consume=True) deletes from the frame it is handed the columns it has
+    copied (not alive beside the windows), and makes the same windows."""
+    scen = SCENARIOS["reference"].replace(duration_s=300.0)
+    path = tmp_path / "w.log"
+    simulate(scen, 2).write(str(path))
+    log = eaglelog.parse(str(path))
+    cfg = log.config(str(path))
+    interval = breakeven.decode_interval(cfg)
+    kept = rate.decode_windows(log.decode, log.prefill, interval)
+    handed = log.decode.copy()
+    got = rate.decode_windows(handed, log.prefill, interval, consume=True)
+    assert "running_req" not in handed.columns and "accept_len" not in handed.columns
+    assert "running_req" in log.decode.columns
+    for f in ("line", "ts", "series", "r", "b", "a", "y", "why", "rp", "nin"):
+        assert _same(getattr(got, f), getattr(kept, f)), f
+    assert got.lifetime == kept.lifetime

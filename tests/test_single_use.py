@@ -53,6 +53,7 @@ def test_single_use_gives_the_same_answers_and_lets_the_table_go(tmp_path, name,
     assert not kept.single_use and isinstance(kept.decode, type(kept.prefill))
     library.summarize(once, baseline_toks=90)
     assert isinstance(once.tables["decode"], ReleasedTable)      # the caller's log let it go
+    assert isinstance(once.tables["prefill"], ReleasedTable)     # … and its prefill lines
     assert "released" in repr(once)
     with pytest.raises(RuntimeError, match="released"):
         len(once.decode)
@@ -67,8 +68,18 @@ def test_the_facts_read_before_the_table_goes(tmp_path):
     unit.mark_single_use()
     src = unit.sources[0].name
     ref = api.parse([path], cache=False)
+    dec = unit.tables["decode"]
     cfg, win = BE.run_windows(unit, src)
     assert isinstance(unit.tables["decode"], ReleasedTable)
+    assert isinstance(unit.tables["prefill"], ReleasedTable)
+    # the frame handed to the windows lost what they copied of it (not alive beside them)
+    assert "accept_len" in dec.columns          # (the table itself: the run cut its own)
+    assert win.line.dtype == np.int32
+    ref_win = BE.run_windows(ref, src)[1]
+    assert ref_win.line.dtype == np.int32 and np.array_equal(win.line, ref_win.line)
+    for f in ("r", "b", "a", "y"):
+        np.testing.assert_array_equal(getattr(win, f), getattr(ref_win, f))
+    assert win.lifetime == ref_win.lifetime
     facts = BE._decode_facts(unit, src)
     assert facts.draft == BE.draft_len.max_tokens_of_rows(ref, src)
     assert facts.draft[0] == 6                       # 5 steps + 1, from accept len / rate

@@ -125,7 +125,7 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
                                     if c in dec.columns])
             log.release("decode")
         win = rate.decode_windows(dec, pre, decode_interval(cfg),
-                                  bool(cfg.get("enable_dp_attention")))
+                                  bool(cfg.get("enable_dp_attention")), consume=let_go)
         path = log.__dict__.get("_config_path")
         if path is not None and len(path.mixed) > 1:
             within_configs(win, path.steps_at(win.line))
@@ -142,6 +142,7 @@ def run_windows(log: ParsedLog, source: str) -> tuple[dict, "rate.Windows"]:
                 dil, win.line, None if toks is None else
                 _packed(context.tokens_at_lines(*toks, win.line)), draft)
             dec = pre = toks = None
+            log.release("prefill")     # (read by the windows alone)
             log.settle(win.n)          # (the decode table's memory: back to the system)
     return memo[source]
 

@@ -328,8 +328,10 @@ def _blocks(n: int):
 
 
 def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
-                   dp_attention: bool = False) -> Windows:
-    """The windows of ONE run's decode lines (one source and start-up)."""
+                   dp_attention: bool = False, consume: bool = False) -> Windows:
+    """The windows of ONE run's decode lines (one source and start-up).  ``consume``: the
+    frame is handed over (a single-use log's, breakeven.run_windows), and the columns the
+    windows have copied leave it as soon as they are read: not alive beside the windows."""
     d = decode
     if len(d) and not d["line_no"].is_monotonic_increasing:
         d = _reads(d, SERIES_TAGS + ("tp", "part", "engine")).sort_values("line_no")
@@ -356,6 +358,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     ts = None
     if "timestamp" in d.columns and n:
         ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
+    if consume:
+        # (copied above, never read of the frame again: millions of rows each)
+        for c in ("running_req", "accept_len", "gen_throughput_steps", "tp", "part",
+                  "engine") + SERIES_TAGS:
+            if c in d.columns:
+                del d[c]
     why = np.zeros(n, dtype=np.int8)
     b = r.copy()
     rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
