@@ -226,10 +226,11 @@ def each_run(log, analyse: Callable, command: str, confidence: float,
         label, plan = plans[0]
         unit = log.unit(plan)
         if log.single_use:
-            # the one run takes the decode and prefill tables over: the log lets them go now,
-            # the run once its windows are made (breakeven.run_windows; mark_single_use)
+            # the one run takes the decode, prefill and profiler-phase tables over: the log lets
+            # them go now, the run once it has read them (breakeven.run_windows, summary's
+            # breakdown; mark_single_use)
             unit.mark_single_use()
-            for name in ("decode", "prefill"):
+            for name in ("decode", "prefill", "prof_phases"):
                 if name in log.tables and log is not unit:
                     log.release(name)
         return Runs(command, (labelled(analyse(unit), label, plan),),

@@ -54,6 +54,7 @@ def test_single_use_gives_the_same_answers_and_lets_the_table_go(tmp_path, name,
     library.summarize(once, baseline_toks=90)
     assert isinstance(once.tables["decode"], ReleasedTable)      # the caller's log let it go
     assert isinstance(once.tables["prefill"], ReleasedTable)     # … and its prefill lines
+    assert isinstance(once.tables["prof_phases"], ReleasedTable)  # … and profiler phases
     assert "released" in repr(once)
     with pytest.raises(RuntimeError, match="released"):
         len(once.decode)

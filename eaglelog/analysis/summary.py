@@ -85,6 +85,8 @@ def summarize(log: ParsedLog, *, source: str | None = None, baseline: Baseline |
                                    floor=stats.BLOCK_PHI)
         phases = _phases(log, source, sblocks, scyc.estimate, confidence)
         phases_from = f"{len(sblocks)} sync-mode blocks"
+    if log.single_use and "prof_phases" in log.tables:
+        log.release("prof_phases")      # (read by the breakdown above alone)
     if phases:
         bottleneck = max(phases, key=lambda x: x.ms_per_cycle.estimate).phase
     if not len(use) and not phases and "vllm_stages" in log.tables:
