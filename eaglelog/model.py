@@ -99,7 +99,7 @@ class ParsedLog:
         """Between the phases of a single-use log's analysis over ``n`` windows: the memory
         freed so far goes back to the system (_memory.trim).  The heap keeps what is freed
         for reuse (_memory.tune), and a large log's phases free arrays of every window in an
-        order the next phase does not reuse: 33 MiB of a gigabyte log's peak.  Only where
+        order the next phase does not reuse: 36 MiB of a gigabyte log's peak.  Only where
         the windows are many (SETTLE_LEAST): a trim walks the heap."""
         if self.single_use and n >= SETTLE_LEAST:
             from ._memory import trim

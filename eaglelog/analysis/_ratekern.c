@@ -82,6 +82,19 @@ static int check(Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t n, const char *na
     return 0;
 }
 
+/* a step argument: None, one float for every window (rate.StatedStep: *is_const, *cst), or
+   a buffer of every window's (*have_buf, released by the caller); 0 on success */
+static int step_arg(PyObject *o, Py_buffer *b, int *have_buf, int *is_const, double *cst) {
+    if (PyFloat_Check(o)) {
+        *cst = PyFloat_AS_DOUBLE(o);
+        *is_const = 1;
+    } else if (o != Py_None) {
+        if (PyObject_GetBuffer(o, b, PyBUF_SIMPLE) < 0) return -1;
+        *have_buf = 1;
+    }
+    return 0;
+}
+
 /* bucket codes: int64, or int8 (rate.window_buckets keeps them a byte a window): which, from
    the buffer's length; 0 on success */
 static int code_width(Py_buffer *v, Py_ssize_t n, int *width) {
@@ -407,13 +420,7 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
     }
     int const_step = 0;
     double cst = 0.0;
-    if (PyFloat_Check(stepo)) {          /* one step for every window (rate.StatedStep) */
-        cst = PyFloat_AS_DOUBLE(stepo);
-        const_step = 1;
-    } else if (stepo != Py_None) {
-        if (PyObject_GetBuffer(stepo, &stepb, PyBUF_SIMPLE) < 0) goto done;
-        have_step = 1;
-    }
+    if (step_arg(stepo, &stepb, &have_step, &const_step, &cst) < 0) goto done;
     Py_ssize_t n = b.len / 8, nbins = nb + 1;
     int cols[MAXP], p;
     Sparse s;
@@ -717,13 +724,7 @@ static PyObject *bucket_totals(PyObject *self, PyObject *args) {
     }
     int const_st = 0;
     double cst = 0.0;
-    if (PyFloat_Check(sto)) {            /* one step for every window (rate.StatedStep) */
-        cst = PyFloat_AS_DOUBLE(sto);
-        const_st = 1;
-    } else if (sto != Py_None) {
-        if (PyObject_GetBuffer(sto, &stb, PyBUF_SIMPLE) < 0) goto done;
-        have_st = 1;
-    }
+    if (step_arg(sto, &stb, &have_st, &const_st, &cst) < 0) goto done;
     Py_ssize_t n = use.len, nb = ob.len / (8 * BT);
     Sparse s;
     int cw = 8;
