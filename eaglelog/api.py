@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 
+from . import frame as _frame
 from ._lazy import np, pd
 from .errors import EaglelogError, InputError, NoRecordsError
 from .parsers import (ENGINES, choose_engine, chosen_where, engine_named, found_families,
@@ -347,7 +348,8 @@ def _from_cache(cdir: str, meta: dict, info: SourceInfo, diags: list[Diagnostic]
 def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str = "auto",
           keep_going: bool = False, base_date: _dt.date | str | None = None,
           chunk_size: int = CHUNK_SIZE, remote: "RemoteOptions | None" = None,
-          cache: bool = False, columns: dict[str, tuple[str, ...]] | None = None) -> ParsedLog:
+          cache: bool = False, columns: dict[str, tuple[str, ...]] | None = None,
+          light: bool = False) -> ParsedLog:
     """Parse one or many logs (paths, '-' for stdin, .gz/.xz/.bz2/.zst, and remote
     ``[user@]host:/path`` or ``ssh://[user@]host[:port]/path``, globs expanded remotely).
 
@@ -361,10 +363,12 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
                 files; the CLI turns it on unless --no-cache.
     columns:    {table: columns} to keep of those tables (the others whole), e.g.
                 ``eaglelog.schema.ANALYSIS_COLUMNS``: what the analyses need of a large log.
+    light:      the tables as eaglelog.frame.Frame, not pandas DataFrames, where no cache is
+                used: for a log read once by the command line's summary or breakeven, which
+                then never imports pandas (a Frame becomes a DataFrame if asked for more than
+                it answers).  The API's logs keep the default.
     """
-    import tempfile
-
-    from .io.remote import RemoteOptions, fetch_progressive, is_glob, parse_remote
+    from .io.remote import RemoteOptions
 
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -384,6 +388,15 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     if isinstance(base_date, str):
         base_date = _dt.date.fromisoformat(base_date)
     remote = remote or RemoteOptions()
+    with _frame.building(light and not cache):
+        return _parse(specs, engine, keep_going, base_date, chunk_size, remote, cache, columns)
+
+
+def _parse(specs, engine, keep_going, base_date, chunk_size, remote, cache, columns) -> ParsedLog:
+    import tempfile
+
+    from .io.remote import fetch_progressive, is_glob, parse_remote
+
     parts: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     infos: list[SourceInfo] = []
     diags: list[Diagnostic] = []

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from ._lazy import np, pd
+from .frame import cat_codes, categories, is_categorical, is_light, promoted, unique_ints
 from .errors import EaglelogError, UsageProblem
 from .parsers.scan import Diagnostic
 from .schema import TABLES
@@ -117,7 +118,7 @@ class ParsedLog:
 
     def _config_row(self, sa: pd.DataFrame, i: int) -> dict:
         memo = self.__dict__.setdefault("_config_rows", {})
-        if i not in memo and len(sa) < 8:
+        if i not in memo and len(sa) < 8 and not is_light(sa):
             fixed = set(TABLES["server_args"].names)
             memo[i] = {k: _plain(v) for k, v in sa.iloc[i].items() if k not in fixed}
         elif i not in memo:
@@ -165,12 +166,12 @@ class ParsedLog:
             return np.empty(0, dtype=dtype)
         at = self._where(source, name)
         col = df[column]
-        if isinstance(col.dtype, pd.CategoricalDtype):
+        if is_categorical(col):
             if dtype is object:        # (the categories taken by code: no cast of the column)
-                codes = col.array.codes[at]
-                cats = np.append(np.asarray(col.cat.categories, dtype=object), na)
+                codes = cat_codes(col)[at]
+                cats = np.append(np.asarray(categories(col), dtype=object), na)
                 return cats[codes]     # (code −1, NA: the last)
-            col = col.astype(object)
+            col = promoted(col).astype(object)
         return col.to_numpy(dtype=dtype, na_value=na)[at]
 
     def codes(self, source: str, name: str, column: str) -> tuple[np.ndarray, list[str]]:
@@ -182,9 +183,9 @@ class ParsedLog:
         if col is None:
             return np.empty(0, dtype=np.int64), []
         at = self._where(source, name)
-        if isinstance(col.dtype, pd.CategoricalDtype):
-            raw = np.asarray(col.array.codes[at], dtype=np.int64)
-            names = [str(c) for c in col.cat.categories] + ["nan"]
+        if is_categorical(col):
+            raw = np.asarray(cat_codes(col)[at], dtype=np.int64)
+            names = [str(c) for c in categories(col)] + ["nan"]
         else:
             vals = self.values(source, name, column, object).astype(str)
             names, raw = np.unique(vals, return_inverse=True)
@@ -227,8 +228,7 @@ class ParsedLog:
         for name, df in self.tables.items():
             if "timestamp" not in df.columns or not len(df):
                 continue
-            ts = df["timestamp"].array          # (datetime64[us], the schema's: a view)
-            ts = np.asarray(ts, dtype="datetime64[us]").view(np.int64)
+            ts = df["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)  # (a view)
             rows = self._rows_of(name) if several else None
             for src in wanted:
                 if rows is not None and src not in rows:
@@ -261,10 +261,10 @@ class ParsedLog:
         if not len(df):
             return slice(0, 0)
         col = df["source"]
-        if isinstance(col.dtype, pd.CategoricalDtype):     # (the codes: no comparison of
-            cats = col.cat.categories                         # strings, no Series)
-            k = cats.get_loc(source) if source in cats else -2
-            hit = col.array.codes == k
+        if is_categorical(col):             # (the codes: no comparison of strings, no Series)
+            cats = categories(col)
+            k = cats.index(source) if source in cats else -2
+            hit = cat_codes(col) == k
         else:
             hit = (col == source).to_numpy(dtype=bool)
         if hit.all():
@@ -289,10 +289,7 @@ class ParsedLog:
                 continue
             # the distinct start-ups by hashing the integer column where it lies (no float copy
             # and no sort of millions of rows: issue 37)
-            at = self._where(source, name)
-            col = df["startup"].array
-            part = col[at] if isinstance(at, slice) else col.take(at)
-            seen.update(int(x) for x in pd.unique(part) if not pd.isna(x))
+            seen.update(unique_ints(df["startup"], self._where(source, name)))
         st = self.values(source, "server_args", "startup")
         ln = self.values(source, "server_args", "line_no")
         ok = ~(np.isnan(st) | np.isnan(ln))
@@ -782,6 +779,8 @@ def _plain(v):
     t = type(v)
     if t is str or t is int or t is bool:     # (the usual values first: pd.isna is slow)
         return v
+    if v is None:
+        return None
     if t is float:
         return None if v != v else v
     if isinstance(v, (list, dict)):

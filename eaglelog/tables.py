@@ -6,6 +6,7 @@ from itertools import repeat
 from typing import Callable
 
 
+from . import frame as _frame
 from ._lazy import np, pd
 from .schema import Table
 
@@ -125,6 +126,13 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
     well under a millisecond each).  A value a column cannot hold (a date-time that names no
     instant) is left empty, its row kept, and said to ``report(line_no, message)``."""
     n = len(rows)
+    if not n and _frame.LIGHT:
+        return _frame.Frame({c.name: light_all_na(c.dtype, 0) for c in table.columns
+                             if c.core}, 0)
+    if _frame.LIGHT:
+        got = _light_build(table, rows, keep)
+        if got is not None:
+            return got
     if not n:       # every input has empty tables: one frame per table, copied
         key = (table.name, keep)
         if key not in _EMPTY:
@@ -165,6 +173,106 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
             a[:] = [r.get(k) for r in rows]
             cols[k] = a
     return pd.DataFrame(cols, index=pd.RangeIndex(n))
+
+
+_ISO = None      # the ISO date-times numpy reads as pandas does (_light_column)
+
+
+def _light_build(table: Table, rows: list[dict], keep: tuple[str, ...]) -> "_frame.Frame | None":
+    """build_frame's frame as a Frame (frame.py) where every value is one each column takes
+    as it is: None where any is not (the pandas build then, which types and reports it)."""
+    present = set().union(*rows)
+    n = len(rows)
+    cols: dict[str, object] = {}
+    for c in table.columns:
+        if c.name in present:
+            vals = list(map(dict.get, rows, repeat(c.name)))
+            if c.core or any(v is not None and v == v for v in vals):
+                col = _light_column(vals, c.dtype)
+                if col is None:
+                    return None
+                cols[c.name] = col
+        elif c.core:
+            cols[c.name] = light_all_na(c.dtype, n, inferred=True)
+    if table.name == "server_args" and "_args" in present:
+        args = [r.get("_args") or {} for r in rows]
+        seen = set(table.names)
+        for a in args:
+            for k in a:
+                if k not in seen:
+                    seen.add(k)
+                    vals, dtype = _config_column([x.get(k) for x in args])
+                    col = _light_column(vals, dtype)
+                    if col is None:
+                        return None
+                    cols[k] = col
+    for k in keep:
+        if k in present:
+            a = np.empty(n, dtype=object)
+            a[:] = [r.get(k) for r in rows]
+            cols[k] = _frame.Column.of(a)
+    return _frame.Frame(cols, n)
+
+
+def _light_column(values: list, dtype: str) -> "_frame.Column | None":
+    """_column's values as a Frame's column, or None where pandas' typing is needed (a value
+    of another type than the column's, a date-time not in the plain ISO form)."""
+    global _ISO
+    C = _frame.Column
+    kinds = {type(v) for v in values}
+    kinds.discard(type(None))
+    if dtype == "float64":
+        return C.of(_column(values, dtype)) if kinds <= {int, float} else None
+    if dtype in ("Int64", "Int32") and kinds <= {int}:
+        info = np.iinfo(dtype.lower())
+        if any(v is not None and not info.min <= v <= info.max for v in values):
+            return None
+        mask = np.array([v is None for v in values], dtype=bool)
+        return C.masked(np.array([0 if v is None else v for v in values],
+                                 dtype=dtype.lower()), mask)
+    if dtype == "boolean" and kinds <= {bool}:
+        return C.masked(np.array([bool(v) for v in values], dtype=bool),
+                        np.array([v is None for v in values], dtype=bool))
+    if dtype == "category" and kinds <= {str}:
+        cats = sorted({v for v in values if v is not None})
+        at = {v: i for i, v in enumerate(cats)}
+        return C.categorical(np.array([-1 if v is None else at[v] for v in values]),
+                             cats or _frame.Inferred())
+    if dtype == "string" and kinds <= {str}:
+        a = np.empty(len(values), dtype=object)
+        a[:] = values
+        return C.ext(a, "string")
+    if dtype.startswith("datetime64") and kinds <= {str}:
+        if _ISO is None:
+            import re
+            _ISO = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?")
+        if not all(v is None or _ISO.fullmatch(v) for v in values):
+            return None
+        try:
+            return C.of(np.array(values, dtype="datetime64[us]"))
+        except ValueError:
+            return None
+    return None
+
+
+def light_all_na(dtype: str, rows: int, inferred: bool = False) -> "_frame.Column":
+    """A column of ``rows`` NAs of schema type ``dtype``, as a Frame's (frame.py): the values
+    _all_na gives a pandas frame (``inferred``: _typed's, whose categories pandas infers
+    from the missing values)."""
+    C = _frame.Column
+    if dtype == "float64":
+        return C.of(np.full(rows, np.nan))
+    if dtype == "Int64":
+        return C.masked(np.zeros(rows, np.int64), np.ones(rows, bool))
+    if dtype == "Int32":
+        return C.masked(np.ones(rows, np.int32), np.ones(rows, bool))
+    if dtype == "boolean":
+        return C.masked(np.zeros(rows, bool), np.ones(rows, bool))
+    if dtype == "category":
+        return C.categorical(np.full(rows, -1, np.int8), _frame.Inferred() if inferred else [])
+    if dtype.startswith("datetime64"):
+        return C.of(np.full(rows, np.datetime64("NaT"), dtype=dtype))
+    return C.ext(np.full(rows, None, dtype=object), dtype)
 
 
 def conform(table: Table, df: pd.DataFrame) -> pd.DataFrame:
@@ -219,6 +327,11 @@ def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = Fals
     frames = [f for f in frames if len(f)]
     if not frames:
         return build_frame(table, [])
+    if len(frames) > 1 and any(isinstance(f, _frame.Frame) for f in frames):
+        got = _light_concat(table, frames, order_by)
+        if got is not None:
+            return got
+        frames = [_frame.promoted(f) for f in frames]     # (what it does not join: pandas')
     if len(frames) == 1 and order_by is None:
         return frames[0].reset_index(drop=True)
     runs = _merge_runs(frames, order_by) if order_by else None
@@ -265,6 +378,57 @@ def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = Fals
                 if name in f.columns:
                     del f[name]
     return pd.DataFrame(out, copy=False)
+
+
+def _light_concat(table: Table, frames: list, order_by: str | None) -> "_frame.Frame | None":
+    """concat_frames' frame of Frames (frame.py) whose columns are the schema's, of their
+    schema types, categories unioned in the order they occur; None for anything else (a
+    server_args key, a private column, a pandas part): pandas joins those."""
+    schema = {c.name: c for c in table.columns}
+    if not all(isinstance(f, _frame.Frame) and f._pd is None for f in frames):
+        return None
+    names = list(dict.fromkeys(c for f in frames for c in f.columns))
+    if any(k not in schema for k in names):
+        return None
+    kinds = {"float64": "np", "datetime64[us]": "np", "category": "cat", "Int64": "masked",
+             "Int32": "masked", "boolean": "masked"}
+    for f in frames:
+        for k, c in f._cols.items():
+            want = schema[k].dtype
+            if kinds.get(want) != c.kind or (c.kind != "cat" and str(c.dtype) != want):
+                return None
+    runs = _merge_runs(frames, order_by) if order_by else None
+    if runs == [(-1, 0, 0)]:
+        return None
+    lens = [len(f) for f in frames]
+    pieces = [(k, 0, n) for k, n in enumerate(lens)] if runs is None else runs
+    total = sum(lens)
+    C = _frame.Column
+    out: dict[str, object] = {}
+    for c in table.columns:
+        if c.name not in names:
+            continue
+        parts = [f._cols.get(c.name) or light_all_na(c.dtype, n) for f, n in zip(frames, lens)]
+        if c.dtype == "category":
+            cats = list(dict.fromkeys(x for p in parts for x in p.cats))
+            inferred = [isinstance(p.cats, _frame.Inferred) for p in parts]
+            if not cats and any(inferred):
+                if not all(inferred):       # (empty categories of two types: pandas')
+                    return None
+                cats = _frame.Inferred()
+            luts = [np.array([cats.index(x) for x in p.cats] + [-1], dtype=np.int64)
+                    for p in parts]
+            codes = np.concatenate([luts[k][parts[k].values[a:a + n]] for k, a, n in pieces]) \
+                if total else np.empty(0, dtype=np.int8)
+            out[c.name] = C.categorical(codes, cats)
+            continue
+        vals = np.concatenate([parts[k].values[a:a + n] for k, a, n in pieces])
+        if parts[0].kind == "masked":
+            out[c.name] = C.masked(vals, np.concatenate([parts[k].mask[a:a + n]
+                                                         for k, a, n in pieces]))
+        else:
+            out[c.name] = C.of(vals)
+    return _frame.Frame(out, total)
 
 
 def _concat(parts: list[pd.Series], runs: list[tuple[int, int, int]] | None) -> pd.Series:

@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
 
 from .. import stats
 from ..api import ParsedLog
@@ -842,6 +842,8 @@ def needs_accept_reason(log: ParsedLog, source: str) -> str:
 
 
 def requests_accept(log: ParsedLog, source: str, confidence: float) -> Estimate | None:
+    if not len(log.requests):
+        return None
     r = log.requests[(log.requests["source"] == source)].sort_values("line_no")
     r = r[r["verify_ct"].fillna(0) > 0]
     if r.empty:

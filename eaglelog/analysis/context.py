@@ -45,7 +45,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
+from ..frame import is_numpy_backed
 
 from .. import stats
 from ..stats import Estimate
@@ -150,7 +151,7 @@ def token_lines(dec: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, bool] | None
     ln = d["line_no"].to_numpy(dtype=np.int64)
     tok = d[col].to_numpy(dtype=float, na_value=np.nan)
     # (a nullable column's floats are an array of their own already)
-    own = not isinstance(d[col].dtype, np.dtype) and tok.flags.writeable and tok.base is None
+    own = not is_numpy_backed(d[col]) and tok.flags.writeable and tok.base is None
     return ln, tok, own
 
 

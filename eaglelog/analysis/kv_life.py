@@ -25,7 +25,7 @@ taken out of Σ v².
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
 
 from . import rate
 

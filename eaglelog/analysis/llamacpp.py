@@ -35,7 +35,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
+from ..frame import empty_like
 
 from .. import stats
 from ..errors import EaglelogError
@@ -52,7 +53,7 @@ COUNTS = ("calls_b", "calls_g", "calls_a", "drafts", "accepted_drafts", "draft_t
 def _bench_of(log, source: str | None = None) -> pd.DataFrame:
     b = log.tables.get("bench")
     if b is None or not len(b):
-        return pd.DataFrame()
+        return pd.DataFrame() if b is None else empty_like(b)
     m = (b["tool"].astype(str) == TOOL).to_numpy()
     if source is not None:
         m = m & (b["source"].astype(str) == source).to_numpy()
@@ -64,7 +65,7 @@ def request_rows(log, source: str | None = None) -> pd.DataFrame:
     ``source`` (every input when None), in line order."""
     b = _bench_of(log, source)
     if not len(b) or "eval_ms" not in b.columns:
-        return pd.DataFrame()
+        return empty_like(b)
     m = (b["scope"].astype(str) == "request").to_numpy() & b["eval_ms"].notna().to_numpy()
     return b[m].sort_values("line_no", kind="stable")
 

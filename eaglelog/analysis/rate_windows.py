@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
+from ..frame import is_numpy_backed, is_plain_range
 
 from ..model import contiguous
 try:
@@ -276,7 +277,7 @@ def _col(df: pd.DataFrame, name: str, dtype=float, na=np.nan) -> np.ndarray:
     out = col.to_numpy(dtype=dtype, na_value=na)
     # (a numpy-backed column's array may be the frame's own: copied; an extension column's —
     # integers with NA, booleans, text — is converted into a new array already)
-    if isinstance(col.dtype, np.dtype) or out.dtype != dtype or not out.flags.writeable:
+    if is_numpy_backed(col) or out.dtype != dtype or not out.flags.writeable:
         out = np.array(out, dtype=dtype, copy=True)
     return out
 
@@ -335,8 +336,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     d = decode
     if len(d) and not d["line_no"].is_monotonic_increasing:
         d = _reads(d, SERIES_TAGS + ("tp", "part", "engine")).sort_values("line_no")
-    ix = d.index
-    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1):
+    if not is_plain_range(d):
         d = d.reset_index(drop=True)      # (a frame of 0 … n − 1 already: read as it is)
     n = len(d)
     (key, pkey), labels = _series_codes([d, prefill])

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
 
 from .. import stats
 from ..stats import Estimate

@@ -31,7 +31,7 @@ index, in ``dp``), never shared with SGLang rows of the same input.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
 
 DEFAULT_INTERVAL = 40
 IDLE_FACTOR = 3          # a window whose wall time is over this × the series' median is idle

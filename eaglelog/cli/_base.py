@@ -401,11 +401,14 @@ def report_diagnostics(log: "ParsedLog", verbose: bool, quiet: bool,
 
 def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
               skipped_note: bool = True, every_column: bool = False,
-              preload: tuple[str, ...] = (), select: bool = True) -> "ParsedLog":
+              preload: tuple[str, ...] = (), select: bool = True,
+              light: bool = False) -> "ParsedLog":
     """Parse the inputs; the analyses ask for the columns they read (schema.ANALYSIS_COLUMNS)
     of the large tables, `parse` for every column.  The modules named in ``preload`` (the
     command's analysis) and pandas are imported by a second thread meanwhile: the C scan of a
-    large log runs without the GIL, so the 0.3–0.5 s of imports overlap it."""
+    large log runs without the GIL, so the 0.3–0.5 s of imports overlap it.  ``light``: the
+    log is read once, by this command (summary, breakeven): without the table cache its
+    tables are pandas-free Frames (api.parse), and pandas is not imported at all."""
     out = ctx.params.get("output")
     if out and out != "-" and os.path.exists(out):
         for spec in logs:
@@ -419,11 +422,12 @@ def read_logs(ctx: click.Context, logs, engine, keep_going, base_date,
         if looks_like_export(spec):
             raise EaglelogError(export_refusal(spec, ctx.command.name))
 
-    _preload(("pandas",) + tuple(preload))
+    cache = not ctx.obj.get("no_cache")
+    light = light and not cache
+    _preload(tuple(preload) if light else ("pandas",) + tuple(preload))
     log = parse(list(logs), engine=engine, keep_going=keep_going,
                 base_date=base_date.date() if base_date else None, remote=ctx.obj.get("remote"),
-                cache=not ctx.obj.get("no_cache"),
-                columns=None if every_column else ANALYSIS_COLUMNS)
+                cache=cache, columns=None if every_column else ANALYSIS_COLUMNS, light=light)
     report_diagnostics(log, ctx.obj["verbose"], ctx.obj["quiet"], skipped_note)
     sel = ctx.obj.get("select") if select else None
     if sel and any(v is not None for v in sel.values()):

@@ -91,7 +91,8 @@ def breakeven_cmd(ctx, logs, engine, keep_going, base_date, baseline_toks, basel
                        allow_insufficient)
         return
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
-                    preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"))
+                    preload=("eaglelog.analysis.breakeven", "eaglelog.report.blocks"),
+                    light=True)
     from ..report.blocks import breakeven_block
 
     result = library.breakeven(log.mark_single_use(), baseline=baseline, confidence=confidence,
@@ -174,7 +175,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     except UsageProblem as e:
         raise click.UsageError(str(e)) from None
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
-                    preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"))
+                    preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"), light=True)
     from .. import library
     from ..report.blocks import summary_block
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 
 from ..errors import printable
+from .. import frame as _frame
 from .._lazy import pd
 from ..schema import TABLES
-from ..tables import build_frame, concat_frames
+from ..tables import build_frame, concat_frames, light_all_na
 from . import eagle3_prof, sglang
 from .prefix import (cri_partial, read_prefix, split_bracketed, strip_ansi, strip_wrapper,
                      valid_datetime)
@@ -638,7 +639,9 @@ class Scanner(ScannerBase):
                                  report=self._bad_value)
                 rows.clear()
                 if name == "prof":
-                    df["phase_sum_ms"] = _sum_rounded(df["phase_sum_ms"])
+                    col = df["phase_sum_ms"]
+                    df["phase_sum_ms"] = _sum_rounded(col.to_numpy() if _frame.is_light(col)
+                                                      else col)
                 keep = (self.columns or {}).get(name)
                 if keep is not None:
                     df = df[[c for c in df.columns if c in keep or c == "_time_only"]]
@@ -809,6 +812,8 @@ class FastRows:
                 "graph_backend": list(sglang.GRAPH_LABELS)}
         table = TABLES[name]
         keep = self.keep.get(name)
+        if _frame.LIGHT:
+            return self._light(name, source, acc, rows, cats, table, keep)
         cols: dict[str, object] = {}
         for c in table.columns:
             if keep is not None and c.name not in keep:
@@ -850,6 +855,52 @@ class FastRows:
                     a[na] = 0
                 cols[c.name] = pd.arrays.IntegerArray(a, na)
         return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
+
+    def _light(self, name, source, acc, rows, cats, table, keep) -> "_frame.Frame":
+        """frame() as a Frame (api.parse(light=True)): the same columns and values, the same
+        arrays, no pandas."""
+        import numpy as np
+        Column = _frame.Column
+        cols: dict[str, object] = {}
+        for c in table.columns:
+            if keep is not None and c.name not in keep:
+                continue
+            if c.name == "source":
+                cols["source"] = Column.categorical(np.zeros(rows, dtype=np.int8), [source])
+                continue
+            if c.name not in acc:
+                if c.name == "complete":
+                    cols[c.name] = Column.masked(np.ones(rows, dtype=bool),
+                                                 np.zeros(rows, dtype=bool))
+                elif c.core:
+                    cols[c.name] = light_all_na(c.dtype, rows)
+                continue
+            a = np.frombuffer(acc.pop(c.name), dtype=_FAST_DTYPES[self.types[name][c.name]])
+            if c.dtype == "category":
+                if not c.core and (a < 0).all():
+                    continue
+                cols[c.name] = Column.categorical(a, cats[c.name])
+            elif c.dtype.startswith("datetime64"):
+                if not c.core and (a == np.iinfo(np.int64).min).all():
+                    continue
+                cols[c.name] = Column.of(a.view("datetime64[us]"))
+            elif c.dtype == "float64":
+                if not c.core and np.isnan(a).all():
+                    continue
+                cols[c.name] = Column.of(_sum_rounded(a) if c.name == "phase_sum_ms" else a)
+            elif c.dtype == "boolean":
+                na = a < 0
+                if not c.core and na.all():
+                    continue
+                cols[c.name] = Column.masked(a > 0, na)
+            else:
+                na = a == np.iinfo(a.dtype).min
+                if not c.core and na.all():
+                    continue
+                if na.any():
+                    a[na] = 0
+                cols[c.name] = Column.masked(a, na)
+        return _frame.Frame(cols, rows)
 
 
 def _sum_rounded(a):

@@ -12,7 +12,7 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
+from .._lazy import pd
 from tabulate import tabulate
 
 from ..errors import EaglelogError, UsageProblem
