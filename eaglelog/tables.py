@@ -327,7 +327,9 @@ def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = Fals
     frames = [f for f in frames if len(f)]
     if not frames:
         return build_frame(table, [])
-    if len(frames) > 1 and any(isinstance(f, _frame.Frame) for f in frames):
+    if len(frames) == 1 and order_by is None:
+        return frames[0].reset_index(drop=True)
+    if any(isinstance(f, _frame.Frame) for f in frames):
         got = _light_concat(table, frames, order_by)
         if got is not None:
             return got
@@ -400,6 +402,8 @@ def _light_concat(table: Table, frames: list, order_by: str | None) -> "_frame.F
     runs = _merge_runs(frames, order_by) if order_by else None
     if runs == [(-1, 0, 0)]:
         return None
+    if len(frames) == 1 and runs is None:
+        return frames[0].reset_index(drop=True)
     lens = [len(f) for f in frames]
     pieces = [(k, 0, n) for k, n in enumerate(lens)] if runs is None else runs
     total = sum(lens)
