@@ -140,10 +140,13 @@ class Column:
     def _like(self, kind, values, mask=None, cats=None) -> "Column":
         return Column(kind, values, mask, cats, self.index, self.name)
 
-    def take(self, at) -> "Column":
-        """The rows at positions or slice ``at`` (the index taken with them)."""
+    def take(self, at, index=_NO) -> "Column":
+        """The rows at positions or slice ``at`` (the index taken with them, or ``index``:
+        the frame's, taken once for all its columns)."""
+        if index is _NO:
+            index = _index_take(self.index, len(self.values), at)
         return Column(self.kind, self.values[at], None if self.mask is None else self.mask[at],
-                      self.cats, _index_take(self.index, len(self.values), at), self.name)
+                      self.cats, index, self.name)
 
     # ---- what it is
     def __len__(self) -> int:
@@ -472,10 +475,16 @@ def _masked_to_numpy(data, mask, dtype, copy, na_value):
 
 
 def _index_take(index, n: int, at):
+    """The labels of rows ``at`` of rows labelled ``index`` (None: 0 … n − 1): a range for a
+    slice of a range, else an array."""
     if index is None:
         index = range(n)
-    if isinstance(index, range) and isinstance(at, slice):
-        return index[at]
+    if isinstance(index, range):
+        if isinstance(at, slice):
+            return index[at]
+        at = np.asarray(at)
+        return at * index.step + index.start if at.dtype.kind in "iu" else \
+            np.arange(index.start, index.stop, index.step)[at]
     return np.asarray(index)[at]
 
 
@@ -566,9 +575,10 @@ class Frame:
         """The rows at positions (or a slice) ``at``, the index taken with them."""
         if self._pd is not None:
             return self._pd.take(at) if not isinstance(at, slice) else self._pd.iloc[at]
-        cols = {k: c.take(at) for k, c in self._cols.items()}
+        index = _index_take(self._index, self._n, at)
+        cols = {k: c.take(at, None) for k, c in self._cols.items()}
         n = len(range(self._n)[at]) if isinstance(at, slice) else len(at)
-        return Frame(cols, n, _index_take(self._index, self._n, at))
+        return Frame(cols, n, index)
 
     def sort_values(self, by, kind: str = "quicksort", ascending: bool = True, **kw):
         """pandas' sort_values by one integer column without NA (np.argsort of the same kind,
@@ -706,6 +716,13 @@ def unique_ints(col, at) -> list[int]:
         v = col.values[at]
         if col.kind == "masked":
             v = v[~col.mask[at]]
+        if not len(v):
+            return []
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo < 1 << 16:         # (a few start-ups: counted, no sort of millions of rows)
+            seen = np.flatnonzero(np.bincount(v - lo if lo else v, minlength=hi - lo + 1)) + lo
+            first = [int(np.argmax(v == x)) for x in seen] if len(seen) > 1 else [0]
+            return [int(x) for _, x in sorted(zip(first, seen.tolist()))]
         u, first = np.unique(v, return_index=True)
         return [int(x) for x in u[np.argsort(first, kind="stable")]]
     arr = promoted(col).array

@@ -330,7 +330,7 @@ def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = Fals
     if len(frames) == 1 and order_by is None:
         return frames[0].reset_index(drop=True)
     if any(isinstance(f, _frame.Frame) for f in frames):
-        got = _light_concat(table, frames, order_by)
+        got = _light_concat(table, frames, order_by, consume)
         if got is not None:
             return got
         frames = [_frame.promoted(f) for f in frames]     # (what it does not join: pandas')
@@ -382,13 +382,20 @@ def concat_frames(table: Table, frames: list[pd.DataFrame], consume: bool = Fals
     return pd.DataFrame(out, copy=False)
 
 
-def _light_concat(table: Table, frames: list, order_by: str | None) -> "_frame.Frame | None":
+def _light_concat(table: Table, frames: list, order_by: str | None,
+                  consume: bool = False) -> "_frame.Frame | None":
     """concat_frames' frame of Frames (frame.py) whose columns are the schema's, of their
     schema types, categories unioned in the order they occur; None for anything else (a
-    server_args key, a private column, a pandas part): pandas joins those."""
+    server_args key, a private column, a pandas part): pandas joins those.  ``consume``: each
+    column leaves the parts once joined (a large table is never held twice)."""
     schema = {c.name: c for c in table.columns}
     if not all(isinstance(f, _frame.Frame) and f._pd is None for f in frames):
         return None
+    runs = _merge_runs(frames, order_by) if order_by else None
+    if runs == [(-1, 0, 0)]:
+        return None
+    if len(frames) == 1 and runs is None:
+        return frames[0].reset_index(drop=True)
     names = list(dict.fromkeys(c for f in frames for c in f.columns))
     if any(k not in schema for k in names):
         return None
@@ -399,11 +406,6 @@ def _light_concat(table: Table, frames: list, order_by: str | None) -> "_frame.F
             want = schema[k].dtype
             if kinds.get(want) != c.kind or (c.kind != "cat" and str(c.dtype) != want):
                 return None
-    runs = _merge_runs(frames, order_by) if order_by else None
-    if runs == [(-1, 0, 0)]:
-        return None
-    if len(frames) == 1 and runs is None:
-        return frames[0].reset_index(drop=True)
     lens = [len(f) for f in frames]
     pieces = [(k, 0, n) for k, n in enumerate(lens)] if runs is None else runs
     total = sum(lens)
@@ -425,13 +427,17 @@ def _light_concat(table: Table, frames: list, order_by: str | None) -> "_frame.F
             codes = np.concatenate([luts[k][parts[k].values[a:a + n]] for k, a, n in pieces]) \
                 if total else np.empty(0, dtype=np.int8)
             out[c.name] = C.categorical(codes, cats)
-            continue
-        vals = np.concatenate([parts[k].values[a:a + n] for k, a, n in pieces])
-        if parts[0].kind == "masked":
-            out[c.name] = C.masked(vals, np.concatenate([parts[k].mask[a:a + n]
-                                                         for k, a, n in pieces]))
         else:
-            out[c.name] = C.of(vals)
+            vals = np.concatenate([parts[k].values[a:a + n] for k, a, n in pieces])
+            if parts[0].kind == "masked":
+                out[c.name] = C.masked(vals, np.concatenate([parts[k].mask[a:a + n]
+                                                             for k, a, n in pieces]))
+            else:
+                out[c.name] = C.of(vals)
+        del parts
+        if consume:
+            for f in frames:
+                f._cols.pop(c.name, None)
     return _frame.Frame(out, total)
 
 

@@ -63,12 +63,14 @@ def beta_spec(log, source: str) -> BetaSpec | None:
     rows = _rows(log, source)
     if not rows.any():
         return None
-    dec = log.decode[rows]
+    # (the two columns' rows, not a copy of the table's: every row of a long log of the
+    # affected releases is one)
+    dec = log.decode
     cfg = log.config(source)
     flag = cfg.get("enable_beta_spec")
     flag = flag if isinstance(flag, bool) else None
-    a = dec["accept_len"].to_numpy(dtype=float)
-    w = dec["running_req"].to_numpy(dtype=float, na_value=np.nan)
+    a = dec["accept_len"].to_numpy(dtype=float)[rows]
+    w = dec["running_req"].to_numpy(dtype=float, na_value=np.nan)[rows]
     w = np.where(np.isfinite(w) & (w > 0), w, 1.0)
     s = cfg.get("speculative_num_steps")
     above = int((a > s + 1 + 0.005).sum()) if isinstance(s, int) and not isinstance(s, bool) \
