@@ -407,6 +407,13 @@ def _light_concat(table: Table, frames: list, order_by: str | None,
             if kinds.get(want) != c.kind or (c.kind != "cat" and str(c.dtype) != want):
                 return None
     lens = [len(f) for f in frames]
+    for c in table.columns:      # (empty categories of two types: pandas' union, not ours)
+        if c.dtype == "category" and c.name in names:
+            inferred = {isinstance(f._cols[c.name].cats, _frame.Inferred) if c.name in f._cols
+                        else False for f in frames}
+            if len(inferred) > 1 and not any(f._cols[c.name].cats for f in frames
+                                             if c.name in f._cols):
+                return None
     pieces = [(k, 0, n) for k, n in enumerate(lens)] if runs is None else runs
     total = sum(lens)
     C = _frame.Column
@@ -417,10 +424,7 @@ def _light_concat(table: Table, frames: list, order_by: str | None,
         parts = [f._cols.get(c.name) or light_all_na(c.dtype, n) for f, n in zip(frames, lens)]
         if c.dtype == "category":
             cats = list(dict.fromkeys(x for p in parts for x in p.cats))
-            inferred = [isinstance(p.cats, _frame.Inferred) for p in parts]
-            if not cats and any(inferred):
-                if not all(inferred):       # (empty categories of two types: pandas')
-                    return None
+            if not cats and isinstance(parts[0].cats, _frame.Inferred):
                 cats = _frame.Inferred()
             luts = [np.array([cats.index(x) for x in p.cats] + [-1], dtype=np.int64)
                     for p in parts]
