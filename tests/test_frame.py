@@ -264,3 +264,50 @@ def test_single_use_commands_run_without_pandas_and_say_the_same(tmp_path, name,
     # (breakeven of the baseline logs: the one-line error of a run without speculation)
     assert light.returncode == 0 and light.stdout.strip() or \
         (argv[0] == "breakeven" and "baseline" in name and light.returncode == 1)
+
+
+@pytest.mark.parametrize("workers", [1, 3, 8])
+@pytest.mark.parametrize("which", ["mixed", "sglang"])
+def test_a_light_parallel_scan_is_the_pandas_scan(tmp_path, monkeypatch, workers, which):
+    """The byte-range scan (a large log's: FastRows merged, the C and Python parts joined by
+    concat_frames) gives Frames that promote to the pandas scan's tables, at any worker count:
+    an SGLang log's decode table stays a Frame; the mixed log's (every family, odd lines and
+    extra columns) is joined by pandas, the same."""
+    from conftest import mixed_log
+    from eaglelog.io import parallel
+    from eaglelog.schema import ANALYSIS_COLUMNS
+    path = mixed_log(tmp_path) if which == "mixed" else os.path.join(SAMPLES, "eagle3_5step.log")
+    monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    for cols in (None, ANALYSIS_COLUMNS):
+        heavy = api.parse(path, chunk_size=1 << 16, columns=cols)
+        light = api.parse(path, chunk_size=1 << 16, columns=cols, light=True)
+        if which == "sglang":
+            assert isinstance(light.decode, Frame) and light.decode._pd is None
+        for name, df in heavy.tables.items():
+            got = light.tables[name]
+            pd.testing.assert_frame_equal(got.promote() if isinstance(got, Frame) else got, df,
+                                          check_exact=True, obj=name)
+        assert [(d.line_no, d.message) for d in light.diagnostics] == \
+            [(d.line_no, d.message) for d in heavy.diagnostics]
+
+
+def test_a_light_summary_of_a_large_mixed_log_is_the_pandas_one(tmp_path, monkeypatch):
+    """The single-use summary over Frames (columns consumed, tables released) against the same
+    summary over DataFrames: the same result, number for number."""
+    import json
+    from conftest import mixed_log
+    from eaglelog import library
+    from eaglelog.baseline import Baseline
+    from eaglelog.io import parallel
+    from eaglelog.schema import ANALYSIS_COLUMNS
+    path = mixed_log(tmp_path)
+    monkeypatch.setenv("EAGLELOG_WORKERS", "3")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    out = []
+    for light in (False, True):
+        log = api.parse(path, columns=ANALYSIS_COLUMNS, light=light).mark_single_use()
+        res = library.summarize(log, baseline=Baseline(tok_s=90.0))
+        out.append(json.dumps(res.to_dict(), sort_keys=True, default=str))
+    assert out[0] == out[1]
+    assert '"verdict"' in out[0]
