@@ -94,6 +94,21 @@ class Inferred(tuple):
     ones); promoted as such."""
 
 
+class _Promotes:
+    """What a Frame or Column is asked beyond its own interface, its pandas object answers
+    (``promote``), the pandas methods given pandas objects for light ones (``_promoting``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _promoting(getattr(self.promote(), name))
+
+    def __repr__(self) -> str:
+        return repr(self.promote())
+
+
 def _code_dtype(n: int):
     """The integer type pandas keeps a categorical's codes in (coerce_indexer_dtype)."""
     for t in (np.int8, np.int16, np.int32):
@@ -102,7 +117,7 @@ def _code_dtype(n: int):
     return np.int64
 
 
-class Column:
+class Column(_Promotes):
     """One column of a Frame, or what an operation on one gives: a numpy array (``kind``
     'np': float64, datetime64[us], bool, int…), integers or booleans with an NA mask
     ('masked', pandas' Int64/Int32/boolean), codes into categories ('cat', code −1: NA), or
@@ -264,18 +279,15 @@ class Column:
         return _CatView(self.values, self.cats)
 
     def any(self, *args, **kw) -> bool:
-        if args or kw:
-            return self.promote().any(*args, **kw)
-        if self.kind == "np" and self.values.dtype == bool:
-            return np.bool_(self.values.any())
-        return self.promote().any()
+        return self._reduce("any", args, kw)
 
     def all(self, *args, **kw) -> bool:
-        if args or kw:
-            return self.promote().all(*args, **kw)
-        if self.kind == "np" and self.values.dtype == bool:
-            return np.bool_(self.values.all())
-        return self.promote().all()
+        return self._reduce("all", args, kw)
+
+    def _reduce(self, how: str, args, kw):
+        if not args and not kw and self.kind == "np" and self.values.dtype == bool:
+            return np.bool_(getattr(self.values, how)())
+        return getattr(self.promote(), how)(*args, **kw)
 
     def sum(self, *args, **kw):
         if not args and not kw and self.kind == "np" and self.values.dtype == bool:
@@ -362,14 +374,6 @@ class Column:
                                                                           len(self.values)),
                                  name=self.name, copy=False)
         return self._pd
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _promoting(getattr(self.promote(), name))
-
-    def __repr__(self) -> str:
-        return repr(self.promote())
 
 
 def _promoting(attr):
@@ -462,7 +466,7 @@ def _masked_to_numpy(data, mask, dtype, copy, na_value):
     if na_value is _NO and hasna:
         if dtype.kind == "f":
             na_value = np.nan
-        elif dtype == object:
+        elif dtype.kind == "O":
             na_value = pd.NA
         else:
             raise ValueError(f"cannot convert to '{dtype}'-dtype NumPy array with missing "
@@ -510,7 +514,7 @@ def _pandas_array(col: Column):
     return col.values
 
 
-class Frame:
+class Frame(_Promotes):
     """Typed columns of one table, without pandas (module docstring).  ``index``: None for
     0 … n − 1, a range, or the labels the rows had where they were picked from."""
 
@@ -528,11 +532,6 @@ class Frame:
                                     copy=False)
             self._cols = None
         return self._pd
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _promoting(getattr(self.promote(), name))
 
     # ---- the part of the interface the analyses of an SGLang log use
     def __len__(self) -> int:
@@ -641,9 +640,6 @@ class Frame:
 
     def __iter__(self):
         return iter(self.columns)
-
-    def __repr__(self) -> str:
-        return repr(self.promote())
 
 
 class _ILoc:

@@ -256,8 +256,8 @@ def _light_column(values: list, dtype: str) -> "_frame.Column | None":
 
 
 def light_all_na(dtype: str, rows: int, inferred: bool = False) -> "_frame.Column":
-    """A column of ``rows`` NAs of schema type ``dtype``, as a Frame's (frame.py): the values
-    _all_na gives a pandas frame (``inferred``: _typed's, whose categories pandas infers
+    """A column of ``rows`` NAs of schema type ``dtype``, as a Frame's (frame.py), for a
+    column the C scanner did not fill (``inferred``: _typed's, whose categories pandas infers
     from the missing values)."""
     C = _frame.Column
     if dtype == "float64":
@@ -421,7 +421,8 @@ def _light_concat(table: Table, frames: list, order_by: str | None,
     for c in table.columns:
         if c.name not in names:
             continue
-        parts = [f._cols.get(c.name) or light_all_na(c.dtype, n) for f, n in zip(frames, lens)]
+        parts = [f._cols[c.name] if c.name in f._cols else light_all_na(c.dtype, n)
+                 for f, n in zip(frames, lens)]
         if c.dtype == "category":
             cats = list(dict.fromkeys(x for p in parts for x in p.cats))
             if not cats and isinstance(parts[0].cats, _frame.Inferred):

@@ -802,7 +802,6 @@ class FastRows:
         other.cols = {}
 
     def frame(self, name: str, source: str) -> pd.DataFrame | None:
-        import numpy as np
         acc = self.cols.pop(name, {})
         rows = acc.pop("", 0)
         if not rows:
@@ -812,53 +811,13 @@ class FastRows:
                 "graph_backend": list(sglang.GRAPH_LABELS)}
         table = TABLES[name]
         keep = self.keep.get(name)
-        if _frame.LIGHT:
-            return self._light(name, source, acc, rows, cats, table, keep)
-        cols: dict[str, object] = {}
-        for c in table.columns:
-            if keep is not None and c.name not in keep:
-                continue
-            if c.name == "source":
-                cols["source"] = pd.Categorical.from_codes(np.zeros(rows, dtype=np.int8),
-                                                           categories=[source])
-                continue
-            if c.name not in acc:
-                if c.name == "complete":
-                    cols[c.name] = pd.arrays.BooleanArray(np.ones(rows, dtype=bool),
-                                                          np.zeros(rows, dtype=bool))
-                elif c.core:
-                    cols[c.name] = _all_na(c.dtype, rows)
-                continue
-            a = np.frombuffer(acc.pop(c.name), dtype=_FAST_DTYPES[self.types[name][c.name]])
-            if c.dtype == "category":
-                if not c.core and (a < 0).all():
-                    continue
-                cols[c.name] = pd.Categorical.from_codes(a, categories=cats[c.name])
-            elif c.dtype.startswith("datetime64"):
-                if not c.core and (a == np.iinfo(np.int64).min).all():
-                    continue
-                cols[c.name] = a.view("datetime64[us]")
-            elif c.dtype == "float64":
-                if not c.core and np.isnan(a).all():
-                    continue
-                cols[c.name] = _sum_rounded(a) if c.name == "phase_sum_ms" else a
-            elif c.dtype == "boolean":
-                na = a < 0
-                if not c.core and na.all():
-                    continue
-                cols[c.name] = pd.arrays.BooleanArray(a > 0, na)
-            else:
-                na = a == np.iinfo(a.dtype).min
-                if not c.core and na.all():
-                    continue
-                if na.any():
-                    a[na] = 0
-                cols[c.name] = pd.arrays.IntegerArray(a, na)
-        return pd.DataFrame(cols, index=pd.RangeIndex(rows), copy=False)
+        # (a Frame: the same arrays a DataFrame holds; pandas' when the log is not light)
+        light = self._light(name, source, acc, rows, cats, table, keep)
+        return light if _frame.LIGHT else light.promote()
 
     def _light(self, name, source, acc, rows, cats, table, keep) -> "_frame.Frame":
-        """frame() as a Frame (api.parse(light=True)): the same columns and values, the same
-        arrays, no pandas."""
+        """frame()'s table as a Frame: the scanner's arrays typed (codes into their labels, NA
+        as a mask), without a copy and without pandas."""
         import numpy as np
         Column = _frame.Column
         cols: dict[str, object] = {}
@@ -907,21 +866,6 @@ def _sum_rounded(a):
     """phase_sum_ms to 9 decimals: C and Python add the phases in different orders"""
     import numpy as np
     return np.round(a, 9)
-
-
-def _all_na(dtype: str, rows: int):
-    import numpy as np
-    if dtype == "float64":
-        return np.full(rows, np.nan)
-    if dtype == "Int64":
-        return pd.arrays.IntegerArray(np.zeros(rows, np.int64), np.ones(rows, bool))
-    if dtype == "boolean":
-        return pd.arrays.BooleanArray(np.zeros(rows, bool), np.ones(rows, bool))
-    if dtype == "category":
-        return pd.Categorical.from_codes(np.full(rows, -1, np.int8), categories=[])
-    if dtype.startswith("datetime64"):
-        return np.full(rows, np.datetime64("NaT"), dtype=dtype)
-    return pd.array(np.full(rows, None, dtype=object), dtype=dtype)
 
 
 def count_blank(chunk: bytes) -> int:
