@@ -366,7 +366,9 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     light:      the tables as eaglelog.frame.Frame, not pandas DataFrames, where no cache is
                 used: for a log read once by the command line's summary or breakeven, which
                 then never imports pandas (a Frame becomes a DataFrame if asked for more than
-                it answers).  The API's logs keep the default.
+                it answers).  The API's logs keep the default.  (The switch is the process's
+                while the call runs — frame.building — so that the scan's threads and forked
+                workers see it: not for parses running at once in other threads.)
     """
     from .io.remote import RemoteOptions
 

@@ -268,7 +268,8 @@ def test_single_use_commands_run_without_pandas_and_say_the_same(tmp_path, name,
 
 @pytest.mark.parametrize("workers", [1, 3, 8])
 @pytest.mark.parametrize("which", ["mixed", "sglang"])
-def test_a_light_parallel_scan_is_the_pandas_scan(tmp_path, monkeypatch, workers, which):
+@pytest.mark.parametrize("pure", [False, True], ids=["C", "pure-python"])
+def test_a_light_parallel_scan_is_the_pandas_scan(tmp_path, monkeypatch, workers, which, pure):
     """The byte-range scan (a large log's: FastRows merged, the C and Python parts joined by
     concat_frames) gives Frames that promote to the pandas scan's tables, at any worker count:
     an SGLang log's decode table stays a Frame; the mixed log's (every family, odd lines and
@@ -279,10 +280,14 @@ def test_a_light_parallel_scan_is_the_pandas_scan(tmp_path, monkeypatch, workers
     path = mixed_log(tmp_path) if which == "mixed" else os.path.join(SAMPLES, "eagle3_5step.log")
     monkeypatch.setenv("EAGLELOG_WORKERS", str(workers))
     monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    if pure:                # (the Python parser alone: its ranges are read by processes)
+        from eaglelog.parsers import scan
+        monkeypatch.setattr(scan, "_PURE", True)
+        monkeypatch.setattr(scan, "_fastscan", None)
     for cols in (None, ANALYSIS_COLUMNS):
         heavy = api.parse(path, chunk_size=1 << 16, columns=cols)
         light = api.parse(path, chunk_size=1 << 16, columns=cols, light=True)
-        if which == "sglang":
+        if which == "sglang" and not pure:
             assert isinstance(light.decode, Frame) and light.decode._pd is None
         for name, df in heavy.tables.items():
             got = light.tables[name]
