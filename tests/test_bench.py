@@ -228,3 +228,32 @@ def test_parsers_never_raise(text):
     scan("Serving Benchmark Result\n" + text + "\n| acc length |\n" + text + "\n"
          "num_drafts: " + text + "\n= Task: x\n" + text + "\nPhase Throughput Avg Latency "
          "Accept Len\n" + text, KINDS)
+
+
+ROW_ALPHABET = "ab :,=[]{}\t x1.%()-\u00a0\u2003"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=ROW_ALPHABET, max_size=24))
+def test_a_result_row_is_split_as_the_row_pattern_splits_it(line):
+    """bench.row_parts (one pass) gives what the 'label: value' pattern it replaced matched:
+    the pattern's lazy groups backtracked over every run of spaces (fuzz case 98:655)."""
+    m = bench._ROW.match(line)
+    assert bench.row_parts(line) == (None if m is None else
+                                     (m.group("label").strip(), m.group("value")))
+
+
+def test_a_row_of_300000_spaces_in_a_result_block_is_read_in_one_pass(tmp_path):
+    """A result block whose row holds 300,000 spaces inside its label (the fuzzer's case
+    98:655): a label the block does not know, its other rows kept, read in one pass (the
+    pattern took minutes)."""
+    lines = (OTHERS / "bench_serving.log").read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("Total input tokens"))
+    lines[at] = "Total inpu" + " " * 300_000 + "t tokens:                      204800    "
+    p = tmp_path / "spaced.log"
+    p.write_text("\n".join(lines) + "\n")
+    whole = eaglelog.parse(str(OTHERS / "bench_serving.log")).bench
+    got = eaglelog.parse(str(p)).bench
+    assert len(got) == len(whole) >= 1
+    assert got["output_tok_s"].tolist() == whole["output_tok_s"].tolist()
+    assert bench.row_parts(lines[at]) == ("Total inpu" + " " * 300_000 + "t tokens", "204800")

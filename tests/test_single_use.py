@@ -246,3 +246,33 @@ def test_a_single_use_logs_results_cross_from_workers_without_their_windows():
         assert out.exit_code == 0, out.output
         outs.append(out.stdout)
     assert outs[0] == outs[1] and len(json.loads(outs[0])["runs"]) == len(files)
+
+
+# a mutated vLLM SpecDecoding line and a llama-server request's timings in one input (the
+# fuzzer's synthetic lines, benchmarks/fuzz.py case 98:481, reduced)
+MIXED_LLAMA = (
+    " SpecDecoding metrics: DepAccepted: 607 tokens, Drafted: 999 tokens, Per-position "
+    "acceptance rate: 0.775\n"
+    "0.02.991.460 I slot print_timing: id  0 | task 113 | prompt eval time =      21.85 ms /     "
+    "8 tokens (    2.73 ms per token,   366.08 tokens per second)\n"
+    "0.02.991.469 I slot print_timing: id  0 | task 113 |        eval time =     557.26 ms /    "
+    "86 tokens (    6.56 ms per token,   152.53 tokens per second)")
+
+
+@pytest.mark.parametrize("light", [False, True])
+def test_a_released_decode_table_is_not_read_by_the_llama_server_check(tmp_path, light):
+    """breakeven inside a single-use summary asks again whether the input is a llama-server
+    log after its decode table was let go (fuzz case 98:481: an internal error before); the
+    answer is the one the summary got first, and the result is the kept log's."""
+    from eaglelog.baseline import Baseline
+    p = tmp_path / "mixed.log"
+    p.write_text(MIXED_LLAMA)
+    base = api.parse(os.path.join(SAMPLES, "baseline.log"))
+    kept = library.summarize(api.parse(str(p)), baseline=Baseline(log=base))
+    once = library.summarize(api.parse(str(p), light=light).mark_single_use(),
+                             baseline=Baseline(log=base))
+    assert _json(once) == _json(kept)
+    r = CliRunner().invoke(main, ["summary", "--no-cache", "--baseline-log",
+                                  os.path.join(SAMPLES, "baseline.log"), "-f", "json", str(p)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["runs"][0]["source"] == str(p)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from .._lazy import pd
 from ..frame import empty_like
+from ..model import ReleasedTable
 
 from .. import stats
 from ..errors import EaglelogError
@@ -78,6 +79,11 @@ def handles(log, source: str | None = None) -> bool:
         return False
     for name in ("decode", "prof"):
         df = log.tables.get(name)
+        if isinstance(df, ReleasedTable):
+            # a single-use run let its decode lines go once its windows were made from them:
+            # asked again (breakeven inside a summary), the answer is the one given before
+            # the windows were made, when the lines were there
+            return False
         if df is not None and len(df) and (df["source"].astype(str) == source).any():
             return False
     return True
