@@ -219,6 +219,35 @@ def test_point_and_sums_are_point_and_terms(monkeypatch, n, case):
         assert th["step_ms"] > 10 and sums[4] is not None and sums[5] is not None
 
 
+@pytest.mark.parametrize("measured,nin", [(True, True), (False, False)])
+def test_point_sums_make_the_within_terms_as_the_array_holds_them(monkeypatch, measured, nin):
+    # a point-only pass (the fit's second, with the printed batch) gives point_sums the
+    # quadratic curve's arguments, not within_cov's array: each window's term is made where it
+    # is read, the same number, so the same cycle to the bit
+    n = 60_000
+    win = windows(n, seed=7, measured=measured, nin=nin, nan=False)
+    rng = np.random.default_rng(8)
+    use = rng.random(n) < 0.7
+    acc = rng.random(n) < 0.9
+    spec = rate.ModelSpec((0, 1, 4), (0, 1, 2), (20.0, 19.0))
+    strata = rate.strata_of(win.r, use | acc)
+    terms = []
+    real = rate._within_terms
+    monkeypatch.setattr(rate, "_within_terms", lambda *a: terms.append(real(*a)) or terms[-1])
+    quad, _ = rate._point_and_sums(win, use, acc, None, spec, None, strata, point_only=True)
+    assert isinstance(terms[0], tuple) and len(terms[0]) == 11
+    monkeypatch.setattr(rate, "_within_terms", rate.within_cov)
+    arr, _ = rate._point_and_sums(win, use, acc, None, spec, None, strata, point_only=True)
+    assert math.isfinite(quad["cycle_ms"])
+    assert quad["cycle_ms"] == arr["cycle_ms"] and quad["_beta"].tobytes() == arr["_beta"].tobytes()
+    # a tuple of the wrong length of windows is an error, not a read past the arrays
+    from eaglelog.analysis import _ratekern
+    args = list(terms[0])
+    args[0] = args[0][:-1]
+    with pytest.raises(ValueError):
+        _ratekern.within_quad(*args, np.empty(n))
+
+
 def test_term_sums_rejects_a_wrong_count(monkeypatch):
     win = windows(100, seed=1, nan=False)
     use = np.ones(100, bool)
@@ -563,6 +592,15 @@ def test_warmup_inputs_are_numpys(monkeypatch, n):
     fast, slow = both(monkeypatch, lambda: rate._within_clipped(win, res, fitted, 0.4, use,
                                                                 strata))
     assert fast.tobytes() == slow.tobytes()
+    # made in the residuals' own array (the fit's warm-up lets them go): the same numbers
+    mine = res.copy()
+    out = rate._within_clipped(win, mine, fitted, 0.4, use, strata, into_res=True)
+    assert out is mine and out.tobytes() == fast.tobytes()
+    # the stall test a block at a time: the whole arrays' expression
+    for mad in (0.0, 0.4, 3.0):
+        want = use & (res > rate.STALL_SIGMAS * mad) & (res > rate.STALL_SHARE * fitted)
+        got = rate._stalls(use, res, fitted, mad)
+        assert got.dtype == bool and got.tobytes() == want.tobytes()
     # a warm-up: the first fifth 30 % slower
     z = rng.normal(0, 1, n) + np.where(np.arange(n) < n // 5, 30.0, 0.0)
     z[::13] = np.nan

@@ -314,82 +314,134 @@ static inline double qdc(const Quad *q, double B) {
     return (q->g1 + 2 * q->g2 * (B - q->c0) / q->c1) / q->c1;
 }
 
+/* within_cov's term of one window for a quadratic cycle (rate._within): the windows' r, rp
+   (float32), b, nin (float32, or none) and measured (bool, or none), the curve, and the
+   vacancy's gap (1 − gap) */
+typedef struct {
+    const double *r, *b;
+    const float *rp, *nin;
+    const char *meas;
+    Quad q;
+    double vac;
+} QuadCov;
+
+static inline double quad_cov(const QuadCov *c, Py_ssize_t i) {
+    const double sixth = 1.0 / 6.0;
+    double ri = c->r[i], rpi = (double)c->rp[i], b = c->b[i];
+    double ni = c->nin ? (double)c->nin[i] : 0.0;
+    double d = ri - rpi;
+    int moved = d != 0;
+    if (!(isfinite(d) && b > 0 && (moved || ni > 0)))
+        return 0.0;
+    /* the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r */
+    double lo = npmin(rpi, ri), hi = npmax(rpi, ri);
+    double span = moved ? hi - lo : 1.0;
+    double chi = qc(&c->q, hi);
+    double sec = (chi - qc(&c->q, lo)) / span;
+    sec = npclip(sec, 0.0, npmax(chi, 0.0) / (hi > 0 ? hi : 1.0));
+    double p = npclip((b - rpi) / (moved ? d : 1.0), 0.0, 1.0);
+    if (c->meas) {
+        p *= 1 - p;
+        if (!c->meas[i]) p = sixth;
+    } else {
+        p = sixth;
+    }
+    double cov = sec * p * d * d * (moved ? 1.0 : 0.0);
+    /* the joins beyond the rise: one iteration's share each, at the slope of c at b */
+    double pairs = npmax(npmin(ni, ni - d), 0.0);
+    double slope = npclip(qdc(&c->q, b), 0.0, npmax(qc(&c->q, b), 0.0) / b);
+    cov += slope * pairs * c->vac;
+    cov /= b;
+    return isfinite(cov) ? cov : 0.0;
+}
+
+/* The buffers a QuadCov reads, from within_quad's arguments (r, rp, b, nin or None, measured
+   or None, g0, g1, g2, c0, c1, gap): read_quad fills both (0, or −1 with an exception set and
+   nothing held), release_quad lets go of them. */
+typedef struct {
+    Py_buffer r, rp, b, nin, m;
+    int have_nin, have_m;
+} QuadBufs;
+
+static int read_quad(PyObject *args, QuadBufs *qb, QuadCov *c, Py_ssize_t *n) {
+    PyObject *nino, *mo;
+    double gap;
+    if (!PyArg_ParseTuple(args, "y*y*y*OOdddddd", &qb->r, &qb->rp, &qb->b, &nino, &mo,
+                          &c->q.g0, &c->q.g1, &c->q.g2, &c->q.c0, &c->q.c1, &gap))
+        return -1;
+    qb->have_nin = qb->have_m = 0;
+    if (nino != Py_None) {
+        if (PyObject_GetBuffer(nino, &qb->nin, PyBUF_SIMPLE) < 0) goto fail;
+        qb->have_nin = 1;
+    }
+    if (mo != Py_None) {
+        if (PyObject_GetBuffer(mo, &qb->m, PyBUF_SIMPLE) < 0) goto fail;
+        qb->have_m = 1;
+    }
+    *n = qb->r.len / 8;
+    if (check(&qb->rp, 4, *n, "rp") < 0 || check(&qb->b, 8, *n, "b") < 0 ||
+        (qb->have_nin && check(&qb->nin, 4, *n, "nin") < 0) ||
+        (qb->have_m && check(&qb->m, 1, *n, "measured") < 0))
+        goto fail;
+    c->r = qb->r.buf;
+    c->b = qb->b.buf;
+    c->rp = qb->rp.buf;
+    c->nin = qb->have_nin ? qb->nin.buf : NULL;
+    c->meas = qb->have_m ? qb->m.buf : NULL;
+    c->vac = gap * (1 - gap);
+    return 0;
+fail:
+    if (qb->have_nin) PyBuffer_Release(&qb->nin);
+    if (qb->have_m) PyBuffer_Release(&qb->m);
+    PyBuffer_Release(&qb->r); PyBuffer_Release(&qb->rp); PyBuffer_Release(&qb->b);
+    return -1;
+}
+
+static void release_quad(QuadBufs *qb) {
+    if (qb->have_nin) PyBuffer_Release(&qb->nin);
+    if (qb->have_m) PyBuffer_Release(&qb->m);
+    PyBuffer_Release(&qb->r); PyBuffer_Release(&qb->rp); PyBuffer_Release(&qb->b);
+}
+
 /* within_quad(r, rp (float32), b, nin (float32) or None, measured (bool) or None, g0, g1, g2,
    c0, c1, gap, out): rate._within for c(B) = g0 + g1 u + g2 u², u = (B − c0) / c1 */
 static PyObject *within_quad(PyObject *self, PyObject *args) {
-    Py_buffer rb, rpb, bb, ob, ninb, mb;
-    PyObject *nino, *mo;
-    Quad q;
-    double gap;
-    if (!PyArg_ParseTuple(args, "y*y*y*OOddddddw*", &rb, &rpb, &bb, &nino, &mo, &q.g0, &q.g1,
-                          &q.g2, &q.c0, &q.c1, &gap, &ob))
+    Py_ssize_t na = PyTuple_GET_SIZE(args);
+    if (na != 12) {
+        PyErr_SetString(PyExc_TypeError, "within_quad: 12 arguments");
         return NULL;
+    }
+    PyObject *qargs = PyTuple_GetSlice(args, 0, 11);
+    if (!qargs) return NULL;
+    QuadBufs qb;
+    QuadCov c;
+    Py_ssize_t n;
+    int got = read_quad(qargs, &qb, &c, &n);
+    Py_DECREF(qargs);
+    if (got < 0) return NULL;
+    Py_buffer ob;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, 11), &ob, PyBUF_WRITABLE) < 0) {
+        release_quad(&qb);
+        return NULL;
+    }
     PyObject *ret = NULL;
-    int have_nin = nino != Py_None, have_m = mo != Py_None;
-    if (have_nin && PyObject_GetBuffer(nino, &ninb, PyBUF_SIMPLE) < 0) {
-        have_nin = 0; have_m = 0;
-        goto done;
-    }
-    if (have_m && PyObject_GetBuffer(mo, &mb, PyBUF_SIMPLE) < 0) {
-        have_m = 0;
-        goto done;
-    }
-    Py_ssize_t n = rb.len / 8;
-    if (check(&rpb, 4, n, "rp") < 0 || check(&bb, 8, n, "b") < 0 ||
-        check(&ob, 8, n, "out") < 0 || (have_nin && check(&ninb, 4, n, "nin") < 0) ||
-        (have_m && check(&mb, 1, n, "measured") < 0))
-        goto done;
-    {
-        const double *r = rb.buf, *bv = bb.buf;
-        const float *rp = rpb.buf, *nin = have_nin ? ninb.buf : NULL;
-        const char *meas = have_m ? mb.buf : NULL;
+    if (check(&ob, 8, n, "out") == 0) {
         double *out = ob.buf;
-        const double sixth = 1.0 / 6.0, vac = gap * (1 - gap);
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double ri = r[i], rpi = (double)rp[i], b = bv[i];
-            double ni = nin ? (double)nin[i] : 0.0;
-            double d = ri - rpi;
-            int moved = d != 0;
-            if (!(isfinite(d) && b > 0 && (moved || ni > 0))) {
-                out[i] = 0.0;
-                continue;
-            }
-            /* the step: p (1 − p) (r − r′)² at the secant slope of c from r′ to r */
-            double lo = npmin(rpi, ri), hi = npmax(rpi, ri);
-            double span = moved ? hi - lo : 1.0;
-            double chi = qc(&q, hi);
-            double sec = (chi - qc(&q, lo)) / span;
-            sec = npclip(sec, 0.0, npmax(chi, 0.0) / (hi > 0 ? hi : 1.0));
-            double p = npclip((b - rpi) / (moved ? d : 1.0), 0.0, 1.0);
-            if (meas) {
-                p *= 1 - p;
-                if (!meas[i]) p = sixth;
-            } else {
-                p = sixth;
-            }
-            double cov = sec * p * d * d * (moved ? 1.0 : 0.0);
-            /* the joins beyond the rise: one iteration's share each, at the slope of c at b */
-            double pairs = npmax(npmin(ni, ni - d), 0.0);
-            double slope = npclip(qdc(&q, b), 0.0, npmax(qc(&q, b), 0.0) / b);
-            cov += slope * pairs * vac;
-            cov /= b;
-            out[i] = isfinite(cov) ? cov : 0.0;
-        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = quad_cov(&c, i);
         Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        ret = Py_None;
     }
-    Py_INCREF(Py_None);
-    ret = Py_None;
-done:
-    if (have_nin) PyBuffer_Release(&ninb);
-    if (have_m) PyBuffer_Release(&mb);
-    PyBuffer_Release(&rb); PyBuffer_Release(&rpb); PyBuffer_Release(&bb);
     PyBuffer_Release(&ob);
+    release_quad(&qb);
     return ret;
 }
 
 /* point_sums(b, y, om, rs or None, interval, use, st, nb, xrows, xvals, cols, gamma, ns, c0,
-   c1, cor or None, beta, xb0, step (an array, one float for every window, or None), Og, Wg,
+   c1, cor (an array, within_quad's first 11 arguments as a tuple: each window's term made
+   where it is read, no array of them; or None), beta, xb0, step (an array, one float for every window, or None), Og, Wg,
    OEg, SX, WX, X1) -> (mix, n_use, zi_sum,
    step_sum, gmax, negs): the sums rate._point_and_terms makes over the used windows, in one
    pass.  Per stratum g (st; −1 goes to bin nb, placed after the largest used code by the
@@ -409,12 +461,18 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
                           &bt, &xb0, &stepo, &Og, &Wg, &OEg, &SX, &WX, &X1))
         return NULL;
     PyObject *ret = NULL;
-    int have_rs = 0, have_cor = 0, have_step = 0;
+    int have_rs = 0, have_cor = 0, have_step = 0, have_quad = 0;
+    QuadBufs qb;
+    QuadCov qcov;
+    Py_ssize_t nq = 0;
     if (rso != Py_None) {
         if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
         have_rs = 1;
     }
-    if (coro != Py_None) {
+    if (PyTuple_Check(coro)) {
+        if (read_quad(coro, &qb, &qcov, &nq) < 0) goto done;
+        have_quad = 1;
+    } else if (coro != Py_None) {
         if (PyObject_GetBuffer(coro, &corb, PyBUF_SIMPLE) < 0) goto done;
         have_cor = 1;
     }
@@ -430,6 +488,7 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
         check(&gm, 8, p, "gamma") < 0 || check(&bt, 8, N_X, "beta") < 0 ||
         (have_rs && check(&rsb, 8, n, "rs") < 0) || (have_cor && check(&corb, 8, n, "cor") < 0) ||
         (have_step && check(&stepb, 8, n, "step") < 0) ||
+        (have_quad && check(&qb.r, 8, n, "cor's r") < 0) ||
         check(&Og, 8, nbins, "Og") < 0 || check(&Wg, 8, nbins, "Wg") < 0 ||
         check(&OEg, 8, nbins, "OEg") < 0 || check(&SX, 8, p * nbins, "SX") < 0 ||
         check(&WX, 8, p, "WX") < 0 || check(&X1, 8, p, "X1") < 0)
@@ -473,6 +532,7 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
             oeg[g] += o * e;
             double fit = zdot(cols, ns, gamma, u, xz);
             if (cor) fit += cor[i];
+            else if (have_quad) fit += quad_cov(&qcov, i);
             mix += w * fit;
             for (int j = 0; j < p; j++) {
                 double z = zcol(cols[j], u, xz);
@@ -495,6 +555,7 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
 done:
     if (have_rs) PyBuffer_Release(&rsb);
     if (have_cor) PyBuffer_Release(&corb);
+    if (have_quad) release_quad(&qb);
     if (have_step) PyBuffer_Release(&stepb);
     PyBuffer_Release(&b); PyBuffer_Release(&y); PyBuffer_Release(&om); PyBuffer_Release(&use);
     PyBuffer_Release(&st); PyBuffer_Release(&xr); PyBuffer_Release(&xv); PyBuffer_Release(&cb);

@@ -86,11 +86,14 @@ EDGE_TOL = 0.02        # a measured mean batch this close outside a baseline's s
 # ----------------------------------------------------------------------------- warm-up
 
 def _within_clipped(win: Windows, res: np.ndarray, fitted: np.ndarray, mad: float,
-                    use: np.ndarray, strata: np.ndarray) -> np.ndarray:
+                    use: np.ndarray, strata: np.ndarray, *, into_res: bool = False) -> np.ndarray:
     """within_strata of the residuals clipped to ±max(STALL_SIGMAS · mad, STALL_SHARE ·
-    |fitted|): in C in two passes (_ratekern.within_clipped), the same numbers."""
+    |fitted|): in C in two passes (_ratekern.within_clipped), the same numbers.  ``into_res``:
+    made in res's own array (each element is read before it is written), which the caller lets
+    go of: one array of every window's fewer at the warm-up's peak."""
     if fast_available():
-        out = np.empty(win.n)
+        out = res if into_res and res.dtype == float and res.flags.c_contiguous \
+            and res.flags.writeable else np.empty(win.n)
         st = np.ascontiguousarray(strata, dtype=np.int32)
         _ratekern.within_clipped(*_floats(res, fitted), float(STALL_SIGMAS * mad),
                                  float(STALL_SHARE), *_floats(win.w), _mask(use), st,
@@ -111,6 +114,18 @@ def within_strata(res: np.ndarray, w: np.ndarray, use: np.ndarray,
     ww = w[idx]
     m = np.bincount(g, weights=ww * res[idx]) / np.maximum(np.bincount(g, weights=ww), 1e-300)
     out[idx] = res[idx] - m[g]
+    return out
+
+
+def _stalls(use: np.ndarray, res: np.ndarray, fitted: np.ndarray, mad: float) -> np.ndarray:
+    """The windows far above the fit: used, and their residual above STALL_SIGMAS · mad and
+    above STALL_SHARE × the fitted cycle; a block at a time (no product of every window's)."""
+    out = np.empty(len(use), dtype=bool)
+    lim = STALL_SIGMAS * mad
+    for lo, hi in _blocks(len(use)):
+        r = res[lo:hi]
+        np.logical_and(use[lo:hi], r > lim, out=out[lo:hi])
+        out[lo:hi] &= r > STALL_SHARE * fitted[lo:hi]
     return out
 
 
@@ -572,6 +587,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         return beta, fitted, res, _mad(res, use)
 
     cut = 0
+    stall0 = None
     if use.sum() >= 3:
         beta, fitted, res, mad = residuals(use, spec)
         # warm-up: leading windows whose cycle (at their batch size) differs from the rest's
@@ -585,7 +601,12 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
             # every used window's: picked_sum)
             wsum = picked_sum(win.w, use)
             scale = picked_sum(fitted, use, win.w) / wsum if wsum > 0 else 0.0
-            z = _within_clipped(win, res, fitted, mad, use, strata_of(win.r, use))
+            # (the stall test's first round, which reads these residuals, made now: then z is
+            # made in res's array and neither it nor fitted is kept through the warm-up)
+            stall0 = _stalls(use, res, fitted, mad)
+            z = _within_clipped(win, res, fitted, mad, use, strata_of(win.r, use),
+                                into_res=True)
+            fitted = res = None
             # (w itself, not w where used: z is NaN on every window not used, and a window
             # counts where z is finite and w > 0 — the same windows, the same weights)
             cut = warmup_windows(z, win.w, scale)
@@ -605,11 +626,14 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
                 break
             if stale:
                 # (the old residuals go before the new are made: two pairs of millions)
-                fitted = res = None
+                fitted = res = stall0 = None
                 spec, kind = _choose(win, use)
                 beta, fitted, res, mad = residuals(use, spec)
                 stale = False
-            stall = use & (res > STALL_SIGMAS * mad) & (res > STALL_SHARE * fitted)
+            # (the residuals of these same windows let go in the warm-up: their test made
+            # there, stall0)
+            stall = _stalls(use, res, fitted, mad) if res is not None else stall0
+            stall0 = None
             if not stall.any():
                 break
             use &= ~stall
@@ -1311,15 +1335,31 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
         return (g[1] + 2 * g[2] * (B - c0) / c1) / c1
     if fast_available():
         out = np.empty(win.n)
-        r, b = _floats(win.r, win.b)
-        _ratekern.within_quad(r, np.ascontiguousarray(win.rp, np.float32), b,
-                              None if win.nin is None else np.ascontiguousarray(win.nin,
-                                                                                np.float32),
-                              None if win.measured is None else _mask(win.measured),
-                              *(float(v) for v in g), float(c0), float(c1),
-                              vacancy(win) / win.interval, out)
+        _ratekern.within_quad(*_quad_args(win, g, spec), out)
         return out
     return _within(win, c, dc)
+
+
+def _quad_args(win: Windows, g: np.ndarray, spec: ModelSpec) -> tuple:
+    """within_quad's arguments but its output: what _ratekern.point_sums also takes in place
+    of the array of every window's term, to make each where it reads it."""
+    r, b = _floats(win.r, win.b)
+    return (r, np.ascontiguousarray(win.rp, np.float32), b,
+            None if win.nin is None else np.ascontiguousarray(win.nin, np.float32),
+            None if win.measured is None else _mask(win.measured),
+            *(float(v) for v in g), *(float(v) for v in spec.scale),
+            vacancy(win) / win.interval)
+
+
+def _within_terms(win: Windows, gamma: np.ndarray, spec: ModelSpec):
+    """within_cov's terms for _ratekern.point_sums, where no one else reads them: the quadratic
+    curve's arguments (each window's term made in the pass: an array of every window's fewer at
+    the peak of a large log's fit, in its second pass), else the array."""
+    if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
+        return within_cov(win, gamma, spec)
+    g = np.zeros(3)
+    g[list(spec.smooth)] = gamma[:len(spec.smooth)]
+    return _quad_args(win, g, spec)
 
 
 def _one_step(win: Windows, step_of) -> float | None:
@@ -1688,7 +1728,8 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         Ainv = np.linalg.pinv(A - dA)
         gamma = Ainv @ (rhs - drhs)
         beta[list(spec.xs)] = gamma[ns:]
-        cor = within_cov(win, gamma, spec)
+        cor = within_cov(win, gamma, spec) if not point_only else \
+            _within_terms(win, gamma, spec)
         if not point_only:
             th["_cor"] = cor
             th["_cor_again"] = WithinCov(win, gamma, spec)
@@ -1699,7 +1740,8 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
         xb0 = float(np.zeros(N_X) @ beta)
         mixsum, n1, zisum, stepsum, gmax, negs = _ratekern.point_sums(
             b, y, om, rs, float(win.interval), use_m, st, nb, xr, xv, cols,
-            np.ascontiguousarray(gamma, dtype=float), ns, *map(float, spec.scale), _floats(cor)[0],
+            np.ascontiguousarray(gamma, dtype=float), ns, *map(float, spec.scale),
+            cor if isinstance(cor, tuple) else _floats(cor)[0],
             beta, xb0, step if isinstance(step, float) else _floats(step)[0], Og, Wg, OEg, SX,
             WX, X1)
         del cor
