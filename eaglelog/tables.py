@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Callable
 
@@ -124,37 +125,81 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
     config keys, plus the private columns named in ``keep`` when present.  Built column by
     column from the rows (no intermediate frame of objects: a small log's dozen tables cost
     well under a millisecond each).  A value a column cannot hold (a date-time that names no
-    instant) is left empty, its row kept, and said to ``report(line_no, message)``."""
+    instant) is left empty, its row kept, and said to ``report(line_no, message)``.  While a
+    light parse builds (frame.LIGHT), a Frame of the same columns where every value is one its
+    column takes as it is (_light_column); else, and always outside one, a DataFrame."""
     n = len(rows)
     if not n and _frame.LIGHT:
         return _frame.Frame({c.name: light_all_na(c.dtype, 0) for c in table.columns
                              if c.core}, 0)
     if _frame.LIGHT:
-        got = _light_build(table, rows, keep)
-        if got is not None:
-            return got
+        try:
+            return _frame.Frame(_columns(table, rows, keep, _LIGHT), n)
+        except _Untyped:
+            pass                     # (a value only pandas types: the pandas build)
     if not n:       # every input has empty tables: one frame per table, copied
         key = (table.name, keep)
         if key not in _EMPTY:
             _EMPTY[key] = pd.DataFrame({c.name: _typed([], c.dtype) for c in table.columns
                                         if c.core}, index=pd.RangeIndex(0))
         return _EMPTY[key].copy()
+
+    def schema(name: str, vals: list, dtype: str, rows_: list[dict]):
+        bad: list[int] = []
+        col = _column(vals, dtype, bad)
+        what = "a valid date and time" if dtype.startswith("datetime64") else \
+            f"a whole number this column holds ({dtype})"
+        for i in bad:
+            if report is not None:
+                report(rows_[i].get("line_no"), f"{name} {str(vals[i])[:40]!r} is not "
+                       f"{what}; the record is kept without it")
+        return col
+    cols = _columns(table, rows, keep, _Typing(
+        schema, lambda dtype, n_: _typed([None] * n_, dtype), _typed, lambda a: a))
+    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+
+
+@dataclass(frozen=True)
+class _Typing:
+    """How _columns makes each kind of column: a schema column's values (name, values, dtype,
+    the rows), a schema column no row has (dtype, rows), a server_args config key's values
+    (values, dtype), a private column's objects (an object array)."""
+    schema: Callable
+    missing: Callable
+    config: Callable
+    objects: Callable
+
+
+class _Untyped(Exception):
+    """A value a light column does not take as it is (build_frame: the pandas build then)."""
+
+
+def _light(vals: list, dtype: str):
+    col = _light_column(vals, dtype)
+    if col is None:
+        raise _Untyped
+    return col
+
+
+_LIGHT = _Typing(lambda name, vals, dtype, rows: _light(vals, dtype),
+                 lambda dtype, n: light_all_na(dtype, n, inferred=True), _light,
+                 lambda a: _frame.Column.of(a))
+
+
+def _columns(table: Table, rows: list[dict], keep: tuple[str, ...], typing: _Typing) -> dict:
+    """build_frame's columns, in order, each made as ``typing`` says: the schema's (by the
+    keys the rows hold; a missing one only if core), server_args' config keys in the order
+    they first appear, then the private columns of ``keep`` the rows hold."""
     present = set().union(*rows)          # (the keys of every row: only asked 'in')
+    n = len(rows)
     cols: dict[str, object] = {}
     for c in table.columns:
         if c.name in present:
             vals = list(map(dict.get, rows, repeat(c.name)))
             if c.core or any(v is not None and v == v for v in vals):     # (_present)
-                bad: list[int] = []
-                cols[c.name] = _column(vals, c.dtype, bad)
-                what = "a valid date and time" if c.dtype.startswith("datetime64") else \
-                    f"a whole number this column holds ({c.dtype})"
-                for i in bad:
-                    if report is not None:
-                        report(rows[i].get("line_no"), f"{c.name} {str(vals[i])[:40]!r} is not "
-                               f"{what}; the record is kept without it")
+                cols[c.name] = typing.schema(c.name, vals, c.dtype, rows)
         elif c.core:
-            cols[c.name] = _typed([None] * n, c.dtype)
+            cols[c.name] = typing.missing(c.dtype, n)
     if table.name == "server_args" and "_args" in present:
         args = [r.get("_args") or {} for r in rows]
         keys: list[str] = []
@@ -166,52 +211,16 @@ def build_frame(table: Table, rows: list[dict], keep: tuple[str, ...] = (),
                     keys.append(k)
         for k in keys:
             vals, dtype = _config_column([a.get(k) for a in args])
-            cols[k] = _typed(vals, dtype)
+            cols[k] = typing.config(vals, dtype)
     for k in keep:
         if k in present:
             a = np.empty(n, dtype=object)
             a[:] = [r.get(k) for r in rows]
-            cols[k] = a
-    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+            cols[k] = typing.objects(a)
+    return cols
 
 
 _ISO = None      # the ISO date-times numpy reads as pandas does (_light_column)
-
-
-def _light_build(table: Table, rows: list[dict], keep: tuple[str, ...]) -> "_frame.Frame | None":
-    """build_frame's frame as a Frame (frame.py) where every value is one each column takes
-    as it is: None where any is not (the pandas build then, which types and reports it)."""
-    present = set().union(*rows)
-    n = len(rows)
-    cols: dict[str, object] = {}
-    for c in table.columns:
-        if c.name in present:
-            vals = list(map(dict.get, rows, repeat(c.name)))
-            if c.core or any(v is not None and v == v for v in vals):
-                col = _light_column(vals, c.dtype)
-                if col is None:
-                    return None
-                cols[c.name] = col
-        elif c.core:
-            cols[c.name] = light_all_na(c.dtype, n, inferred=True)
-    if table.name == "server_args" and "_args" in present:
-        args = [r.get("_args") or {} for r in rows]
-        seen = set(table.names)
-        for a in args:
-            for k in a:
-                if k not in seen:
-                    seen.add(k)
-                    vals, dtype = _config_column([x.get(k) for x in args])
-                    col = _light_column(vals, dtype)
-                    if col is None:
-                        return None
-                    cols[k] = col
-    for k in keep:
-        if k in present:
-            a = np.empty(n, dtype=object)
-            a[:] = [r.get(k) for r in rows]
-            cols[k] = _frame.Column.of(a)
-    return _frame.Frame(cols, n)
 
 
 def _light_column(values: list, dtype: str) -> "_frame.Column | None":
