@@ -304,6 +304,18 @@ class Column(_Promotes):
             data = self.values.copy()
             data[self.mask] = value
             return self._like("masked", data, np.zeros(len(data), dtype=bool))
+        if self.kind == "masked" and isinstance(value, Column) and \
+                value.kind in ("np", "masked") and self.values.dtype.kind in "iu" and \
+                value.values.dtype.kind in "iu" and len(value.values) == len(self.values) and \
+                np.can_cast(value.values.dtype, self.values.dtype) and \
+                _same_index(self.index, value.index, len(self.values)):
+            # (integers with NA from another integer column of the same rows: where this one
+            # is NA, that one's value, NA where both are; pandas keeps this column's dtype)
+            data = self.values.copy()
+            data[self.mask] = value.values[self.mask]
+            mask = self.mask & value.mask if value.kind == "masked" else \
+                np.zeros(len(data), dtype=bool)
+            return self._like("masked", data, mask)
         return self.promote().fillna(promoted(value))
 
     def tolist(self) -> list:
@@ -703,6 +715,30 @@ def is_plain_range(df) -> bool:
 def empty_like(df) -> "Frame":
     """No rows and no columns, of the kind of ``df``."""
     return Frame({}, 0) if isinstance(df, Frame) else pd.DataFrame()
+
+
+def _same_index(a, b, n: int) -> bool:
+    """Whether two columns' row labels (None: 0 … n − 1) are the same labels in the same
+    order."""
+    a = range(n) if a is None else a
+    b = range(n) if b is None else b
+    if a is b:
+        return True
+    if isinstance(a, range) and isinstance(b, range):
+        return a == b
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def is_value(col, value: str) -> "np.ndarray":
+    """The rows where a text or categorical column holds ``value`` (NA: False), as bools:
+    ``(col.astype("string") == value).fillna(False)``, without pandas for a light column."""
+    if isinstance(col, Column) and col.kind == "cat":
+        cats = categories(col)
+        if value not in cats:
+            return np.zeros(len(col.values), dtype=bool)
+        return col.values == cats.index(value)
+    col = promoted(col)
+    return (col.astype("string") == value).fillna(False).to_numpy(dtype=bool)
 
 
 def unique_ints(col, at) -> list[int]:

@@ -13,7 +13,8 @@ import pytest
 
 from eaglelog import api
 from eaglelog.frame import (Column, Frame, building, cat_codes, categories, empty_like,
-                            is_categorical, is_numpy_backed, is_plain_range, unique_ints)
+                            is_categorical, is_numpy_backed, is_plain_range, is_value,
+                            unique_ints)
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..")
@@ -229,9 +230,56 @@ def test_a_light_parse_is_the_pandas_parse(path, columns):
         assert not isinstance(api.parse(path).decode, Frame)   # (the API's default)
 
 
+@pytest.mark.parametrize("other", ["Int64-na", "Int64", "Int32", "int8", "float-nan"])
+@pytest.mark.parametrize("name", ["Int64-na", "Int64", "Int32"])
+def test_fillna_from_another_column_as_pandas(name, other):
+    # (vLLM's paired lines: the line a throughput line pairs with, else its own)
+    light, series = next((p[1], p[2]) for p in PAIRS if p[0] == name)
+    olight, oseries = next((p[1], p[2]) for p in PAIRS if p[0] == other)
+    got, want = light.fillna(olight), series.fillna(oseries)
+    # (a float, or integers this column's type cannot hold: pandas answers)
+    assert isinstance(got, Column) == (other != "float-nan" and
+                                       not (name == "Int32" and other.startswith("Int64")))
+    got = got.promote() if isinstance(got, Column) else got
+    pd.testing.assert_series_equal(got, want, check_names=False)
+    # rows labelled apart: pandas aligns them, so pandas answers
+    moved = Column.masked(olight.values, olight.mask, index=np.arange(10, 14)) \
+        if olight.kind == "masked" else None
+    if moved is not None:
+        pd.testing.assert_series_equal(light.fillna(moved),
+                                       series.fillna(moved.promote()), check_names=False)
+
+
+@pytest.mark.parametrize("codes,cats,value", [
+    ([0, -1, 1, 0], ["vllm", "sglang"], "vllm"), ([0, -1, 1, 0], ["a", "vllm"], "vllm"),
+    ([-1, -1], [], "vllm"), ([0, 0], ["x"], "vllm")])
+def test_is_value_as_pandas(codes, cats, value):
+    c = np.array(codes, dtype=np.int8)
+    light = Column.categorical(c, cats)
+    series = pd.Series(pd.Categorical.from_codes(c, categories=cats))
+    want = (series.astype("string") == value).fillna(False).to_numpy(dtype=bool)
+    for col in (light, series, series.astype("string")):
+        got = is_value(col, value)
+        assert got.dtype == bool and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_series_codes_factorize_as_pandas(seed):
+    from eaglelog.analysis import windows
+    rng = np.random.default_rng(seed)
+    keys = rng.choice(np.array([5, -1, 1 << 62, (1 << 62) + 7, 3 << 15, 0], dtype=np.int64),
+                      size=1000)
+    keys[:3] = [3 << 15, 5, 3 << 15]
+    c1, u1 = windows._factorize(keys, True)
+    c0, u0 = windows._factorize(keys, False)
+    assert c1.tolist() == c0.tolist() and list(u1) == list(u0)
+    e1, _ = windows._factorize(np.zeros(0, np.int64), True)
+    assert len(e1) == 0
+
+
 # the command line's single-use runs of these inputs import neither pandas nor pyarrow
 PANDAS_FREE = ["eagle3_prof8.log", "eagle3_5step.log", "eagle3_2step.log", "batch_eagle3.log",
-               "baseline.log", "batch_baseline.log"]
+               "baseline.log", "batch_baseline.log", "vllm_v1.log", "vllm_sweep/k3.log"]
 
 _GUARD = ("import sys; sys.modules['pandas'] = None; sys.modules['pyarrow'] = None; "
           "from eaglelog.cli import main; main(sys.argv[1:])")

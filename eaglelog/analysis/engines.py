@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..frame import is_value
+
 MIN_REQUESTS = 20      # Finish lines needed before they may confirm or contradict the rule
 AGREE = 0.5            # |decode − Finish| accept length below this: the decode lines are right
 ONE_HIGH = (0.6, 1.4)  # … within this: one token high
@@ -54,7 +56,7 @@ def _rows(log, source: str):
     fam = (dec["header"] == ".").fillna(False).to_numpy(dtype=bool) & rate & \
         dec["accept_len"].notna().to_numpy(dtype=bool)
     if "engine" in dec.columns:
-        fam &= ~(dec["engine"].astype("string") == "vllm").fillna(False).to_numpy(dtype=bool)
+        fam &= ~is_value(dec["engine"], "vllm")
     return m & fam
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 from .._lazy import pd
+from ..frame import is_value
 
 from . import rate
 
@@ -116,7 +117,7 @@ def kv_lifetime(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int) -> f
     for tag in ("dp", "pp", "attn_cp", "moe_dp", "part"):
         if tag in decode.columns and decode[tag].nunique(dropna=True) > 1:
             return None
-    if "engine" in decode.columns and (decode["engine"].astype("string") == "vllm").any():
+    if "engine" in decode.columns and is_value(decode["engine"], "vllm").any():
         return None
     d = decode
     low = _lowest_tp(d)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 from .._lazy import pd
+from ..frame import is_light, is_value
 
 DEFAULT_INTERVAL = 40
 IDLE_FACTOR = 3          # a window whose wall time is over this × the series' median is idle
@@ -65,12 +66,12 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
         for t in SERIES_TAGS:
             key <<= 15
             if t in df.columns:
-                key += df[t].astype("Int64").fillna(-1).to_numpy(dtype=np.int64) + 1
+                key += df[t].to_numpy(dtype=np.int64, na_value=-1) + 1
         if "engine" in df.columns:     # vLLM rows: series of their own (bit 62)
-            key += (df["engine"].astype("string") == "vllm").fillna(False).to_numpy(
-                dtype=np.int64) << 62
+            key += is_value(df["engine"], "vllm").astype(np.int64) << 62
         keys.append(key)
-    codes, uniques = pd.factorize(np.concatenate(keys)) if keys else ([], [])
+    light = any(is_light(df) for df in frames)
+    codes, uniques = _factorize(np.concatenate(keys), light) if keys else ([], [])
     labels = []
     for k in uniques:
         parts = []
@@ -83,13 +84,26 @@ def _series_codes(frames: list[pd.DataFrame]) -> tuple[list[np.ndarray], list[st
         part = np.concatenate([df["part"].to_numpy(dtype=np.int64) if "part" in df.columns
                                else np.zeros(len(df), dtype=np.int64) for df in frames])
         n = int(part.max()) + 1
-        codes, firsts = pd.factorize(np.asarray(codes, dtype=np.int64) * n + part)
+        codes, firsts = _factorize(np.asarray(codes, dtype=np.int64) * n + part, light)
         labels = [f"{labels[int(f) // n]} part {int(f) % n + 1}" for f in firsts]
     out, at = [], 0
     for key in keys:
         out.append(np.asarray(codes[at:at + len(key)]))
         at += len(key)
     return out, labels
+
+
+def _factorize(keys: np.ndarray, light: bool) -> tuple[np.ndarray, np.ndarray]:
+    """pd.factorize of integer keys: each key's code in the order the keys first occur, and
+    the distinct keys in that order.  pandas' hash table for DataFrames; for light frames
+    (frame.py) numpy's sort, the same codes, and no pandas."""
+    if not light:
+        return pd.factorize(keys)
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return rank[inv.reshape(-1)], uniq[order]
 
 
 def _reasons(reason: np.ndarray, lines: np.ndarray, ts: np.ndarray | None,
