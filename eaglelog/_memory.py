@@ -8,7 +8,6 @@ the whole command grows by it.  ``malloc_trim(0)`` returns it (madvise on free p
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 _libc = None
@@ -23,12 +22,22 @@ def _glibc():
         _libc = False
         if sys.platform.startswith("linux"):
             try:
-                lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                # (glibc's own name first: ctypes.util's search loads subprocess, a few ms of
+                # every command's start)
+                lib = _libc_named("libc.so.6")
                 lib.malloc_trim, lib.mallopt      # glibc has both; musl neither
                 _libc = lib
             except (OSError, AttributeError):
                 pass
     return _libc
+
+
+def _libc_named(name: str):
+    try:
+        return ctypes.CDLL(name)
+    except OSError:
+        from ctypes.util import find_library
+        return ctypes.CDLL(find_library("c") or name)
 
 
 def trim() -> None:

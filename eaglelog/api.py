@@ -375,8 +375,9 @@ def parse(paths: str | os.PathLike | Iterable[str | os.PathLike], *, engine: str
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     specs = [os.fspath(p) for p in paths]
-    from .live.live_sources import is_metrics_source, parse_with    # http(s)://…/metrics, prom+http(s)://…
+    from .io.sources import is_metrics_source    # http(s)://…/metrics, prom+http(s)://…
     if any(is_metrics_source(s) for s in specs):          # (eaglelog/live/metrics.py, prom.py)
+        from .live.live_sources import parse_with
         return parse_with(specs, parse, engine=engine, keep_going=keep_going, base_date=base_date,
                           chunk_size=chunk_size, remote=remote, cache=cache, columns=columns)
     if not specs:

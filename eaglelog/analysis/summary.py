@@ -197,7 +197,10 @@ def _phases(log: ParsedLog, source: str, blocks: "ProfBlocks", total: float,
     weights = blocks.cycles
     block = log.values(source, "prof_phases", "block", np.int64, -1)
     lines = blocks.line
-    keep = np.isin(block, lines)
+    # (np.isin's answer by a search: np.isin loads numpy.ma, ~8 ms of a small log's start)
+    pool = np.sort(lines)
+    at = np.minimum(np.searchsorted(pool, block), max(len(pool) - 1, 0))
+    keep = pool[at] == block if len(pool) else np.zeros(len(block), dtype=bool)
     block = block[keep]
     code, labels = log.codes(source, "prof_phases", "phase")
     code = code[keep]

@@ -248,7 +248,7 @@ def metrics_options(f):
     @functools.wraps(f)
     def wrapper(*args, match=(), step=None, scrape_for=None, **kwargs):
         logs = kwargs.get("logs") or ()
-        from ..live.metrics import is_metrics_source
+        from ..io.sources import is_metrics_source
         if any(is_metrics_source(s) for s in logs):
             import re
             from ..live.metrics import with_params

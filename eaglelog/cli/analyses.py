@@ -122,6 +122,13 @@ def gate_check(ctx, runs, allow_insufficient: bool) -> None:
     ctx.exit(3)
 
 
+def _llama_served(log) -> bool:
+    """llamacpp.served, imported only for a log of benchmark outputs alone (its module's
+    patterns are ~8 ms of every summary's start otherwise)."""
+    from ..analysis.llamacpp import served
+    return served(log)
+
+
 @main.command("summary")
 @input_options
 @selection_options
@@ -179,8 +186,7 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     from .. import library
     from ..report.blocks import summary_block
 
-    from ..analysis.llamacpp import served
-    if len(log.bench) and log.decode.empty and log.prof.empty and not served(log):
+    if len(log.bench) and log.decode.empty and log.prof.empty and not _llama_served(log):
         bench_summary_output(ctx, log, fmt, output, confidence)   # benchmark outputs only
         finish(ctx, log)
         return

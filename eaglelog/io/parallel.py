@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from .._lazy import pd
 from ..parsers import engine_named
@@ -267,6 +266,7 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
     spans = ranges(path, workers)
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     pool_type = ThreadPoolExecutor if fast_available() else ProcessPoolExecutor
     switch = sys.getswitchinterval()
     # the workers take the GIL between chunks, for a few Python lines; while another thread

@@ -31,17 +31,13 @@ ssh's keep-alives end a connection whose peer stopped answering.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import secrets
 import shlex
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..errors import EaglelogError, InputError
@@ -290,6 +286,7 @@ def _script(pattern: str, mode: str) -> str:
 printf '\\036EAGLELOG HELLO 2 none\\n'
 main
 """  # noqa: E501 - a shell script: its lines stay whole
+    import secrets
     eof = secrets.token_hex(8)
     awk = awk_program(eof=eof)
     # the file (cat) or the decompressor's output, then the EOF line, goes to awk; the tool's
@@ -751,6 +748,8 @@ class _Stderr:
 def _session(spec: RemoteSpec, opts: RemoteOptions, stream: _Stream, script: str) -> int:
     """Run one script over one ssh connection, feeding its output to ``stream``.  Raises the
     one-line error when the connection never got to the script."""
+    import subprocess          # (here: a local log's command never loads it, nor hashlib,
+    # secrets and concurrent.futures: ~12 ms of every command's start)
     cmd = opts.ssh_command(spec) + ["sh -c " + shlex.quote(script)]
     interactive = stream.mode == "fetch"
     try:
@@ -824,6 +823,7 @@ def _lost(spec: RemoteSpec, code: int, stderr: str, timeout: int) -> str:
 
 
 def _cache_key(spec: RemoteSpec, path: str, size, mtime) -> str:
+    import hashlib
     return hashlib.sha256(f"{spec.user}@{spec.host}:{spec.port}:{path}:{size}:{mtime}"
                           .encode()).hexdigest()[:32]
 
@@ -919,6 +919,7 @@ def fetch_progressive(specs: list[RemoteSpec], opts: RemoteOptions, workdir: str
             arr.q.put(("done", e))
         except BaseException as e:            # a bug: raised in the reading thread
             arr.q.put(("raise", e))
+    from concurrent.futures import ThreadPoolExecutor
     pool = ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL, len(specs))))
     for spec, arr in zip(specs, out):
         pool.submit(one, spec, arr)

@@ -435,6 +435,13 @@ EXPORT_MARK = b'"eaglelog_export"'
 READS_EXPORTS = ("summary", "compare", "sweep", "breakeven")
 
 
+def is_metrics_source(spec: str) -> bool:
+    """``http(s)://…`` (a server's /metrics) or ``prom+http(s)://…`` (a Prometheus server):
+    an input live/metrics.py and live/prom.py read, not a log."""
+    s = str(spec)
+    return s.startswith(("http://", "https://", "prom+http://", "prom+https://"))
+
+
 def looks_like_export(spec: str) -> bool:
     """A local file that begins as an eaglelog export does (its first 256 bytes)."""
     if spec == "-" or not os.path.isfile(spec):

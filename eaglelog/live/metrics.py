@@ -43,6 +43,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from ..errors import EaglelogError, InputError
+from ..io.sources import is_metrics_source
 
 __all__ = ["is_metrics_source", "read_endpoints", "Recorder", "Scrape",
            "scrape", "parse_exposition", "tables_of", "FAMILIES", "parse_duration"]
@@ -128,12 +129,6 @@ def ours(name: str) -> bool:
     """A sample of eaglelog's families or latency histograms (either spelling)."""
     c = canonical(name)
     return c in FAMILIES or c in HIST_SAMPLES
-
-
-def is_metrics_source(spec: str) -> bool:
-    """``http(s)://…`` (a server's /metrics) or ``prom+http(s)://…`` (a Prometheus server)."""
-    s = str(spec)
-    return s.startswith(("http://", "https://", "prom+http://", "prom+https://"))
 
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
