@@ -358,3 +358,78 @@ def test_windows_made_of_a_handed_frame_let_its_copied_columns_go(tmp_path):
     for f in ("line", "ts", "series", "r", "b", "a", "y", "why", "rp", "nin"):
         assert _same(getattr(got, f), getattr(kept, f)), f
     assert got.lifetime == kept.lifetime
+
+
+def _stamps(n: int, seed: int, step_us: int = 1_000_000) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = 1_765_000_000_000_000 + np.cumsum(rng.integers(0, 5, n)) * step_us
+    t[rng.random(n) < 0.05] = rate.NAT
+    return t.astype(np.int64)
+
+
+@pytest.mark.parametrize("n", [1, 70_000, 200_001])
+def test_whole_second_stamps_kept_as_int32_are_the_same_stamps(n):
+    from eaglelog.analysis.rate_windows import Stamps
+    ts = _stamps(n, n)
+    st = Stamps.of(ts)
+    if (ts != rate.NAT).any():
+        assert isinstance(st, Stamps) and st.sec.dtype == np.int32 and st.nbytes == 4 * n
+        assert np.asarray(st).tobytes() == ts.tobytes()
+        # (numpy's operators read them as the int64 stamps)
+        assert (st % 1_000_000).tobytes() == (ts % 1_000_000).tobytes()
+        assert st.dtype == ts.dtype and (st == ts).all()
+        rng = np.random.default_rng(1)
+        mask = rng.random(n) < 0.3
+        pos = np.flatnonzero(mask)
+        assert np.asarray(st[mask]).tobytes() == ts[mask].tobytes()
+        assert np.asarray(st[pos]).tobytes() == ts[pos].tobytes()
+        assert st[3:n // 2].tobytes() == ts[3:n // 2].tobytes()
+        assert np.asarray(st, dtype=np.int64).view("datetime64[us]")[0] == \
+            ts.view("datetime64[us]")[0]
+    # stamps it cannot hold exactly come back as they are: sub-second ones (SGLANG_LOG_MS=1),
+    # a span beyond 2³¹ s, none at all
+    for other in (ts + 1000 * (ts != rate.NAT), np.full(n, rate.NAT),
+                  np.where(np.arange(n) == n - 1, ts[0] + (1 << 31) * 1_000_000, ts)):
+        if n > 1 or other[0] == rate.NAT:
+            assert Stamps.of(other) is other
+    assert Stamps.of(None) is None
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_whole_seconds_reads_int32_stamps_as_the_int64_ones(seed):
+    from eaglelog.analysis.rate_windows import Stamps
+    n = 150_000
+    rng = np.random.default_rng(seed)
+    for ts in (_stamps(n, seed), _stamps(n, seed, step_us=250_000)):
+        win = rate.Windows(16, np.arange(n, dtype=np.int32), ts, np.zeros(n, np.int8),
+                           np.ones(n), np.ones(n), np.ones(n), np.ones(n), np.zeros((n, 5)),
+                           np.zeros(n, np.int8), True, np.zeros(n, bool))
+        compact = rate.Windows(**{f: getattr(win, f) for f in win.__dataclass_fields__
+                                  if f != "_w"})
+        compact.ts = Stamps.of(ts)
+        assert isinstance(compact.ts, Stamps) == (ts[ts != rate.NAT] % 1_000_000 == 0).all()
+        for rows in (rng.random(n) < 0.2, np.zeros(n, bool), ts == rate.NAT,
+                     np.flatnonzero(rng.random(n) < 0.01)):
+            assert rate.whole_seconds(compact, rows) == rate.whole_seconds(win, rows)
+            assert rate.whole_seconds(compact.restrict(np.ones(n, bool)), rows) == \
+                rate.whole_seconds(win, rows)
+
+
+def test_sglang_windows_keep_compact_stamps_and_no_step_flags(tmp_path):
+    import os
+    import re
+    from eaglelog.analysis.rate_windows import Stamps
+    src = os.path.join(os.path.dirname(__file__), "..", "sample_logs", "eagle3_5step.log")
+    # SGLang's default stamps: whole seconds (the sample's are SGLANG_LOG_MS=1's)
+    path = tmp_path / "whole.log"
+    with open(src) as f:
+        path.write_text(re.sub(r"(\d\d:\d\d:\d\d)\.\d{3}", r"\1", f.read()))
+    win = breakeven.run_windows(eaglelog.parse(str(path)), str(path))[1]
+    assert isinstance(win.ts, Stamps) and win.n > 50
+    # (millisecond stamps stay int64)
+    ms = _windows(tmp_path, SCENARIOS["reference"].replace(duration_s=300.0), 1)
+    assert isinstance(ms.ts, np.ndarray) and ms.ts.dtype == np.int64
+    st = win.steps_throughput
+    assert len(st) == win.n and not st.any() and not st.flags.writeable and st.strides == (0,)
+    half = win.restrict(np.arange(win.n) % 2 == 0)
+    assert isinstance(half.ts, Stamps) and len(half.steps_throughput) == half.n

@@ -183,6 +183,77 @@ class PrefillWork:
         return out
 
 
+class Stamps(np.lib.mixins.NDArrayOperatorsMixin):
+    """The windows' stamps (µs since the epoch; NaT: min int64) kept as int32 whole seconds
+    from ``base`` (NaT: min int32): 4 bytes a window, not 8, where every stamp is a whole
+    second within 2³¹ s of the first (SGLang's default stamps; Stamps.of decides).
+    ``np.asarray`` gives the int64 stamps, and so do numpy's functions and operators
+    (``ts % 1_000_000``); indexing by rows (a mask or positions) gives the Stamps of those
+    rows, by a slice the int64 stamps of the slice."""
+
+    __slots__ = ("base", "sec")
+    NONE = np.iinfo(np.int32).min
+    whole = True            # every stamp a whole second (whole_seconds reads no values)
+
+    def __init__(self, base: int, sec: np.ndarray):
+        self.base, self.sec = int(base), sec
+
+    @classmethod
+    def of(cls, ts: np.ndarray | None):
+        """``ts`` as Stamps where they hold it exactly, else ``ts`` as it is (None, no stamp,
+        a sub-second stamp, a span beyond 68 years)."""
+        if ts is None or not len(ts):
+            return ts
+        base = None
+        for lo, hi in _blocks(len(ts)):
+            t = ts[lo:hi]
+            t = t[t != NAT]
+            if not len(t):
+                continue
+            if base is None:
+                base = int(t[0])
+            if (t % 1_000_000).any() or int(t.min()) - base < -(2**31 - 1) * 1_000_000 or \
+                    int(t.max()) - base > (2**31 - 1) * 1_000_000:
+                return ts
+        if base is None:
+            return ts
+        sec = np.empty(len(ts), dtype=np.int32)
+        for lo, hi in _blocks(len(ts)):
+            t = ts[lo:hi]
+            v = (t - base) // 1_000_000
+            v[t == NAT] = cls.NONE
+            sec[lo:hi] = v
+        return cls(base, sec)
+
+    def __len__(self) -> int:
+        return len(self.sec)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.sec.astype(np.int64)
+        none = self.sec == self.NONE
+        out *= 1_000_000
+        out += self.base
+        out[none] = NAT
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __getitem__(self, rows):
+        if isinstance(rows, slice):
+            return np.asarray(Stamps(self.base, self.sec[rows]))
+        return Stamps(self.base, self.sec[rows])
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(np.asarray(x) if isinstance(x, Stamps) else x for x in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return self.sec.nbytes
+
+
 @dataclass
 class Windows:
     """The decode windows of one run (every series, in line order) as the rate model sees
@@ -190,7 +261,8 @@ class Windows:
 
     interval: int
     line: np.ndarray             # line numbers, ascending (int32 where they fit, else int64)
-    ts: np.ndarray | None        # µs since the epoch, int64 (NaT: min int64), or None
+    ts: np.ndarray | None        # µs since the epoch, int64 (NaT: min int64), or None; or
+                                 # Stamps (whole seconds, as int32) where they hold them
     series: np.ndarray
     r: np.ndarray                # printed #running-req
     b: np.ndarray                # mean batch size over the window
@@ -509,8 +581,12 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         # line numbers below 2³¹ do: 4 bytes a window, and not a view that keeps the decode
         # table's own column alive after the table goes)
         line = line.astype(np.int32)
-    return Windows(interval, line, ts, key, r, b, a, y, x, why, spec, steps, rs, bvar, rp, nin,
-                   svar, clock_notes, tuple(labels), life)
+    if not steps.any():
+        # (no window counts sequence-steps: every SGLang and vLLM V1 log; one False for all,
+        # read-only, not a byte a window)
+        steps = np.broadcast_to(np.False_, (len(steps),))
+    return Windows(interval, line, Stamps.of(ts), key, r, b, a, y, x, why, spec, steps, rs,
+                   bvar, rp, nin, svar, clock_notes, tuple(labels), life)
 
 
 def _mark_idle(why: np.ndarray, gap: np.ndarray, peer: np.ndarray, med: float) -> None:
@@ -1098,6 +1174,13 @@ def whole_seconds(win: Windows, rows: np.ndarray) -> bool:
     if win.ts is None or win.rs is not None or not rows.any():
         return False
     rows = np.asarray(rows)
+    if isinstance(win.ts, Stamps):
+        # (every stamp a whole second: whether any of these rows has one)
+        sec = win.ts.sec
+        if rows.dtype != bool:
+            return bool((sec[rows] != Stamps.NONE).any())
+        return any(bool((sec[s:s + (1 << 16)][rows[s:s + (1 << 16)]] != Stamps.NONE).any())
+                   for s in range(0, win.n, 1 << 16))
     if rows.dtype != bool:                  # (positions)
         t = win.ts[rows]
         t = t[t != NAT]
