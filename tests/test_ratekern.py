@@ -647,3 +647,39 @@ def test_window_buckets_are_made_once_and_read_only():
         codes[0] = 3
     win.r = win.r.copy()            # (new batch sizes: made again)
     assert rate.window_buckets(win)[0] is not codes
+
+
+@pytest.mark.parametrize("labels", [("-|-|-|-",), ("0|-|-|-", "1|-|-|-", "0|-|-|-"),
+                                    ("vllm 0|-|-|-", "vllm 1|-|-|-")])
+@pytest.mark.parametrize("rs", [False, True])
+def test_per_rank_aggregate_is_numpys_to_the_bit(monkeypatch, labels, rs):
+    # (ranks.aggregate: one C pass of np.bincount's sums over the counted windows)
+    from eaglelog.analysis import ranks
+    n = 90_000
+    win = windows(n, seed=len(labels) + 10 * rs)
+    rng = np.random.default_rng(5)
+    win.series = rng.integers(0, len(labels), n).astype(np.int8)
+    win.labels = labels
+    win.why = rng.choice(np.arange(8, dtype=np.int8), n, p=[.6, .05, .05, .05, .05, .05, .1, .05])
+    win.a = np.where(rng.random(n) < 0.1, np.nan, rng.uniform(1, 4, n))
+    win.b[rng.random(n) < 0.02] = 0.0
+    if rs:
+        win.rs = rng.uniform(0, 100, n)
+    fast, slow = both(monkeypatch, lambda: ranks.aggregate(win))
+    assert fast is not None and fast > 0 and fast == slow
+    # no window counted: None both ways
+    win.why = np.full(n, rate.FIRST, dtype=np.int8)
+    assert both(monkeypatch, lambda: ranks.aggregate(win)) == (None, None)
+
+
+def test_rank_sums_rejects_codes_outside_its_table():
+    from eaglelog.analysis import _ratekern
+    n = 4
+    f = np.ones(n)
+    with pytest.raises(ValueError, match="series"):
+        _ratekern.rank_sums(np.array([0, 1, 2, 0], np.int8), np.zeros(2, np.int64),
+                            np.zeros(n, np.int8), b"", f, f, f, None, 16.0, np.empty(1),
+                            np.empty(1))
+    with pytest.raises(ValueError, match="of_series"):
+        _ratekern.rank_sums(np.zeros(n, np.int8), np.array([3], np.int64), np.zeros(n, np.int8),
+                            b"", f, f, f, None, 16.0, np.empty(1), np.empty(1))

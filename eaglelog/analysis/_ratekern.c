@@ -1775,6 +1775,81 @@ done:
     return ret;
 }
 
+/* rank_sums(series (int8), of_series (int64, a rank per series code), why (int8), skip (the
+   why codes left out, bytes), y, a, b, rs or None, interval, tok, ms) -> the windows counted:
+   ranks.aggregate's sums in one pass, without its arrays of every window.  A window counts
+   where its why is not in skip, y is finite and > 0 and iters = w / b (b > 0, else 0) is > 0,
+   w = rs or b × interval; it adds (a where finite, else 1) × w to tok[rank] and iters × y to
+   ms[rank], in window order: np.bincount's sums of ranks._timed's arrays, to the bit. */
+static PyObject *rank_sums(PyObject *self, PyObject *args) {
+    Py_buffer sb, ob, wb, kb, yb, ab, bb, tb, mb, rsb;
+    PyObject *rso;
+    double interval;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*Odw*w*", &sb, &ob, &wb, &kb, &yb, &ab, &bb, &rso,
+                          &interval, &tb, &mb))
+        return NULL;
+    PyObject *ret = NULL;
+    int have_rs = 0;
+    if (rso != Py_None) {
+        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
+        have_rs = 1;
+    }
+    Py_ssize_t n = yb.len / 8, nr = ob.len / 8, nl = tb.len / 8;
+    if (check(&sb, 1, n, "series") < 0 || check(&wb, 1, n, "why") < 0 ||
+        check(&ab, 8, n, "a") < 0 || check(&bb, 8, n, "b") < 0 ||
+        (have_rs && check(&rsb, 8, n, "rs") < 0) || check(&mb, 8, nl, "ms") < 0)
+        goto done;
+    {
+        const int8_t *ser = sb.buf, *why = wb.buf;
+        const int64_t *of = ob.buf;
+        const char *skip = kb.buf;
+        Py_ssize_t nskip = kb.len;
+        const double *y = yb.buf, *a = ab.buf, *b = bb.buf, *rs = have_rs ? rsb.buf : NULL;
+        double *tok = tb.buf, *ms = mb.buf;
+        Py_ssize_t counted = 0;
+        int bad = 0;
+        for (Py_ssize_t q = 0; q < nr; q++)
+            if (of[q] < 0 || of[q] >= nl) bad = 1;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "of_series: a rank outside tok");
+            goto done;
+        }
+        memset(tok, 0, 8 * nl);
+        memset(ms, 0, 8 * nl);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int left = 0;
+            for (Py_ssize_t k = 0; k < nskip; k++)
+                if (why[i] == skip[k]) left = 1;
+            double yi = y[i];
+            if (left || !isfinite(yi) || !(yi > 0)) continue;
+            double bi = b[i], w = rs ? rs[i] : bi * interval;
+            double iters = bi > 0 ? w / bi : 0.0;
+            if (!(iters > 0)) continue;
+            if (ser[i] < 0 || ser[i] >= nr) {
+                bad = 1;
+                break;
+            }
+            Py_ssize_t g = of[ser[i]];
+            tok[g] += (isfinite(a[i]) ? a[i] : 1.0) * w;
+            ms[g] += iters * yi;
+            counted++;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "series: a code outside of_series");
+            goto done;
+        }
+        ret = PyLong_FromSsize_t(counted);
+    }
+done:
+    if (have_rs) PyBuffer_Release(&rsb);
+    PyBuffer_Release(&sb); PyBuffer_Release(&ob); PyBuffer_Release(&wb); PyBuffer_Release(&kb);
+    PyBuffer_Release(&yb); PyBuffer_Release(&ab); PyBuffer_Release(&bb); PyBuffer_Release(&tb);
+    PyBuffer_Release(&mb);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "Σ ω z zᵀ and Σ ω z y over the kept windows"},
     {"times", times, METH_VARARGS, "Z @ coef for every window"},
@@ -1784,6 +1859,7 @@ static PyMethodDef methods[] = {
     {"bucket_terms", bucket_terms, METH_VARARGS, "each bucket's terms summed over its blocks"},
     {"kv_life_sums", kv_life_sums, METH_VARARGS, "kv_life.kv_lifetime's sums"},
     {"product_sums", product_sums, METH_VARARGS, "products' sums over blocks of windows"},
+    {"rank_sums", rank_sums, METH_VARARGS, "ranks.aggregate's sums per rank, in one pass"},
     {"median", median, METH_VARARGS, "np.median of the picked values, by selection"},
     {"masked_sum", masked_sum, METH_VARARGS, "v[mask].sum() or (v*w)[mask].sum(), numpy's pairwise sum, no copy"},
     {"resid", resid, METH_VARARGS, "the fitted cycle and the residual of every window"},

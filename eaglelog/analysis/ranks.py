@@ -24,6 +24,14 @@ RATE_DIFFER = 0.05     # per-stream rates further apart than this (relative) dif
 def rank_of(win: "rate.Windows") -> tuple[np.ndarray, list[str]]:
     """Each window's rank (codes into the labels) and the labels: 'DP 0', 'engine 0' (vLLM), or
     'all' where the lines print no DP rank."""
+    of_series, labels = _ranks_of_series(win)
+    if len(labels) == 1:
+        return np.zeros(win.n, dtype=np.int64), labels
+    return of_series[np.asarray(win.series, dtype=np.int64)], labels
+
+
+def _ranks_of_series(win: "rate.Windows") -> tuple[np.ndarray, list[str]]:
+    """Each series code's rank (codes into the labels), and the labels (rank_of)."""
     labels: list[str] = []
     of_series = []
     for lab in win.labels or ("-|-|-|-",):
@@ -33,9 +41,7 @@ def rank_of(win: "rate.Windows") -> tuple[np.ndarray, list[str]]:
         if name not in labels:
             labels.append(name)
         of_series.append(labels.index(name))
-    if len(labels) == 1:
-        return np.zeros(win.n, dtype=np.int64), labels
-    return np.asarray(of_series, dtype=np.int64)[np.asarray(win.series, dtype=np.int64)], labels
+    return np.asarray(of_series, dtype=np.int64), labels
 
 
 def _timed(win: "rate.Windows") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -58,12 +64,26 @@ def aggregate(win: "rate.Windows") -> float | None:
     the ranks (None: no window counted)."""
     if not win.n:
         return None
-    ok, tokens, wall = _timed(win)
-    if not ok.any():
-        return None
-    code, labels = rank_of(win)
-    tok = np.bincount(code[ok], weights=tokens[ok], minlength=len(labels))
-    ms = np.bincount(code[ok], weights=wall[ok], minlength=len(labels))
+    of_series, labels = _ranks_of_series(win)
+    series = np.asarray(win.series)
+    if rate.fast_available() and series.dtype.kind in "iu" and len(of_series) < 128:
+        # (one pass in C: np.bincount's sums of _timed's arrays, to the bit, without them —
+        # four arrays of every window at a large log's summary)
+        tok, ms = np.empty(len(labels)), np.empty(len(labels))
+        counted = rate._ratekern.rank_sums(
+            np.ascontiguousarray(series, dtype=np.int8), of_series,
+            np.ascontiguousarray(win.why, dtype=np.int8),
+            bytes([rate.FIRST, rate.IDLE, rate.STALL]), *rate._floats(win.y, win.a, win.b),
+            rate._floats(win.rs)[0], float(win.interval), tok, ms)
+        if not counted:
+            return None
+    else:
+        ok, tokens, wall = _timed(win)
+        if not ok.any():
+            return None
+        code, labels = rank_of(win)
+        tok = np.bincount(code[ok], weights=tokens[ok], minlength=len(labels))
+        ms = np.bincount(code[ok], weights=wall[ok], minlength=len(labels))
     return float(1000.0 * np.sum(tok[ms > 0] / ms[ms > 0]))
 
 
