@@ -667,6 +667,12 @@ def test_per_rank_aggregate_is_numpys_to_the_bit(monkeypatch, labels, rs):
         win.rs = rng.uniform(0, 100, n)
     fast, slow = both(monkeypatch, lambda: ranks.aggregate(win))
     assert fast is not None and fast > 0 and fast == slow
+    if len(labels) == 1:
+        # series codes with no labels of their own (Windows made by hand): one rank, as
+        # rank_of has it
+        win.labels = ()
+        win.series = rng.integers(0, 3, n).astype(np.int8)
+        assert both(monkeypatch, lambda: ranks.aggregate(win)) == (fast, fast)
     # no window counted: None both ways
     win.why = np.full(n, rate.FIRST, dtype=np.int8)
     assert both(monkeypatch, lambda: ranks.aggregate(win)) == (None, None)

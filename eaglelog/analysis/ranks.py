@@ -66,7 +66,12 @@ def aggregate(win: "rate.Windows") -> float | None:
         return None
     of_series, labels = _ranks_of_series(win)
     series = np.asarray(win.series)
-    if rate.fast_available() and series.dtype.kind in "iu" and len(of_series) < 128:
+    if len(labels) == 1 and series.dtype.kind in "iu" and len(series) and \
+            int(series.max()) >= len(of_series):
+        # (windows whose series carry no labels: every series one rank, as rank_of says)
+        of_series = np.zeros(int(series.max()) + 1, dtype=np.int64)
+    if rate.fast_available() and series.dtype.kind in "iu" and len(of_series) < 128 and \
+            (not len(series) or int(series.min()) >= 0):
         # (one pass in C: np.bincount's sums of _timed's arrays, to the bit, without them —
         # four arrays of every window at a large log's summary)
         tok, ms = np.empty(len(labels)), np.empty(len(labels))

@@ -182,7 +182,8 @@ def summary_cmd(ctx, logs, engine, keep_going, base_date, follow, interval, base
     except UsageProblem as e:
         raise click.UsageError(str(e)) from None
     log = read_logs(ctx, logs, engine, keep_going, base_date, skipped_note=False,
-                    preload=("eaglelog.analysis.summary", "eaglelog.report.blocks"), light=True)
+                    preload=("eaglelog.analysis.summary", "eaglelog.report.blocks",
+                             "eaglelog.analysis.llamacpp"), light=True)
     from .. import library
     from ..report.blocks import summary_block
 
