@@ -82,6 +82,16 @@ static int check(Py_buffer *v, Py_ssize_t itemsize, Py_ssize_t n, const char *na
     return 0;
 }
 
+/* an optional buffer argument (None: none): *held says whether the caller is to release it;
+   −1 with an exception set, else 0 */
+static int opt_buffer(PyObject *o, Py_buffer *b, int *held) {
+    *held = 0;
+    if (o == Py_None) return 0;
+    if (PyObject_GetBuffer(o, b, PyBUF_SIMPLE) < 0) return -1;
+    *held = 1;
+    return 0;
+}
+
 /* a step argument: None, one float for every window (rate.StatedStep: *is_const, *cst), or
    a buffer of every window's (*have_buf, released by the caller); 0 on success */
 static int step_arg(PyObject *o, Py_buffer *b, int *have_buf, int *is_const, double *cst) {
@@ -461,14 +471,11 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
                           &bt, &xb0, &stepo, &Og, &Wg, &OEg, &SX, &WX, &X1))
         return NULL;
     PyObject *ret = NULL;
-    int have_rs = 0, have_cor = 0, have_step = 0, have_quad = 0;
+    int have_rs, have_cor = 0, have_step = 0, have_quad = 0;
     QuadBufs qb;
     QuadCov qcov;
     Py_ssize_t nq = 0;
-    if (rso != Py_None) {
-        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
-        have_rs = 1;
-    }
+    if (opt_buffer(rso, &rsb, &have_rs) < 0) goto done;
     if (PyTuple_Check(coro)) {
         if (read_quad(coro, &qb, &qcov, &nq) < 0) goto done;
         have_quad = 1;
@@ -585,11 +592,8 @@ static PyObject *term_sums(PyObject *self, PyObject *args) {
                           &cyc_it, &n1, &tau, &Wa, &do_cycle, &do_acc, &ncount, &ob))
         return NULL;
     PyObject *ret = NULL;
-    int have_rs = 0;
-    if (rso != Py_None) {
-        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
-        have_rs = 1;
-    }
+    int have_rs;
+    if (opt_buffer(rso, &rsb, &have_rs) < 0) goto done;
     Py_ssize_t n = b.len / 8, ng = shb.len / 8, k = ob.len / 32;
     int cols[MAXP], p;
     Sparse s;
@@ -1789,11 +1793,8 @@ static PyObject *rank_sums(PyObject *self, PyObject *args) {
                           &interval, &tb, &mb))
         return NULL;
     PyObject *ret = NULL;
-    int have_rs = 0;
-    if (rso != Py_None) {
-        if (PyObject_GetBuffer(rso, &rsb, PyBUF_SIMPLE) < 0) goto done;
-        have_rs = 1;
-    }
+    int have_rs;
+    if (opt_buffer(rso, &rsb, &have_rs) < 0) goto done;
     Py_ssize_t n = yb.len / 8, nr = ob.len / 8, nl = tb.len / 8;
     if (check(&sb, 1, n, "series") < 0 || check(&wb, 1, n, "why") < 0 ||
         check(&ab, 8, n, "a") < 0 || check(&bb, 8, n, "b") < 0 ||
