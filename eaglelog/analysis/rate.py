@@ -1321,10 +1321,9 @@ def within_cov(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray:
     Slopes are clipped to [0, c/B] (a cycle grows with the batch, and not faster than in
     proportion).  SGLang windows only (vLLM's windows of seconds hold many moves that no
     endpoint shows): 0 elsewhere."""
-    if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
+    g = _quad_curve(win, gamma, spec)
+    if g is None:
         return np.zeros(win.n)
-    g = np.zeros(3)
-    g[list(spec.smooth)] = gamma[:len(spec.smooth)]
     c0, c1 = spec.scale
 
     def c(B):
@@ -1351,15 +1350,23 @@ def _quad_args(win: Windows, g: np.ndarray, spec: ModelSpec) -> tuple:
             vacancy(win) / win.interval)
 
 
+def _quad_curve(win: Windows, gamma: np.ndarray, spec: ModelSpec) -> np.ndarray | None:
+    """within_cov's curve: the smooth control's coefficients as (g0, g1, g2) of c(B), or None
+    where it has no term (no printed batch before each window, vLLM windows, a flat curve)."""
+    if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
+        return None
+    g = np.zeros(3)
+    g[list(spec.smooth)] = gamma[:len(spec.smooth)]
+    return g
+
+
 def _within_terms(win: Windows, gamma: np.ndarray, spec: ModelSpec):
     """within_cov's terms for _ratekern.point_sums, where no one else reads them: the quadratic
     curve's arguments (each window's term made in the pass: an array of every window's fewer at
     the peak of a large log's fit, in its second pass), else the array."""
-    if win.rp is None or win.rs is not None or len(spec.smooth) < 2:
-        return within_cov(win, gamma, spec)
-    g = np.zeros(3)
-    g[list(spec.smooth)] = gamma[:len(spec.smooth)]
-    return _quad_args(win, g, spec)
+    g = _quad_curve(win, gamma, spec)
+    return within_cov(win, gamma, spec) if g is None or not fast_available() else \
+        _quad_args(win, g, spec)
 
 
 def _one_step(win: Windows, step_of) -> float | None:

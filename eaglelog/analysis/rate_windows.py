@@ -193,7 +193,6 @@ class Stamps(np.lib.mixins.NDArrayOperatorsMixin):
 
     __slots__ = ("base", "sec")
     NONE = np.iinfo(np.int32).min
-    whole = True            # every stamp a whole second (whole_seconds reads no values)
 
     def __init__(self, base: int, sec: np.ndarray):
         self.base, self.sec = int(base), sec
