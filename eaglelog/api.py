@@ -12,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 
+from ._cores import workers as _workers
 from . import frame as _frame
 from ._lazy import np, pd
 from .errors import EaglelogError, InputError, NoRecordsError
@@ -199,13 +200,6 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
     return _finish_scan(info, frames, scanner.stats, scanner.diags + scanner.overflow(), diags, nul,
                         chunk_head if nul >= 0 else b"", cdir, state, safe, scanner.time_only,
                         columns, engine, chunk_head)
-
-
-def _workers() -> int:
-    env = os.environ.get("EAGLELOG_WORKERS")
-    if env and env.isdigit():
-        return max(1, int(env))
-    return min(os.cpu_count() or 1, 8)
 
 
 def _covers(cached: dict | None, wanted: dict | None) -> bool:

@@ -186,12 +186,19 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
     # fork's copy-on-write), a share of each small log's cost
     gc.freeze()
     try:
-        with mp.get_context("fork").Pool(min(workers, len(plans))) as pool:
+        with mp.get_context("fork").Pool(min(workers, len(plans)),
+                                         initializer=_one_thread) as pool:
             return pool.map(_analyse_one, range(len(plans)),
                             chunksize=max(1, len(plans) // (8 * workers)))
     finally:
         _JOB = None
         gc.unfreeze()
+
+
+def _one_thread():
+    """A forked worker's fit passes on its own thread: the workers already use the cores."""
+    from .analysis import rate
+    rate.set_threads(1)
 
 
 WHOLE_RUN = ("breakeven", "summary")     # also the whole run of a run whose config changed

@@ -3,7 +3,7 @@ so that it stays true.  Layers, lowest first — a module may import from its ow
 layers below, never from one above:
 
   1 core      errors, schema, stats, distributions, tables, units, engine_schedules, live/rules,
-              docs, _lazy, _memory (the simulator is simlab/, beside the package)
+              docs, _lazy, _memory, _cores (the simulator is simlab/, beside the package)
   3 sources   io/sources, io/remote (bytes and lines in)
   4 parsers   parsers/* (lines → records)
   4.5 io      io/parallel, io/cache, io/batch (parsing at scale: workers, the table cache)

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <pthread.h>
 
 #define N_X 5
 #define MAXP 8
@@ -36,6 +37,19 @@ typedef struct {
 } Sparse;
 
 static const double ZERO[N_X] = {0};   /* the prefill row of a window without one */
+
+/* the cursor of s placed for window lo (the first prefill row at or after it) */
+static Sparse sparse_from(const Sparse *s, Py_ssize_t lo) {
+    Sparse c = *s;
+    Py_ssize_t a = 0, b = s->m;
+    while (a < b) {
+        Py_ssize_t mid = a + (b - a) / 2;
+        if (s->rows[mid] < lo) a = mid + 1;
+        else b = mid;
+    }
+    c.k = a;
+    return c;
+}
 
 /* the prefill row of window i (NULL: none), for i ascending */
 static inline const double *sparse_at(Sparse *s, Py_ssize_t i) {
@@ -138,6 +152,69 @@ static int read_cols(Py_buffer *cb, int *cols, int *p) {
     return 0;
 }
 
+/* ---- threads: a long pass in chunks, one thread each (set_threads) ----
+   A kernel that takes them splits its windows so that every number is made in the order and
+   the grouping it has on one thread: an output per window by ranges of windows; sums of
+   blocks block by block, the blocks then added in their order by the caller; numpy's pairwise
+   sum at its own halvings; counts and selections (exact in any order).  So the results are the
+   same, to the bit, for every thread count (tests/test_ratekern.py). */
+#define MAXT 8
+static int THREADS = 1;
+static Py_ssize_t PAR_MIN = 1 << 18;    /* windows below which one thread makes the whole pass */
+static Py_ssize_t PAR_EACH = 1 << 16;   /* and at least this many a thread */
+
+typedef void (*chunk_fn)(void *ctx, int t);
+typedef struct { chunk_fn fn; void *ctx; int t; } Job;
+
+static void *job_main(void *p) {
+    Job *j = p;
+    j->fn(j->ctx, j->t);
+    return NULL;
+}
+
+/* fn(ctx, t) for t = 0 … nt − 1: t = 0 on this thread, the others each on a thread of its own
+   (one that cannot start runs here after); called without the GIL */
+static void par_run(int nt, chunk_fn fn, void *ctx) {
+    pthread_t th[MAXT];
+    Job jobs[MAXT];
+    int started[MAXT] = {0};
+    for (int t = 1; t < nt; t++) {
+        jobs[t].fn = fn;
+        jobs[t].ctx = ctx;
+        jobs[t].t = t;
+        started[t] = pthread_create(&th[t], NULL, job_main, &jobs[t]) == 0;
+    }
+    fn(ctx, 0);
+    for (int t = 1; t < nt; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else fn(ctx, t);
+    }
+}
+
+/* the threads for a pass over n windows (or n units of work) */
+static int threads_for(Py_ssize_t n) {
+    if (n < PAR_MIN) return 1;
+    Py_ssize_t most = n / PAR_EACH;
+    return (int)(THREADS < most ? THREADS : most);
+}
+
+/* chunk t of nt over [0, n) */
+static inline Py_ssize_t chunk_at(Py_ssize_t n, int t, int nt) {
+    return (Py_ssize_t)((double)n * t / nt);
+}
+
+/* set_threads(n[, least]) -> n as set (1 … 8); least: the windows a pass needs for threads
+   (a quarter of it each; the tests' small passes), 2^18 by default */
+static PyObject *set_threads(PyObject *self, PyObject *args) {
+    int n;
+    Py_ssize_t least = 1 << 18;
+    if (!PyArg_ParseTuple(args, "i|n", &n, &least)) return NULL;
+    THREADS = n < 1 ? 1 : n > MAXT ? MAXT : n;
+    PAR_MIN = least < 1 ? 1 : least;
+    PAR_EACH = PAR_MIN / 4 ? PAR_MIN / 4 : 1;
+    return PyLong_FromLong(THREADS);
+}
+
 static int sparse_init(Sparse *s, Py_buffer *rows, Py_buffer *vals) {
     s->m = rows->len / 8;
     s->rows = rows->buf;
@@ -150,67 +227,111 @@ static int sparse_init(Sparse *s, Py_buffer *rows, Py_buffer *vals) {
     return 0;
 }
 
-/* the moments of every column, by code (T[c][d] = Σ ω z_c z_d, R[c] = Σ ω z_c y: T and R
-   zeroed by the caller): the smooth control's on every kept window, the prefill columns' only
-   on the windows that hold prefill work (elsewhere their products are 0: most windows of a
-   busy log).  A product is (z_c ω) z_d, c before d in code order. */
-static void moments_all(Py_ssize_t n, const double *bv, const double *ov, const char *uv,
-                        const double *yv, const double *beta, double xb0, Sparse *sp,
-                        double c0, double c1, double T[MAXP][MAXP], double R[MAXP]) {
-    const int64_t *rows = sp->rows;
-    const double *vals = sp->vals;
-    Py_ssize_t m = sp->m, k = 0;
-    double s00 = 0, s01 = 0, s02 = 0, s11 = 0, s12 = 0, s22 = 0, r0 = 0, r1 = 0, r2 = 0;
+/* the moments of every column, by code (T[c][d] = Σ ω z_c z_d, R[c] = Σ ω z_c y): the smooth
+   control's on every kept window, the prefill columns' only on the windows that hold prefill
+   work (elsewhere their products are 0: most windows of a busy log).  A product is (z_c ω) z_d,
+   c before d in code order.  Summed a block of BLOCK kept windows at a time (a shorter chain of
+   roundings), the blocks then added in their order: block q's sums are MPart q, the last one
+   the kept windows after the last whole block (none, if they are a whole number of blocks). */
+typedef struct {
+    double s[9];                /* Σ ω, ω u, ω u², ω u², ω u³, ω u⁴; Σ ω y, ω u y, ω u² y */
     double X[N_X][MAXP], RX[N_X];
-    memset(X, 0, sizeof X);
-    memset(RX, 0, sizeof RX);
+} MPart;
+
+typedef struct {
+    const double *bv, *ov, *yv, *beta;
+    const char *uv;
+    double xb0, c0, c1;
+    const Sparse *sp;
+    const Py_ssize_t *from;     /* thread t: windows from[t] … from[t + 1], blocks q0[t] … */
+    const Py_ssize_t *q0;
+    MPart *parts;
+} Moments;
+
+static void moments_chunk(void *ctx, int t) {
+    const Moments *M = ctx;
+    Sparse sp = sparse_from(M->sp, M->from[t]);
+    const int64_t *rows = sp.rows;
+    const double *vals = sp.vals, *bv = M->bv, *ov = M->ov, *yv = M->yv, *beta = M->beta;
+    const char *uv = M->uv;
+    Py_ssize_t m = sp.m, k = sp.k;
+    MPart *P = M->parts + M->q0[t];       /* (zeroed; a thread's kept windows fill its blocks
+                                             exactly, but the last's: the rest is its last) */
     int inblock = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = M->from[t]; i < M->from[t + 1]; i++) {
         if (!uv[i]) continue;
         while (k < m && rows[k] < i) k++;
         int held = k < m && rows[k] == i;
-        double u = (bv[i] - c0) / c1, u2 = u * u, w = ov[i];
+        double u = (bv[i] - M->c0) / M->c1, u2 = u * u, w = ov[i];
         double w1 = u * w, w2 = u2 * w, yi = yv ? yv[i] : 0.0;
-        if (beta) yi -= xdot(held ? vals + k * N_X : NULL, beta, xb0);   /* y − x·β */
-        s00 += w; s01 += w * u; s02 += w * u2;
-        s11 += w1 * u; s12 += w1 * u2; s22 += w2 * u2;
-        r0 += w * yi; r1 += w1 * yi; r2 += w2 * yi;
+        if (beta) yi -= xdot(held ? vals + k * N_X : NULL, beta, M->xb0);   /* y − x·β */
+        double *S = P->s;
+        S[0] += w; S[1] += w * u; S[2] += w * u2;
+        S[3] += w1 * u; S[4] += w1 * u2; S[5] += w2 * u2;
+        S[6] += w * yi; S[7] += w1 * yi; S[8] += w2 * yi;
         if (held) {
             const double *x = vals + k * N_X;
             for (int a = 0; a < N_X; a++) {
                 double xa = x[a], wa = xa * w;
-                X[a][0] += w * xa;
-                X[a][1] += w1 * xa;
-                X[a][2] += w2 * xa;
-                for (int b = a; b < N_X; b++) X[a][3 + b] += wa * x[b];
-                RX[a] += wa * yi;
+                P->X[a][0] += w * xa;
+                P->X[a][1] += w1 * xa;
+                P->X[a][2] += w2 * xa;
+                for (int b = a; b < N_X; b++) P->X[a][3 + b] += wa * x[b];
+                P->RX[a] += wa * yi;
             }
         }
-        if (++inblock == BLOCK) {     /* (sums of blocks: a shorter chain of roundings) */
-            T[0][0] += s00; T[0][1] += s01; T[0][2] += s02;
-            T[1][1] += s11; T[1][2] += s12; T[2][2] += s22;
-            R[0] += r0; R[1] += r1; R[2] += r2;
-            s00 = s01 = s02 = s11 = s12 = s22 = r0 = r1 = r2 = 0;
-            for (int a = 0; a < N_X; a++) {
-                for (int c = 0; c < 3; c++) T[c][3 + a] += X[a][c];
-                for (int b = a; b < N_X; b++) T[3 + a][3 + b] += X[a][3 + b];
-                R[3 + a] += RX[a];
-            }
-            memset(X, 0, sizeof X);
-            memset(RX, 0, sizeof RX);
+        if (++inblock == BLOCK) {
+            P++;
             inblock = 0;
         }
     }
-    T[0][0] += s00; T[0][1] += s01; T[0][2] += s02;
-    T[1][1] += s11; T[1][2] += s12; T[2][2] += s22;
-    R[0] += r0; R[1] += r1; R[2] += r2;
-    for (int a = 0; a < N_X; a++) {
-        for (int c = 0; c < 3; c++) T[c][3 + a] += X[a][c];
-        for (int b = a; b < N_X; b++) T[3 + a][3 + b] += X[a][3 + b];
-        R[3 + a] += RX[a];
+}
+
+/* T and R (zeroed by the caller) from the windows; −1: no memory */
+static int moments_all(Py_ssize_t n, const double *bv, const double *ov, const char *uv,
+                       const double *yv, const double *beta, double xb0, Sparse *sp,
+                       double c0, double c1, double T[MAXP][MAXP], double R[MAXP]) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < n; i++) kept += uv[i] != 0;
+    Py_ssize_t nparts = kept / BLOCK + 1, whole = kept / BLOCK;
+    int nt = threads_for(kept);
+    if (nt > whole) nt = whole > 0 ? (int)whole : 1;
+    Py_ssize_t from[MAXT + 1], q0[MAXT + 1];
+    MPart *parts = calloc(nparts, sizeof(MPart));
+    if (!parts) return -1;
+    /* thread t: whole blocks q0[t] … q0[t + 1] (the last thread also the rest), from the
+       window that begins block q0[t] */
+    for (int t = 0; t <= nt; t++) q0[t] = t == nt ? nparts : whole * t / nt;
+    from[0] = 0;
+    from[nt] = n;
+    if (nt > 1) {
+        Py_ssize_t c = 0;
+        int t = 1;
+        for (Py_ssize_t i = 0; i < n && t < nt; i++) {
+            if (!uv[i]) continue;
+            if (c == q0[t] * BLOCK) from[t++] = i;
+            c++;
+        }
     }
+    Moments M = {bv, ov, yv, beta, uv, xb0, c0, c1, sp, from, q0, parts};
+    if (nt > 1) par_run(nt, moments_chunk, &M);
+    else moments_chunk(&M, 0);
+    for (Py_ssize_t q = 0; q < nparts; q++) {
+        const MPart *P = parts + q;
+        const double *S = P->s;
+        T[0][0] += S[0]; T[0][1] += S[1]; T[0][2] += S[2];
+        T[1][1] += S[3]; T[1][2] += S[4]; T[2][2] += S[5];
+        R[0] += S[6]; R[1] += S[7]; R[2] += S[8];
+        for (int a = 0; a < N_X; a++) {
+            for (int c = 0; c < 3; c++) T[c][3 + a] += P->X[a][c];
+            for (int b = a; b < N_X; b++) T[3 + a][3 + b] += P->X[a][3 + b];
+            R[3 + a] += P->RX[a];
+        }
+    }
+    free(parts);
     for (int c = 0; c < MAXP; c++)
         for (int d = 0; d < c; d++) T[c][d] = T[d][c];
+    return 0;
 }
 
 /* moments(b, omega, use, y or None, xrows, xvals, c0, c1, cols, A, rhs[, beta, xb0]): A (p × p)
@@ -246,13 +367,18 @@ static PyObject *moments(PyObject *self, PyObject *args) {
         double T[MAXP][MAXP], R[MAXP];
         memset(T, 0, sizeof T);
         memset(R, 0, sizeof R);
+        int got;
         Py_BEGIN_ALLOW_THREADS
-        moments_all(n, bv, ov, uv, yv, have_b ? bb.buf : NULL, xb0, &s, c0, c1, T, R);
+        got = moments_all(n, bv, ov, uv, yv, have_b ? bb.buf : NULL, xb0, &s, c0, c1, T, R);
         for (int j = 0; j < p; j++) {
             for (int k = 0; k < p; k++) A[j * p + k] = T[cols[j]][cols[k]];
             rhs[j] = yv ? R[cols[j]] : 0.0;
         }
         Py_END_ALLOW_THREADS
+        if (got < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     Py_INCREF(Py_None);
     ret = Py_None;
@@ -413,6 +539,19 @@ static void release_quad(QuadBufs *qb) {
     PyBuffer_Release(&qb->r); PyBuffer_Release(&qb->rp); PyBuffer_Release(&qb->b);
 }
 
+typedef struct {
+    const QuadCov *c;
+    double *out;
+    Py_ssize_t n;
+    int nt;
+} WithinQuad;
+
+static void within_quad_chunk(void *ctx, int t) {
+    const WithinQuad *W = ctx;
+    for (Py_ssize_t i = chunk_at(W->n, t, W->nt); i < chunk_at(W->n, t + 1, W->nt); i++)
+        W->out[i] = quad_cov(W->c, i);
+}
+
 /* within_quad(r, rp (float32), b, nin (float32) or None, measured (bool) or None, g0, g1, g2,
    c0, c1, gap, out): rate._within for c(B) = g0 + g1 u + g2 u², u = (B − c0) / c1 */
 static PyObject *within_quad(PyObject *self, PyObject *args) {
@@ -436,10 +575,9 @@ static PyObject *within_quad(PyObject *self, PyObject *args) {
     }
     PyObject *ret = NULL;
     if (check(&ob, 8, n, "out") == 0) {
-        double *out = ob.buf;
+        WithinQuad W = {&c, ob.buf, n, threads_for(n)};
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++)
-            out[i] = quad_cov(&c, i);
+        par_run(W.nt, within_quad_chunk, &W);
         Py_END_ALLOW_THREADS
         Py_INCREF(Py_None);
         ret = Py_None;
@@ -572,6 +710,73 @@ done:
     return ret;
 }
 
+typedef struct {
+    const double *bv, *yv, *av, *ov, *gamma, *cx, *c1x, *share, *eg, *inv, *beta, *rs;
+    const char *uv, *avm;
+    const int32_t *sv;
+    double *out;
+    const Sparse *sp;
+    const int *cols;
+    int p;
+    Py_ssize_t ng, gneg;
+    double interval, xb0, c0, c1, cyc, cyc_it, n1, tau, Wa;
+    int do_cycle, do_acc;
+    Py_ssize_t ncount, k;
+    int nt;
+    Py_ssize_t from[MAXT + 1], q0[MAXT + 1];
+    int bad[MAXT];
+} Terms;
+
+static void terms_chunk(void *ctx, int t) {
+    Terms *T = ctx;
+    const double *bv = T->bv, *yv = T->yv, *av = T->av, *ov = T->ov, *gamma = T->gamma;
+    const double *cx = T->cx, *c1x = T->c1x, *share = T->share, *eg = T->eg, *inv = T->inv;
+    const double *beta = T->beta, *rs = T->rs;
+    const int *cols = T->cols;
+    int p = T->p;
+    Py_ssize_t ncount = T->ncount, k = T->k, blk = T->q0[t];
+    Py_ssize_t j = (blk * ncount + k - 1) / k;
+    /* (window j's block, j k / n, kept as it goes: it moves on at the first j whose block is
+       the next one, ⌈(blk + 1) n / k⌉) */
+    Py_ssize_t next = blk + 1 < k ? ((blk + 1) * ncount + k - 1) / k : ncount;
+    Sparse s = sparse_from(T->sp, T->from[t]);
+    for (Py_ssize_t i = T->from[t]; i < T->from[t + 1]; i++) {
+        int u_ = T->uv[i], a_ = T->avm[i];
+        if (!u_ && !a_) continue;
+        while (j >= next) {
+            blk++;
+            next = blk + 1 < k ? ((blk + 1) * ncount + k - 1) / k : ncount;
+        }
+        double *row = T->out + 4 * blk;
+        j++;
+        double dev = 0.0, tt = 0.0, zi = 0.0;
+        double w = rs ? rs[i] : bv[i] * T->interval;
+        if (T->do_acc && a_) dev = w * (av[i] - T->tau) / T->Wa / T->tau;
+        if (T->do_cycle) {
+            const double *x = sparse_at(&s, i);
+            const double *xz = x ? x : ZERO;
+            double u = (bv[i] - T->c0) / T->c1, o = ov[i], e = 0.0, direct = 0.0;
+            if (u_) {
+                Py_ssize_t g = T->sv[i] < 0 ? T->gneg : T->sv[i];
+                if (g >= T->ng) {
+                    T->bad[t] = 1;
+                    return;
+                }
+                e = yv[i] - zdot(cols, p, gamma, u, xz);
+                direct = share[g] * o * (e - eg[g]) * inv[g];
+                zi = (yv[i] - xdot(x, beta, T->xb0) - T->cyc_it) / T->n1;
+            }
+            double ve = o * e;
+            tt = (direct - zdot(cols, p, cx, u, xz) * ve) / T->cyc;
+            zi = (zi - zdot(cols, p, c1x, u, xz) * ve) / T->cyc_it;
+        }
+        row[0] += dev;
+        row[1] += tt;
+        row[2] += dev - tt;
+        row[3] += zi;
+    }
+}
+
 /* term_sums(b, y, a, om, rs or None, interval, use, acc, st, gneg, xrows, xvals, cols, gamma,
    cx, c1x, share, eg, inv, beta, xb0, c0, c1, cyc, cyc_it, n1, tau, Wa, cycle, accept, n, out):
    the terms of the logarithms of rate._point_and_terms's outputs, per window that counts (use
@@ -614,64 +819,45 @@ static PyObject *term_sums(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        const double *bv = b.buf, *yv = y.buf, *av = a.buf, *ov = om.buf, *gamma = gm.buf;
-        const double *cx = cxb.buf, *c1x = c1b.buf, *share = shb.buf, *eg = egb.buf;
-        const double *inv = invb.buf, *beta = bt.buf, *rs = have_rs ? rsb.buf : NULL;
         const char *uv = use.buf, *avm = acc.buf;
-        const int32_t *sv = st.buf;
-        double *out = ob.buf;
-        Py_ssize_t j = 0, blk = 0, next = ncount;
-        int bad = 0;
-        memset(out, 0, 32 * k);
-        /* (window j's block, j k / n, kept as it goes: it moves on at the first j whose
-           block is the next one, ⌈(blk + 1) n / k⌉) */
-        if (k > 1) next = (ncount + k - 1) / k;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n && !bad; i++) {
-            int u_ = uv[i], a_ = avm[i];
-            if (!u_ && !a_) continue;
-            if (j >= ncount) {
-                bad = 1;
-                break;
-            }
-            while (j >= next) {
-                blk++;
-                next = blk + 1 < k ? ((blk + 1) * ncount + k - 1) / k : ncount;
-            }
-            double *row = out + 4 * blk;
-            j++;
-            double dev = 0.0, t = 0.0, zi = 0.0;
-            double w = rs ? rs[i] : bv[i] * interval;
-            if (do_acc && a_) dev = w * (av[i] - tau) / Wa / tau;
-            if (do_cycle) {
-                const double *x = sparse_at(&s, i);
-                const double *xz = x ? x : ZERO;
-                double u = (bv[i] - c0) / c1, o = ov[i], e = 0.0, direct = 0.0;
-                if (u_) {
-                    Py_ssize_t g = sv[i] < 0 ? gneg : sv[i];
-                    if (g >= ng) {
-                        bad = 2;
-                        break;
-                    }
-                    e = yv[i] - zdot(cols, p, gamma, u, xz);
-                    direct = share[g] * o * (e - eg[g]) * inv[g];
-                    zi = (yv[i] - xdot(x, beta, xb0) - cyc_it) / n1;
-                }
-                double ve = o * e;
-                t = (direct - zdot(cols, p, cx, u, xz) * ve) / cyc;
-                zi = (zi - zdot(cols, p, c1x, u, xz) * ve) / cyc_it;
-            }
-            row[0] += dev;
-            row[1] += t;
-            row[2] += dev - t;
-            row[3] += zi;
-        }
-        Py_END_ALLOW_THREADS
-        if (bad || j != ncount) {
-            PyErr_SetString(PyExc_ValueError, bad == 2 ? "st: a code beyond the strata" :
-                            "n: not the number of windows that count");
+        Py_ssize_t count = 0;
+        for (Py_ssize_t i = 0; i < n; i++) count += uv[i] || avm[i];
+        if (count != ncount) {
+            PyErr_SetString(PyExc_ValueError, "n: not the number of windows that count");
             goto done;
         }
+        Terms T = {b.buf, y.buf, a.buf, om.buf, gm.buf, cxb.buf, c1b.buf, shb.buf, egb.buf,
+                   invb.buf, bt.buf, have_rs ? rsb.buf : NULL, uv, avm, st.buf, ob.buf, &s,
+                   cols, p, ng, gneg, interval, xb0, c0, c1, cyc, cyc_it, n1, tau, Wa,
+                   do_cycle, do_acc, ncount, k};
+        /* thread t: blocks q0[t] … q0[t + 1], from the window that begins block q0[t] (the
+           first j of block q is ⌈q n / k⌉) */
+        int nt = threads_for(ncount);
+        if (nt > k) nt = k > 0 ? (int)k : 1;
+        T.nt = nt;
+        T.from[0] = 0;
+        T.from[nt] = n;
+        for (int t = 0; t <= nt; t++) T.q0[t] = k * t / nt;
+        if (nt > 1) {
+            Py_ssize_t j = 0;
+            int t = 1;
+            for (Py_ssize_t i = 0; i < n && t < nt; i++) {
+                if (!uv[i] && !avm[i]) continue;
+                if (j == (T.q0[t] * ncount + k - 1) / k) T.from[t++] = i;
+                j++;
+            }
+        }
+        memset(ob.buf, 0, 32 * k);
+        if (ncount > 0) {
+            Py_BEGIN_ALLOW_THREADS
+            par_run(nt, terms_chunk, &T);
+            Py_END_ALLOW_THREADS
+        }
+        for (int t = 0; t < nt; t++)
+            if (T.bad[t]) {
+                PyErr_SetString(PyExc_ValueError, "st: a code beyond the strata");
+                goto done;
+            }
     }
     Py_INCREF(Py_None);
     ret = Py_None;
@@ -1226,6 +1412,67 @@ static double picks_pairwise(Picks *c, Py_ssize_t n) {
     }
 }
 
+/* A long sum on threads: the halvings' first levels (as many leaves as threads, rounded down
+   to a power of two) cut it into leaves, each summed by picks_pairwise on its own thread from
+   its first picked value on, and the leaves added back up the same halvings. */
+static void pw_leaves(Py_ssize_t start, Py_ssize_t n, int depth, Py_ssize_t *st,
+                      Py_ssize_t *cn, int *k) {
+    if (depth == 0 || n <= 128) {
+        st[*k] = start;
+        cn[(*k)++] = n;
+        return;
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    pw_leaves(start, n2, depth - 1, st, cn, k);
+    pw_leaves(start + n2, n - n2, depth - 1, st, cn, k);
+}
+
+static double pw_join(Py_ssize_t n, int depth, const double *leaf, int *k) {
+    if (depth == 0 || n <= 128) return leaf[(*k)++];
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    double lo = pw_join(n2, depth - 1, leaf, k);
+    double hi = pw_join(n - n2, depth - 1, leaf, k);
+    return lo + hi;
+}
+
+typedef struct {
+    Picks c[MAXT];              /* each leaf's cursor, at its first picked value */
+    Py_ssize_t cnt[MAXT];
+    double sum[MAXT];
+} PwLeaves;
+
+static void pw_leaf(void *ctx, int t) {
+    PwLeaves *L = ctx;
+    L->sum[t] = picks_pairwise(&L->c[t], L->cnt[t]);
+}
+
+/* picks_pairwise of the k picked values of c from its start, on threads */
+static double picks_sum(Picks c, Py_ssize_t k) {
+    int nt = threads_for(k), depth = 0;
+    while ((2 << depth) <= nt) depth++;
+    if (depth == 0) return picks_pairwise(&c, k);
+    Py_ssize_t st[MAXT];
+    PwLeaves L;
+    int nl = 0;
+    pw_leaves(0, k, depth, st, L.cnt, &nl);
+    Py_ssize_t seen = 0;
+    int l = 0;
+    for (Py_ssize_t i = 0; l < nl; i++) {      /* each leaf's first picked value */
+        if (!c.m[i]) continue;
+        if (seen == st[l]) {
+            L.c[l] = c;
+            L.c[l].pos = i;
+            l++;
+        }
+        seen++;
+    }
+    par_run(nl, pw_leaf, &L);
+    int j = 0;
+    return pw_join(k, depth, L.sum, &j);
+}
+
 static PyObject *masked_sum(PyObject *self, PyObject *args) {
     Py_buffer v, m, w;
     PyObject *wo = Py_None;
@@ -1244,7 +1491,7 @@ static PyObject *masked_sum(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) k += mv[i] != 0;
         Picks c = {v.buf, have_w ? (const double *)w.buf : NULL, mv, 0};
-        out = 0.0 + picks_pairwise(&c, k);
+        out = 0.0 + picks_sum(c, k);
         Py_END_ALLOW_THREADS
         ret = PyFloat_FromDouble(out);
     }
@@ -1259,6 +1506,60 @@ done:
    number: the middle one, or the mean (a + b) / 2 of the middle two; NaN when any is NaN or
    none is picked.  A histogram of the top 16 bits finds the bucket(s) of the middle ranks,
    and a selection among that bucket's values alone finishes. */
+/* median's two passes on threads: each counts its share of the values into a histogram of
+   its own (med_hist), then copies those in the middle buckets to its own stretch of buf
+   (med_gather).  The selection reads the values, not their order. */
+typedef struct {
+    const double *v;
+    const char *mask;
+    const int64_t *pos;
+    Py_ssize_t count;
+    double center;
+    int center_on, nt;
+    uint64_t *hist[MAXT];
+    Py_ssize_t m[MAXT];
+    int nan[MAXT];
+    Py_ssize_t b0, b1, off[MAXT + 1];
+    uint64_t *buf;
+} Med;
+
+static inline int med_value(const Med *M, Py_ssize_t q, double *x) {
+    Py_ssize_t i = M->pos ? M->pos[q] : q;
+    if (M->mask && !M->mask[i]) return 0;
+    *x = M->center_on ? fabs(M->v[i] - M->center) : M->v[i];
+    return 1;
+}
+
+static void med_hist(void *ctx, int t) {
+    Med *M = ctx;
+    uint64_t *h = M->hist[t];
+    Py_ssize_t m = 0;
+    double x;
+    for (Py_ssize_t q = chunk_at(M->count, t, M->nt); q < chunk_at(M->count, t + 1, M->nt);
+         q++) {
+        if (!med_value(M, q, &x)) continue;
+        if (isnan(x)) {
+            M->nan[t] = 1;
+            break;
+        }
+        h[key_of(x) >> 48]++;
+        m++;
+    }
+    M->m[t] = m;
+}
+
+static void med_gather(void *ctx, int t) {
+    Med *M = ctx;
+    Py_ssize_t got = M->off[t];
+    double x;
+    for (Py_ssize_t q = chunk_at(M->count, t, M->nt); q < chunk_at(M->count, t + 1, M->nt);
+         q++) {
+        if (!med_value(M, q, &x)) continue;
+        uint64_t k = key_of(x), top = k >> 48;
+        if ((Py_ssize_t)top >= M->b0 && (Py_ssize_t)top <= M->b1) M->buf[got++] = k;
+    }
+}
+
 static PyObject *median(PyObject *self, PyObject *args) {
     Py_buffer vb, sb;
     PyObject *so;
@@ -1284,29 +1585,31 @@ static PyObject *median(PyObject *self, PyObject *args) {
                 }
         }
     }
-    hist = PyMem_Calloc(65536, sizeof(uint64_t));
-    if (!hist) {
-        PyErr_NoMemory();
-        goto done;
-    }
     {
-        const double *v = vb.buf;
-        const char *mask = mode == 1 ? sb.buf : NULL;
-        const int64_t *pos = mode == 2 ? sb.buf : NULL;
-        Py_ssize_t count = mode == 2 ? sb.len / 8 : n;
-        int nan = 0, center_on = !isnan(center);
+        Med M;
+        memset(&M, 0, sizeof M);
+        M.v = vb.buf;
+        M.mask = mode == 1 ? sb.buf : NULL;
+        M.pos = mode == 2 ? sb.buf : NULL;
+        M.count = mode == 2 ? sb.len / 8 : n;
+        M.center = center;
+        M.center_on = !isnan(center);
+        M.nt = threads_for(M.count);
+        hist = PyMem_Calloc((size_t)M.nt * 65536, sizeof(uint64_t));
+        if (!hist) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int t = 0; t < M.nt; t++) M.hist[t] = hist + (size_t)t * 65536;
+        int nan = 0;
         double result = NAN;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t q = 0; q < count; q++) {
-            Py_ssize_t i = pos ? pos[q] : q;
-            if (mask && !mask[i]) continue;
-            double x = center_on ? fabs(v[i] - center) : v[i];
-            if (isnan(x)) {
-                nan = 1;
-                break;
-            }
-            hist[key_of(x) >> 48]++;
-            m++;
+        par_run(M.nt, med_hist, &M);
+        for (int t = 0; t < M.nt; t++) {
+            nan |= M.nan[t];
+            m += M.m[t];
+            if (t)
+                for (Py_ssize_t b = 0; b < 65536; b++) hist[b] += M.hist[t][b];
         }
         Py_END_ALLOW_THREADS
         if (!nan && m > 0) {
@@ -1318,27 +1621,32 @@ static PyObject *median(PyObject *self, PyObject *args) {
             Py_ssize_t held = 0;
             b1 = b0;
             while (held + (Py_ssize_t)hist[b1] <= r1) held += hist[b1++];
+            /* each thread's values in them go after the earlier threads' (a thread's counts
+               are its histogram's; the first thread's, the sums' less the others') */
             Py_ssize_t size = 0;
             for (b = b0; b <= b1; b++) size += hist[b];
+            M.b0 = b0;
+            M.b1 = b1;
+            M.off[M.nt] = size;
+            for (int t = M.nt - 1; t > 0; t--) {
+                Py_ssize_t own = 0;
+                for (b = b0; b <= b1; b++) own += M.hist[t][b];
+                M.off[t] = M.off[t + 1] - own;
+            }
+            M.off[0] = 0;
             buf = PyMem_Malloc((size ? size : 1) * sizeof(uint64_t));
             if (!buf) {
                 PyErr_NoMemory();
                 goto done;
             }
-            Py_ssize_t got = 0;
+            M.buf = buf;
             Py_BEGIN_ALLOW_THREADS
-            for (Py_ssize_t q = 0; q < count; q++) {
-                Py_ssize_t i = pos ? pos[q] : q;
-                if (mask && !mask[i]) continue;
-                double x = center_on ? fabs(v[i] - center) : v[i];
-                uint64_t k = key_of(x), top = k >> 48;
-                if ((Py_ssize_t)top >= b0 && (Py_ssize_t)top <= b1) buf[got++] = k;
-            }
+            par_run(M.nt, med_gather, &M);
             Py_END_ALLOW_THREADS
-            uint64_t k0 = quickselect(buf, got, r0), k1 = k0;
+            uint64_t k0 = quickselect(buf, size, r0), k1 = k0;
             if (r1 != r0) {          /* the next: the least of those after r0 */
                 k1 = buf[r0 + 1];
-                for (Py_ssize_t q = r0 + 2; q < got; q++)
+                for (Py_ssize_t q = r0 + 2; q < size; q++)
                     if (buf[q] < k1) k1 = buf[q];
             }
             double a = val_of(k0), c = val_of(k1);
@@ -1353,6 +1661,29 @@ done_nosel:
     PyMem_Free(buf);
     PyBuffer_Release(&vb);
     return ret;
+}
+
+typedef struct {
+    const double *bv, *yv, *beta, *coef;
+    double *fit, *res;
+    const Sparse *sp;
+    const int *cols;
+    int p;
+    double xb0, c0, c1;
+    Py_ssize_t n;
+    int nt;
+} Resid;
+
+static void resid_chunk(void *ctx, int t) {
+    const Resid *R = ctx;
+    Py_ssize_t lo = chunk_at(R->n, t, R->nt), hi = chunk_at(R->n, t + 1, R->nt);
+    Sparse s = sparse_from(R->sp, lo);
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const double *x = sparse_at(&s, i);
+        double f = zdot(R->cols, R->p, R->coef, (R->bv[i] - R->c0) / R->c1, x ? x : ZERO);
+        R->fit[i] = f;
+        R->res[i] = (R->yv[i] - xdot(x, R->beta, R->xb0)) - f;
+    }
 }
 
 /* resid(b, y, xrows, xvals, beta, xb0, c0, c1, cols, coef, fitted, res): for every window the
@@ -1374,15 +1705,10 @@ static PyObject *resid(PyObject *self, PyObject *args) {
         sparse_init(&s, &xr, &xv) < 0)
         goto done;
     {
-        const double *bv = b.buf, *yv = y.buf, *beta = bt.buf, *coef = cf.buf;
-        double *fit = fb.buf, *res = rb.buf;
+        Resid R = {b.buf, y.buf, bt.buf, cf.buf, fb.buf, rb.buf, &s, cols, p, xb0, c0, c1, n,
+                   threads_for(n)};
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const double *x = sparse_at(&s, i);
-            double f = zdot(cols, p, coef, (bv[i] - c0) / c1, x ? x : ZERO);
-            fit[i] = f;
-            res[i] = (yv[i] - xdot(x, beta, xb0)) - f;
-        }
+        par_run(R.nt, resid_chunk, &R);
         Py_END_ALLOW_THREADS
     }
     Py_INCREF(Py_None);
@@ -1400,6 +1726,51 @@ done:
    g = 0 … G − 1 (codes int32, −1: none; out: G float64) — of |value − centers[g]| with
    centers — the same numbers as median() group by group, in two passes over the values for
    every group at once (a 16-bit histogram each, then each group's middle bucket(s)). */
+/* medians' two passes on threads, as median's: per thread a histogram of every group, then
+   each thread's middle values of a group after the earlier threads' */
+typedef struct {
+    const double *v, *cen;
+    const int32_t *code;
+    Py_ssize_t n;
+    int G, nt;
+    uint32_t *hist[MAXT];
+    Py_ssize_t m[MAXT][MAXG];
+    int nan[MAXT][MAXG], bad[MAXT];
+    Py_ssize_t b0[MAXG], b1[MAXG], at[MAXT][MAXG];   /* b1 −1: the group is not gathered */
+    uint64_t *buf;
+} Meds;
+
+static void meds_hist(void *ctx, int t) {
+    Meds *M = ctx;
+    uint32_t *hist = M->hist[t];
+    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < chunk_at(M->n, t + 1, M->nt); i++) {
+        int32_t g = M->code[i];
+        if (g < 0) continue;
+        if (g >= M->G) {
+            M->bad[t] = 1;
+            break;
+        }
+        double x = M->cen ? fabs(M->v[i] - M->cen[g]) : M->v[i];
+        if (isnan(x)) M->nan[t][g] = 1;
+        else hist[(size_t)g * 65536 + (key_of(x) >> 48)]++;
+        M->m[t][g]++;
+    }
+}
+
+static void meds_gather(void *ctx, int t) {
+    Meds *M = ctx;
+    Py_ssize_t at[MAXG];
+    memcpy(at, M->at[t], sizeof at);
+    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < chunk_at(M->n, t + 1, M->nt); i++) {
+        int32_t g = M->code[i];
+        if (g < 0 || M->b1[g] < 0) continue;
+        double x = M->cen ? fabs(M->v[i] - M->cen[g]) : M->v[i];
+        uint64_t k = key_of(x);
+        Py_ssize_t top = (Py_ssize_t)(k >> 48);
+        if (top >= M->b0[g] && top <= M->b1[g]) M->buf[at[g]++] = k;
+    }
+}
+
 static PyObject *medians(PyObject *self, PyObject *args) {
     Py_buffer vb, cb, ob, cenb;
     PyObject *ceno;
@@ -1419,30 +1790,34 @@ static PyObject *medians(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "out: 1 to 16 groups");
         goto done;
     }
-    hist = PyMem_Calloc((size_t)G * 65536, sizeof(uint32_t));
-    if (!hist) {
-        PyErr_NoMemory();
-        goto done;
-    }
     {
-        const double *v = vb.buf, *cen = have_c ? cenb.buf : NULL;
-        const int32_t *code = cb.buf;
+        Meds M;
+        memset(&M, 0, sizeof M);
+        M.v = vb.buf;
+        M.cen = have_c ? cenb.buf : NULL;
+        M.code = cb.buf;
+        M.n = n;
+        M.G = (int)G;
+        M.nt = threads_for(n);
+        hist = PyMem_Calloc((size_t)M.nt * G * 65536, sizeof(uint32_t));
+        if (!hist) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int t = 0; t < M.nt; t++) M.hist[t] = hist + (size_t)t * G * 65536;
         double *out = ob.buf;
         Py_ssize_t m[MAXG] = {0}, r0[MAXG], r1[MAXG], b0[MAXG], b1[MAXG], off[MAXG + 1];
-        Py_ssize_t got[MAXG] = {0};
         int nan[MAXG] = {0}, bad = 0;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t g = code[i];
-            if (g < 0) continue;
-            if (g >= G) {
-                bad = 1;
-                break;
+        par_run(M.nt, meds_hist, &M);
+        for (int t = 0; t < M.nt; t++) {
+            bad |= M.bad[t];
+            for (Py_ssize_t g = 0; g < G; g++) {
+                m[g] += M.m[t][g];
+                nan[g] |= M.nan[t][g];
             }
-            double x = cen ? fabs(v[i] - cen[g]) : v[i];
-            if (isnan(x)) nan[g] = 1;
-            else hist[(size_t)g * 65536 + (key_of(x) >> 48)]++;
-            m[g]++;
+            if (t)
+                for (size_t q = 0; q < (size_t)G * 65536; q++) hist[q] += M.hist[t][q];
         }
         Py_END_ALLOW_THREADS
         if (bad) {
@@ -1473,16 +1848,25 @@ static PyObject *medians(PyObject *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t g = code[i];
-            if (g < 0 || off[g + 1] == off[g]) continue;
-            double x = cen ? fabs(v[i] - cen[g]) : v[i];
-            uint64_t k = key_of(x);
-            Py_ssize_t top = (Py_ssize_t)(k >> 48);
-            if (top >= b0[g] && top <= b1[g]) buf[off[g] + got[g]++] = k;
+        /* thread t's values of group g go to buf from at[t][g]: after the earlier threads' */
+        for (Py_ssize_t g = 0; g < G; g++) {
+            Py_ssize_t at = off[g + 1];
+            M.b0[g] = b0[g];
+            M.b1[g] = off[g + 1] > off[g] ? b1[g] : -1;
+            for (int t = M.nt - 1; t > 0; t--) {
+                if (M.b1[g] >= 0)
+                    for (Py_ssize_t b = b0[g]; b <= b1[g]; b++)
+                        at -= M.hist[t][(size_t)g * 65536 + b];
+                M.at[t][g] = at;
+            }
+            M.at[0][g] = off[g];
         }
+        M.buf = buf;
+        Py_BEGIN_ALLOW_THREADS
+        par_run(M.nt, meds_gather, &M);
         Py_END_ALLOW_THREADS
+        Py_ssize_t got[MAXG];
+        for (Py_ssize_t g = 0; g < G; g++) got[g] = off[g + 1] - off[g];
         for (Py_ssize_t g = 0; g < G; g++) {
             if (!m[g] || nan[g]) {
                 out[g] = NAN;
@@ -1872,6 +2256,7 @@ static PyMethodDef methods[] = {
     {"k_readings", k_readings, METH_VARARGS, "the lines' readings of K (draft_len)"},
     {"k_hits", k_hits, METH_VARARGS, "how many lines read K within their rounding"},
     {"point_sums", point_sums, METH_VARARGS, "the point estimate's sums over the used windows"},
+    {"set_threads", set_threads, METH_VARARGS, "threads for a long pass (1 to 8); the number set"},
     {"term_sums", term_sums, METH_VARARGS, "the terms' sums over blocks of the windows that count"},
     {NULL, NULL, 0, NULL}};
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..frame import is_value
+from .sums import picked_sum
 
 MIN_REQUESTS = 20      # Finish lines needed before they may confirm or contradict the rule
 AGREE = 0.5            # |decode − Finish| accept length below this: the decode lines are right
@@ -71,14 +72,15 @@ def beta_spec(log, source: str) -> BetaSpec | None:
     cfg = log.config(source)
     flag = cfg.get("enable_beta_spec")
     flag = flag if isinstance(flag, bool) else None
-    a = dec["accept_len"].to_numpy(dtype=float)[rows]
-    w = dec["running_req"].to_numpy(dtype=float, na_value=np.nan)[rows]
+    # (every row's arrays, the rows picked in the sums: no copies of a long log's columns)
+    a = dec["accept_len"].to_numpy(dtype=float)
+    w = dec["running_req"].to_numpy(dtype=float, na_value=np.nan)
     w = np.where(np.isfinite(w) & (w > 0), w, 1.0)
     s = cfg.get("speculative_num_steps")
-    above = int((a > s + 1 + 0.005).sum()) if isinstance(s, int) and not isinstance(s, bool) \
-        and s > 0 else 0
-    below = int((a < 2 - 0.005).sum())
-    dacc = float((a * w).sum() / w.sum())
+    above = int(np.count_nonzero(rows & (a > s + 1 + 0.005))) if isinstance(s, int) and \
+        not isinstance(s, bool) and s > 0 else 0
+    below = int(np.count_nonzero(rows & (a < 2 - 0.005)))
+    dacc = picked_sum(a, rows, w) / picked_sum(w, rows)
     req = log.requests
     req = req[(req["source"] == source).to_numpy(dtype=bool)] if len(req) else req
     n_req, facc = 0, math.nan

@@ -59,6 +59,22 @@ except ImportError:  # pragma: no cover - a build without a C compiler
 _PURE = os.environ.get("EAGLELOG_PURE_PYTHON", "") not in ("", "0")
 
 
+def set_threads(n: int | None = None) -> int:
+    """Threads for the C passes over a long run's windows (None: ``_cores.workers()``, the
+    scan's rule; at most 8); the count set (1 without them).  A pass over fewer than 2^18
+    windows runs on one.  Every number is the same for every count: a pass is split where its
+    sums allow (_ratekern.c, "threads")."""
+    if _ratekern is None:
+        return 1
+    if n is None:
+        from .._cores import workers
+        n = workers()
+    return _ratekern.set_threads(n)
+
+
+set_threads()
+
+
 def fast_available() -> bool:
     """Whether the fit's passes over every window run in C (_ratekern.c)."""
     return _ratekern is not None and not _PURE

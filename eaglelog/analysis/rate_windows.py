@@ -13,10 +13,7 @@ from .._lazy import pd
 from ..frame import is_numpy_backed, is_plain_range
 
 from ..model import contiguous
-try:
-    from . import _ratekern as _kern
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _kern = None
+from .sums import picked_sum
 from .windows import SERIES_TAGS, _series_codes
 
 # why a window is not used for the cycle (codes of Windows.why)
@@ -379,17 +376,6 @@ def _reads(df: pd.DataFrame, extra: tuple = ()) -> pd.DataFrame:
 
 
 BLOCK = 1 << 16         # rows an elementwise pass over millions of windows takes at a time
-
-
-def picked_sum(v: np.ndarray, mask: np.ndarray, w: np.ndarray | None = None) -> float:
-    """float(v[mask].sum()) to the bit (with ``w``: float((v[mask] * w[mask]).sum())), without
-    the copies of the picked values where v is every window's floats (_ratekern.masked_sum:
-    numpy's pairwise sum over them in order)."""
-    if _kern is not None and len(v) > BLOCK and v.dtype == np.float64 and \
-            (w is None or w.dtype == np.float64):
-        return _kern.masked_sum(np.ascontiguousarray(v), np.ascontiguousarray(mask, dtype=bool),
-                                None if w is None else np.ascontiguousarray(w))
-    return float(v[mask].sum() if w is None else (v[mask] * w[mask]).sum())
 
 
 def _blocks(n: int):

@@ -228,8 +228,8 @@ def warmup_of(ctx: click.Context):
 def run_workers() -> int:
     """Processes for the per-run analyses of many inputs: EAGLELOG_WORKERS, else the cores
     (at most 8), as for the scan."""
-    from ..api import _workers
-    return _workers()
+    from .._cores import workers
+    return workers()
 
 
 def metrics_options(f):
