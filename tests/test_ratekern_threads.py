@@ -3,6 +3,7 @@ the same, to the bit, for 1 to 8 threads.  A pass takes threads from 2^18 window
 ``set_threads(n, least)`` lowers that bar so that small passes split too, at awkward places
 (a thread's share smaller than a block, blocks of a few windows, empty chunks)."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -150,3 +151,28 @@ def test_the_fit_is_the_same_on_every_count():
     got = each_count(run, least=256)
     assert same(got)
     assert math.isfinite(got[0][1][1])
+
+
+@pytest.mark.parametrize("text,want", [("200000 100000\n", 2), ("150000 100000", 2),
+                                       ("50000 100000", 1), ("max 100000", None),
+                                       ("garbage", None), ("", None)])
+def test_a_cgroup_cpu_quota_bounds_the_cores(tmp_path, text, want):
+    from eaglelog import _cores
+    p = tmp_path / "cpu.max"
+    p.write_text(text)
+    assert _cores._quota(str(p)) == want
+    mine = len(os.sched_getaffinity(0))
+    assert _cores.available(str(p)) == (min(mine, want) if want else mine)
+    assert _cores.available(str(tmp_path / "none")) == mine
+
+
+def test_workers_is_the_environment_else_the_cores_at_most_8(monkeypatch):
+    from eaglelog import _cores
+    monkeypatch.setenv("EAGLELOG_WORKERS", "5")
+    assert _cores.workers() == 5
+    monkeypatch.setenv("EAGLELOG_WORKERS", "x")
+    monkeypatch.setattr(_cores, "available", lambda: 64)
+    assert _cores.workers() == 8
+    monkeypatch.delenv("EAGLELOG_WORKERS")
+    monkeypatch.setattr(_cores, "available", lambda: 3)
+    assert _cores.workers() == 3
