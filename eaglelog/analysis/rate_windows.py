@@ -417,10 +417,8 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         ts = d["timestamp"].to_numpy(dtype="datetime64[us]").view(np.int64)
     if consume:
         # (copied above, never read of the frame again: millions of rows each)
-        for c in ("running_req", "accept_len", "gen_throughput_steps", "tp", "part",
-                  "engine") + SERIES_TAGS:
-            if c in d.columns:
-                del d[c]
+        _drop(d, ("running_req", "accept_len", "gen_throughput_steps", "tp", "part",
+                  "engine") + SERIES_TAGS)
     why = np.zeros(n, dtype=np.int8)
     b = r.copy()
     rp = np.full(n, np.nan, dtype=np.float32)      # batch sizes: exact in float32
@@ -530,6 +528,7 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
         bvar, svar = _measured_batch(key, clocks, r, a, g, steps, interval, b, y, why, rp, x,
                                      nin, said)
         clock_notes = _said(said, nseries)
+        clocks = None             # (views of the frame's stamps: they go below)
     if has_drafts or has_prompt:
         drafts = _col(d, "drafts")
         prompt = _col(d, "prompt_throughput")
@@ -560,18 +559,38 @@ def decode_windows(decode: pd.DataFrame, prefill: pd.DataFrame, interval: int,
     if rs is None and admitted > 0:
         ok = np.isfinite(b) & (b > 0)
         life = picked_sum(b, ok) / admitted if ok.any() else None
+    g = None
+    if consume:
+        # (the rest of what is read of the frame: each column goes before the next compact
+        # copy is made, so that no two of them — 29 MB each a GB of log — are alive beside the
+        # windows at once: this was the peak of a gigabyte log's summary)
+        _drop(d, ("gen_throughput", "drafts", "prompt_throughput", "iter", "line_timestamp",
+                  "wrapper_time"))
     if len(line) and -(1 << 31) <= int(line[0]) and int(line[-1]) < 1 << 31 and \
             line.dtype == np.int64:
         # (ascending: the first and last bound them.  Int32 where they fit, as every log's
         # line numbers below 2³¹ do: 4 bytes a window, and not a view that keeps the decode
         # table's own column alive after the table goes)
         line = line.astype(np.int32)
+        if consume:
+            _drop(d, ("line_no",))
+    stamps = Stamps.of(ts)
+    ts = None
+    if consume:
+        _drop(d, ("timestamp",))
     if not steps.any():
         # (no window counts sequence-steps: every SGLang and vLLM V1 log; one False for all,
         # read-only, not a byte a window)
         steps = np.broadcast_to(np.False_, (len(steps),))
-    return Windows(interval, line, Stamps.of(ts), key, r, b, a, y, x, why, spec, steps, rs,
+    return Windows(interval, line, stamps, key, r, b, a, y, x, why, spec, steps, rs,
                    bvar, rp, nin, svar, clock_notes, tuple(labels), life)
+
+
+def _drop(d: pd.DataFrame, names: tuple) -> None:
+    """The columns ``names`` out of a frame handed over (decode_windows' ``consume``)."""
+    for c in names:
+        if c in d.columns:
+            del d[c]
 
 
 def _mark_idle(why: np.ndarray, gap: np.ndarray, peer: np.ndarray, med: float) -> None:
