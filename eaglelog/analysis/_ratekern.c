@@ -200,7 +200,7 @@ static int threads_for(Py_ssize_t n) {
 
 /* chunk t of nt over [0, n) */
 static inline Py_ssize_t chunk_at(Py_ssize_t n, int t, int nt) {
-    return (Py_ssize_t)((double)n * t / nt);
+    return n / nt * t + n % nt * t / nt;         /* ⌊n t / nt⌋ */
 }
 
 /* set_threads(n[, least]) -> n as set (1 … 8); least: the windows a pass needs for threads
@@ -548,8 +548,12 @@ typedef struct {
 
 static void within_quad_chunk(void *ctx, int t) {
     const WithinQuad *W = ctx;
-    for (Py_ssize_t i = chunk_at(W->n, t, W->nt); i < chunk_at(W->n, t + 1, W->nt); i++)
-        W->out[i] = quad_cov(W->c, i);
+    const QuadCov c = *W->c;
+    double *out = W->out;
+    Py_ssize_t hi = chunk_at(W->n, t + 1, W->nt);      /* (bounds and fields in locals: the
+                                                          stores could alias them) */
+    for (Py_ssize_t i = chunk_at(W->n, t, W->nt); i < hi; i++)
+        out[i] = quad_cov(&c, i);
 }
 
 /* within_quad(r, rp (float32), b, nin (float32) or None, measured (bool) or None, g0, g1, g2,
@@ -1376,17 +1380,42 @@ static uint64_t quickselect(uint64_t *a, Py_ssize_t m, Py_ssize_t r) {
    of 8 above) over the picked values in order, added to the reduction's 0.0 — without the
    copy of the picked values (a large log's millions of windows: 29 MB each).  The leaves of
    the halving are visited left to right, so one cursor through the mask feeds them. */
+#define PICK_BUF 512
 typedef struct {
     const double *v;
     const double *w;        /* NULL, or each picked value is v[i] × w[i] */
     const char *m;
-    Py_ssize_t pos;
+    Py_ssize_t pos, n;      /* the next window to look at, and the windows' count */
+    int at, got;            /* buf[at … got): the picked values taken, not yet summed */
+    double buf[PICK_BUF];
 } Picks;
 
+/* the next picked values into buf, a stretch of windows at a time without a branch on the
+   mask (every value is written; the count moves on where the mask holds) */
+static void pick_refill(Picks *c) {
+    int got = 0;
+    Py_ssize_t i = c->pos;
+    while (got == 0 && i < c->n) {
+        Py_ssize_t end = i + PICK_BUF < c->n ? i + PICK_BUF : c->n;
+        if (c->w)
+            for (; i < end; i++) {
+                c->buf[got] = c->v[i] * c->w[i];
+                got += c->m[i] != 0;
+            }
+        else
+            for (; i < end; i++) {
+                c->buf[got] = c->v[i];
+                got += c->m[i] != 0;
+            }
+    }
+    c->pos = i;
+    c->at = 0;
+    c->got = got;
+}
+
 static inline double pick_next(Picks *c) {
-    while (!c->m[c->pos]) c->pos++;
-    Py_ssize_t i = c->pos++;
-    return c->w ? c->v[i] * c->w[i] : c->v[i];
+    if (c->at == c->got) pick_refill(c);
+    return c->buf[c->at++];
 }
 
 static double picks_pairwise(Picks *c, Py_ssize_t n) {
@@ -1438,9 +1467,9 @@ static double pw_join(Py_ssize_t n, int depth, const double *leaf, int *k) {
 }
 
 typedef struct {
-    Picks c[MAXT];              /* each leaf's cursor, at its first picked value */
-    Py_ssize_t cnt[MAXT];
-    double sum[MAXT];
+    Picks *c;                   /* each leaf's cursor, at its first picked value */
+    const Py_ssize_t *cnt;
+    double *sum;
 } PwLeaves;
 
 static void pw_leaf(void *ctx, int t) {
@@ -1448,29 +1477,36 @@ static void pw_leaf(void *ctx, int t) {
     L->sum[t] = picks_pairwise(&L->c[t], L->cnt[t]);
 }
 
-/* picks_pairwise of the k picked values of c from its start, on threads */
-static double picks_sum(Picks c, Py_ssize_t k) {
+/* picks_pairwise of the k picked values of c from its start, on threads: each leaf's cursor
+   starts at the window of its first picked value, found from the picks counted a block of
+   windows at a time (cnt: PICK_BUF windows a block) */
+static double picks_sum(const Picks *c, Py_ssize_t k, const Py_ssize_t *cnt) {
     int nt = threads_for(k), depth = 0;
+    Picks *L = NULL;
     while ((2 << depth) <= nt) depth++;
-    if (depth == 0) return picks_pairwise(&c, k);
-    Py_ssize_t st[MAXT];
-    PwLeaves L;
-    int nl = 0;
-    pw_leaves(0, k, depth, st, L.cnt, &nl);
-    Py_ssize_t seen = 0;
-    int l = 0;
-    for (Py_ssize_t i = 0; l < nl; i++) {      /* each leaf's first picked value */
-        if (!c.m[i]) continue;
-        if (seen == st[l]) {
-            L.c[l] = c;
-            L.c[l].pos = i;
-            l++;
-        }
-        seen++;
+    if (depth > 0) L = malloc(MAXT * sizeof(Picks));
+    if (!L) {
+        Picks one = *c;
+        return picks_pairwise(&one, k);
     }
-    par_run(nl, pw_leaf, &L);
+    Py_ssize_t st[MAXT], cn[MAXT];
+    double sum[MAXT];
+    int nl = 0;
+    pw_leaves(0, k, depth, st, cn, &nl);
+    Py_ssize_t seen = 0, blk = 0;
+    for (int l = 0; l < nl; l++) {
+        while (seen + cnt[blk] <= st[l]) seen += cnt[blk++];
+        Py_ssize_t i = blk * PICK_BUF, s = seen;
+        while (!c->m[i] || s < st[l]) s += c->m[i++] != 0;
+        L[l] = *c;
+        L[l].pos = i;
+        L[l].at = L[l].got = 0;
+    }
+    PwLeaves P = {L, cn, sum};
+    par_run(nl, pw_leaf, &P);
+    free(L);
     int j = 0;
-    return pw_join(k, depth, L.sum, &j);
+    return pw_join(k, depth, sum, &j);
 }
 
 static PyObject *masked_sum(PyObject *self, PyObject *args) {
@@ -1486,13 +1522,33 @@ static PyObject *masked_sum(PyObject *self, PyObject *args) {
     }
     if (check(&m, 1, n, "mask") == 0 && (!have_w || check(&w, 8, n, "w") == 0)) {
         const char *mv = m.buf;
-        Py_ssize_t k = 0;
-        double out;
+        Py_ssize_t k = 0, nb = (n + PICK_BUF - 1) / PICK_BUF;
+        Py_ssize_t *cnt = PyMem_Malloc((nb ? nb : 1) * sizeof(Py_ssize_t));
+        Picks *c = PyMem_Malloc(sizeof(Picks));
+        double out = 0.0;
+        if (!cnt || !c) {
+            PyMem_Free(cnt);
+            PyMem_Free(c);
+            PyErr_NoMemory();
+            goto done;
+        }
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) k += mv[i] != 0;
-        Picks c = {v.buf, have_w ? (const double *)w.buf : NULL, mv, 0};
-        out = 0.0 + picks_sum(c, k);
+        for (Py_ssize_t q = 0; q < nb; q++) {       /* (a byte count a block: vectorised) */
+            Py_ssize_t lo = q * PICK_BUF, hi = lo + PICK_BUF < n ? lo + PICK_BUF : n, s = 0;
+            for (Py_ssize_t i = lo; i < hi; i++) s += mv[i] != 0;
+            cnt[q] = s;
+            k += s;
+        }
+        c->v = v.buf;
+        c->w = have_w ? (const double *)w.buf : NULL;
+        c->m = mv;
+        c->pos = 0;
+        c->n = n;
+        c->at = c->got = 0;
+        out = 0.0 + picks_sum(c, k, cnt);
         Py_END_ALLOW_THREADS
+        PyMem_Free(cnt);
+        PyMem_Free(c);
         ret = PyFloat_FromDouble(out);
     }
 done:
@@ -1506,57 +1562,114 @@ done:
    number: the middle one, or the mean (a + b) / 2 of the middle two; NaN when any is NaN or
    none is picked.  A histogram of the top 16 bits finds the bucket(s) of the middle ranks,
    and a selection among that bucket's values alone finishes. */
-/* median's two passes on threads: each counts its share of the values into a histogram of
-   its own (med_hist), then copies those in the middle buckets to its own stretch of buf
-   (med_gather).  The selection reads the values, not their order. */
+/* median's passes on threads.  Each thread finds its share's least and largest value
+   (med_range) and counts its values into a histogram of its own (med_hist), then copies those
+   in the middle buckets to its own stretch of buf (med_gather).  The buckets divide the range
+   the values span (a key minus the least, shifted to 16 bits), not the doubles' top bits: values
+   close together (cycles of 25–35 ms) fill all 65,536 of them, not a few, so the increments do
+   not queue on one counter and the middle bucket holds few values to select among.  The
+   selection reads the values, not their order. */
 typedef struct {
     const double *v;
     const char *mask;
     const int64_t *pos;
     Py_ssize_t count;
     double center;
-    int center_on, nt;
+    int center_on, nt, shift;
+    uint64_t base;
     uint64_t *hist[MAXT];
+    uint64_t lo[MAXT], hi[MAXT];
     Py_ssize_t m[MAXT];
     int nan[MAXT];
     Py_ssize_t b0, b1, off[MAXT + 1];
     uint64_t *buf;
 } Med;
 
-static inline int med_value(const Med *M, Py_ssize_t q, double *x) {
-    Py_ssize_t i = M->pos ? M->pos[q] : q;
-    if (M->mask && !M->mask[i]) return 0;
-    *x = M->center_on ? fabs(M->v[i] - M->center) : M->v[i];
-    return 1;
+/* a thread's view of Med: its bounds and the fields its loop reads, in locals (the stores
+   into the histogram or buf could alias Med's fields, which the loop would then read again) */
+typedef struct {
+    const double *v;
+    const char *mask;
+    const int64_t *pos;
+    double center;
+    int center_on, shift;
+    uint64_t base;
+    Py_ssize_t lo, hi;
+} MedView;
+
+static inline MedView med_view(const Med *M, int t) {
+    MedView w = {M->v, M->mask, M->pos, M->center, M->center_on, M->shift, M->base,
+                 chunk_at(M->count, t, M->nt), chunk_at(M->count, t + 1, M->nt)};
+    return w;
+}
+
+/* value q (*x), and whether it is picked (1) or not (0): made either way, so that the loops
+   below take the mask as data, not as a branch (a mask of the used windows is as often
+   false as true, in no order a branch predictor can learn) */
+static inline int med_value(const MedView *w, Py_ssize_t q, double *x) {
+    Py_ssize_t i = w->pos ? w->pos[q] : q;
+    *x = w->center_on ? fabs(w->v[i] - w->center) : w->v[i];
+    return w->mask ? w->mask[i] != 0 : 1;
+}
+
+/* the shift that maps keys base … top to buckets 0 … 65535 */
+static inline int span_shift(uint64_t span) {
+    int bits = 0;
+    while (bits < 64 && (span >> bits) > 65535) bits++;
+    return bits;
+}
+
+static void med_range(void *ctx, int t) {
+    Med *M = ctx;
+    const MedView w = med_view(M, t);
+    Py_ssize_t m = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    int nan = 0;
+    double x;
+    for (Py_ssize_t q = w.lo; q < w.hi; q++) {
+        int picked = med_value(&w, q, &x);
+        if (picked & (isnan(x) != 0)) {
+            nan = 1;
+            break;
+        }
+        uint64_t k = key_of(x);
+        uint64_t kl = picked ? k : UINT64_MAX, kh = picked ? k : 0;
+        lo = kl < lo ? kl : lo;
+        hi = kh > hi ? kh : hi;
+        m += picked;
+    }
+    M->nan[t] = nan;
+    M->m[t] = m;
+    M->lo[t] = lo;
+    M->hi[t] = hi;
 }
 
 static void med_hist(void *ctx, int t) {
     Med *M = ctx;
+    const MedView w = med_view(M, t);
     uint64_t *h = M->hist[t];
-    Py_ssize_t m = 0;
     double x;
-    for (Py_ssize_t q = chunk_at(M->count, t, M->nt); q < chunk_at(M->count, t + 1, M->nt);
-         q++) {
-        if (!med_value(M, q, &x)) continue;
-        if (isnan(x)) {
-            M->nan[t] = 1;
-            break;
-        }
-        h[key_of(x) >> 48]++;
-        m++;
+    for (Py_ssize_t q = w.lo; q < w.hi; q++) {
+        int picked = med_value(&w, q, &x);
+        uint64_t b = (key_of(x) - w.base) >> w.shift;   /* (a value not picked may fall
+                                                           outside the picked ones' range) */
+        h[b < 65535 ? b : 65535] += picked;
     }
-    M->m[t] = m;
 }
 
 static void med_gather(void *ctx, int t) {
     Med *M = ctx;
+    const MedView w = med_view(M, t);
+    uint64_t *buf = M->buf;
     Py_ssize_t got = M->off[t];
+    uint64_t b0 = (uint64_t)M->b0, width = (uint64_t)(M->b1 - M->b0);
     double x;
-    for (Py_ssize_t q = chunk_at(M->count, t, M->nt); q < chunk_at(M->count, t + 1, M->nt);
-         q++) {
-        if (!med_value(M, q, &x)) continue;
-        uint64_t k = key_of(x), top = k >> 48;
-        if ((Py_ssize_t)top >= M->b0 && (Py_ssize_t)top <= M->b1) M->buf[got++] = k;
+    for (Py_ssize_t q = w.lo; q < w.hi; q++) {
+        int picked = med_value(&w, q, &x);
+        uint64_t k = key_of(x);
+        /* (picked and b0 ≤ bucket ≤ b1, as one test that is seldom true, so well predicted;
+           each of its parts alone is wrong about half the time) */
+        if (picked & (((k - w.base) >> w.shift) - b0 <= width)) buf[got++] = k;
     }
 }
 
@@ -1604,11 +1717,21 @@ static PyObject *median(PyObject *self, PyObject *args) {
         int nan = 0;
         double result = NAN;
         Py_BEGIN_ALLOW_THREADS
-        par_run(M.nt, med_hist, &M);
+        par_run(M.nt, med_range, &M);
+        uint64_t lo = UINT64_MAX, hi = 0;
         for (int t = 0; t < M.nt; t++) {
             nan |= M.nan[t];
             m += M.m[t];
-            if (t)
+            if (M.m[t]) {
+                lo = M.lo[t] < lo ? M.lo[t] : lo;
+                hi = M.hi[t] > hi ? M.hi[t] : hi;
+            }
+        }
+        if (!nan && m > 0) {
+            M.base = lo;
+            M.shift = span_shift(hi - lo);
+            par_run(M.nt, med_hist, &M);
+            for (int t = 1; t < M.nt; t++)
                 for (Py_ssize_t b = 0; b < 65536; b++) hist[b] += M.hist[t][b];
         }
         Py_END_ALLOW_THREADS
@@ -1726,8 +1849,11 @@ done:
    g = 0 … G − 1 (codes int32, −1: none; out: G float64) — of |value − centers[g]| with
    centers — the same numbers as median() group by group, in two passes over the values for
    every group at once (a 16-bit histogram each, then each group's middle bucket(s)). */
-/* medians' two passes on threads, as median's: per thread a histogram of every group, then
-   each thread's middle values of a group after the earlier threads' */
+/* medians' passes on threads, as median's: per thread each group's range (meds_range), then
+   a histogram of every group over its own range (meds_hist), then each thread's middle values
+   of a group after the earlier threads' (meds_gather).  A window of no group (code −1) is
+   counted into a row of its own after the groups', not skipped: no branch on the codes,
+   whose −1s fall in no order a predictor can learn. */
 typedef struct {
     const double *v, *cen;
     const int32_t *code;
@@ -1735,25 +1861,65 @@ typedef struct {
     int G, nt;
     uint32_t *hist[MAXT];
     Py_ssize_t m[MAXT][MAXG];
+    uint64_t lo[MAXT][MAXG], hi[MAXT][MAXG];
     int nan[MAXT][MAXG], bad[MAXT];
-    Py_ssize_t b0[MAXG], b1[MAXG], at[MAXT][MAXG];   /* b1 −1: the group is not gathered */
+    uint64_t base[MAXG + 1];
+    int shift[MAXG + 1];
+    uint64_t b0[MAXG], width[MAXG];     /* a group not gathered: b0 beyond every bucket */
+    Py_ssize_t at[MAXT][MAXG];
     uint64_t *buf;
 } Meds;
+
+static inline double meds_value(const Meds *M, Py_ssize_t i, int32_t g) {
+    return M->cen ? fabs(M->v[i] - M->cen[g]) : M->v[i];
+}
+
+static void meds_range(void *ctx, int t) {
+    Meds *M = ctx;
+    const int32_t *code = M->code;
+    int G = M->G;
+    Py_ssize_t m[MAXG] = {0};
+    uint64_t lo[MAXG], hi[MAXG];
+    int nan[MAXG] = {0};
+    for (int g = 0; g < G; g++) {
+        lo[g] = UINT64_MAX;
+        hi[g] = 0;
+    }
+    Py_ssize_t end = chunk_at(M->n, t + 1, M->nt);
+    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < end; i++) {
+        int32_t g = code[i];
+        if (g < 0) continue;
+        if (g >= G) {
+            M->bad[t] = 1;
+            break;
+        }
+        double x = meds_value(M, i, g);
+        uint64_t k = key_of(x);
+        nan[g] |= isnan(x) != 0;
+        lo[g] = k < lo[g] ? k : lo[g];
+        hi[g] = k > hi[g] ? k : hi[g];
+        m[g]++;
+    }
+    for (int g = 0; g < G; g++) {
+        M->m[t][g] = m[g];
+        M->lo[t][g] = lo[g];
+        M->hi[t][g] = hi[g];
+        M->nan[t][g] = nan[g];
+    }
+}
 
 static void meds_hist(void *ctx, int t) {
     Meds *M = ctx;
     uint32_t *hist = M->hist[t];
-    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < chunk_at(M->n, t + 1, M->nt); i++) {
-        int32_t g = M->code[i];
-        if (g < 0) continue;
-        if (g >= M->G) {
-            M->bad[t] = 1;
-            break;
-        }
-        double x = M->cen ? fabs(M->v[i] - M->cen[g]) : M->v[i];
-        if (isnan(x)) M->nan[t][g] = 1;
-        else hist[(size_t)g * 65536 + (key_of(x) >> 48)]++;
-        M->m[t][g]++;
+    const int32_t *code = M->code;
+    int G = M->G;
+    Py_ssize_t end = chunk_at(M->n, t + 1, M->nt);
+    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < end; i++) {
+        int32_t c = code[i];
+        int32_t g = c < 0 ? G : c;
+        double x = meds_value(M, i, c < 0 ? 0 : c);
+        uint64_t b = (key_of(x) - M->base[g]) >> M->shift[g];
+        hist[(size_t)g * 65536 + (b < 65535 ? b : 65535)]++;
     }
 }
 
@@ -1761,13 +1927,15 @@ static void meds_gather(void *ctx, int t) {
     Meds *M = ctx;
     Py_ssize_t at[MAXG];
     memcpy(at, M->at[t], sizeof at);
-    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < chunk_at(M->n, t + 1, M->nt); i++) {
-        int32_t g = M->code[i];
-        if (g < 0 || M->b1[g] < 0) continue;
-        double x = M->cen ? fabs(M->v[i] - M->cen[g]) : M->v[i];
-        uint64_t k = key_of(x);
-        Py_ssize_t top = (Py_ssize_t)(k >> 48);
-        if (top >= M->b0[g] && top <= M->b1[g]) M->buf[at[g]++] = k;
+    const int32_t *code = M->code;
+    uint64_t *buf = M->buf;
+    Py_ssize_t end = chunk_at(M->n, t + 1, M->nt);
+    for (Py_ssize_t i = chunk_at(M->n, t, M->nt); i < end; i++) {
+        int32_t c = code[i], g = c < 0 ? 0 : c;
+        uint64_t k = key_of(meds_value(M, i, g));
+        /* (in a group, and in its middle buckets: one test, seldom true) */
+        if ((c >= 0) & (((k - M->base[g]) >> M->shift[g]) - M->b0[g] <= M->width[g]))
+            buf[at[g]++] = k;
     }
 }
 
@@ -1799,24 +1967,37 @@ static PyObject *medians(PyObject *self, PyObject *args) {
         M.n = n;
         M.G = (int)G;
         M.nt = threads_for(n);
-        hist = PyMem_Calloc((size_t)M.nt * G * 65536, sizeof(uint32_t));
+        size_t rows = (size_t)(G + 1) * 65536;     /* (the groups', and the row of no group) */
+        hist = PyMem_Calloc((size_t)M.nt * rows, sizeof(uint32_t));
         if (!hist) {
             PyErr_NoMemory();
             goto done;
         }
-        for (int t = 0; t < M.nt; t++) M.hist[t] = hist + (size_t)t * G * 65536;
+        for (int t = 0; t < M.nt; t++) M.hist[t] = hist + (size_t)t * rows;
         double *out = ob.buf;
         Py_ssize_t m[MAXG] = {0}, r0[MAXG], r1[MAXG], b0[MAXG], b1[MAXG], off[MAXG + 1];
         int nan[MAXG] = {0}, bad = 0;
         Py_BEGIN_ALLOW_THREADS
-        par_run(M.nt, meds_hist, &M);
-        for (int t = 0; t < M.nt; t++) {
-            bad |= M.bad[t];
-            for (Py_ssize_t g = 0; g < G; g++) {
+        par_run(M.nt, meds_range, &M);
+        for (Py_ssize_t g = 0; g < G; g++) {
+            uint64_t lo = UINT64_MAX, hi = 0;
+            for (int t = 0; t < M.nt; t++) {
+                bad |= M.bad[t];
                 m[g] += M.m[t][g];
                 nan[g] |= M.nan[t][g];
+                if (M.m[t][g]) {
+                    lo = M.lo[t][g] < lo ? M.lo[t][g] : lo;
+                    hi = M.hi[t][g] > hi ? M.hi[t][g] : hi;
+                }
             }
-            if (t)
+            M.base[g] = m[g] ? lo : 0;
+            M.shift[g] = m[g] ? span_shift(hi - lo) : 48;
+        }
+        M.base[G] = 0;
+        M.shift[G] = 48;
+        if (!bad) {
+            par_run(M.nt, meds_hist, &M);
+            for (int t = 1; t < M.nt; t++)
                 for (size_t q = 0; q < (size_t)G * 65536; q++) hist[q] += M.hist[t][q];
         }
         Py_END_ALLOW_THREADS
@@ -1851,10 +2032,11 @@ static PyObject *medians(PyObject *self, PyObject *args) {
         /* thread t's values of group g go to buf from at[t][g]: after the earlier threads' */
         for (Py_ssize_t g = 0; g < G; g++) {
             Py_ssize_t at = off[g + 1];
-            M.b0[g] = b0[g];
-            M.b1[g] = off[g + 1] > off[g] ? b1[g] : -1;
+            int gathered = off[g + 1] > off[g];
+            M.b0[g] = gathered ? (uint64_t)b0[g] : (uint64_t)1 << 62;
+            M.width[g] = gathered ? (uint64_t)(b1[g] - b0[g]) : 0;
             for (int t = M.nt - 1; t > 0; t--) {
-                if (M.b1[g] >= 0)
+                if (gathered)
                     for (Py_ssize_t b = b0[g]; b <= b1[g]; b++)
                         at -= M.hist[t][(size_t)g * 65536 + b];
                 M.at[t][g] = at;
