@@ -741,20 +741,51 @@ def is_value(col, value: str) -> "np.ndarray":
     return (col.astype("string") == value).fillna(False).to_numpy(dtype=bool)
 
 
+UNIQUE_BLOCK = 1 << 16       # rows unique_ints reads at a time
+
+
 def unique_ints(col, at) -> list[int]:
     """The distinct values (NA left out) of an integer column's rows ``at``, in the order
     they first occur (pd.unique's)."""
     if isinstance(col, Column) and col.kind in ("np", "masked") and col.values.dtype.kind in "iu":
-        v = col.values[at]
-        if col.kind == "masked":
-            v = v[~col.mask[at]]
-        if not len(v):
+        vals, mask = col.values, col.mask if col.kind == "masked" else None
+        rows = range(len(vals))[at] if isinstance(at, slice) else None
+        if rows is not None and rows.step != 1:
+            at, rows = np.asarray(rows, dtype=np.intp), None
+        n = len(rows) if rows is not None else len(at)
+
+        def block(s: int, e: int) -> np.ndarray:
+            """the rows' values s … e (NA left out): a block of a column of millions of rows
+            at a time, not a copy of it (and of its mask, and bincount's int64 one)"""
+            if rows is not None:
+                sl = slice(rows.start + s, rows.start + e)
+                v = vals[sl]
+                return v[~mask[sl]] if mask is not None else v
+            ix = at[s:e]
+            return vals[ix][~mask[ix]] if mask is not None else vals[ix]
+        lo = hi = None
+        for s in range(0, n, UNIQUE_BLOCK):
+            v = block(s, min(s + UNIQUE_BLOCK, n))
+            if len(v):
+                a, b = int(v.min()), int(v.max())
+                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        if lo is None:
             return []
-        lo, hi = int(v.min()), int(v.max())
         if hi - lo < 1 << 16:         # (a few start-ups: counted, no sort of millions of rows)
-            seen = np.flatnonzero(np.bincount(v - lo if lo else v, minlength=hi - lo + 1)) + lo
-            first = [int(np.argmax(v == x)) for x in seen] if len(seen) > 1 else [0]
-            return [int(x) for _, x in sorted(zip(first, seen.tolist()))]
+            counts = np.zeros(hi - lo + 1, dtype=np.intp)
+            first = {}
+            for s in range(0, n, UNIQUE_BLOCK):
+                v = block(s, min(s + UNIQUE_BLOCK, n))
+                c = np.bincount(v - lo if lo else v, minlength=hi - lo + 1)
+                new = np.flatnonzero((c > 0) & (counts == 0))
+                if len(new) == 1 and not first:
+                    first[int(new[0])] = 0          # (the one start-up of most logs)
+                else:
+                    for x in new.tolist():          # (where in the block each first occurs)
+                        first[x] = s + int(np.argmax(v == x + lo))
+                counts += c
+            return [x + lo for x, _ in sorted(first.items(), key=lambda kv: kv[1])]
+        v = block(0, n)
         u, first = np.unique(v, return_index=True)
         return [int(x) for x in u[np.argsort(first, kind="stable")]]
     arr = promoted(col).array

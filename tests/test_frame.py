@@ -148,6 +148,27 @@ def test_unique_ints_in_first_seen_order_without_na():
     assert unique_ints(Column.of(np.array([5, 5, 4], dtype=np.int64)), slice(0, 3)) == [5, 4]
 
 
+def test_unique_ints_a_block_at_a_time_are_pandas(monkeypatch):
+    # (read UNIQUE_BLOCK rows at a time: blocks of 7 here, so that a value first seen in a
+    # later block, NA spread over blocks, steps and position arrays are all met)
+    from eaglelog import frame
+    monkeypatch.setattr(frame, "UNIQUE_BLOCK", 7)
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n = int(rng.integers(0, 60))
+        data = rng.integers(int(rng.integers(-5, 5)), int(rng.integers(5, 9)), n).astype(np.int32)
+        if trial % 10 == 0 and n:
+            data[rng.integers(0, n)] = 100_000          # (a range too wide to count)
+        mask = rng.random(n) < 0.3
+        for light in (Column.masked(data, mask), Column.of(data)):
+            na = mask if light.kind == "masked" else np.zeros(n, bool)
+            for at in (slice(None), slice(3, None), slice(None, None, 2), slice(5, 1, -1),
+                       np.flatnonzero(rng.random(n) < 0.5), np.arange(n)[::-1].copy()):
+                picked = data[at][~na[at]]
+                assert unique_ints(light, at) == [int(x) for x in pd.unique(picked)], \
+                    (trial, at)
+
+
 def _frame():
     n = 6
     cols = {

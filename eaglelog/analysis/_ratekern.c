@@ -203,6 +203,22 @@ static inline Py_ssize_t chunk_at(Py_ssize_t n, int t, int nt) {
     return n / nt * t + n % nt * t / nt;         /* ⌊n t / nt⌋ */
 }
 
+/* The windows a mask keeps, a stretch at a time: idx[0 … k) of the next IDX_BLOCK windows
+   from *i (which moves past them), found without a branch on the mask.  A loop over them
+   then skips nothing: a mask of the used windows is as often false as true, in no order a
+   branch predictor can learn, and each wrong guess cost about as much as a window's sums. */
+#define IDX_BLOCK 1024
+static inline int kept_next(const char *uv, Py_ssize_t *i, Py_ssize_t end, Py_ssize_t *idx) {
+    Py_ssize_t lo = *i, hi = end - lo > IDX_BLOCK ? lo + IDX_BLOCK : end;
+    int k = 0;
+    for (Py_ssize_t j = lo; j < hi; j++) {
+        idx[k] = j;
+        k += uv[j] != 0;
+    }
+    *i = hi;
+    return k;
+}
+
 /* set_threads(n[, least]) -> n as set (1 … 8); least: the windows a pass needs for threads
    (a quarter of it each; the tests' small passes), 2^18 by default */
 static PyObject *set_threads(PyObject *self, PyObject *args) {
@@ -254,36 +270,61 @@ static void moments_chunk(void *ctx, int t) {
     const int64_t *rows = sp.rows;
     const double *vals = sp.vals, *bv = M->bv, *ov = M->ov, *yv = M->yv, *beta = M->beta;
     const char *uv = M->uv;
-    Py_ssize_t m = sp.m, k = sp.k;
+    const double c0 = M->c0, c1 = M->c1, xb0 = M->xb0;
+    Py_ssize_t m = sp.m, k = sp.k, end = M->from[t + 1];
     MPart *P = M->parts + M->q0[t];       /* (zeroed; a thread's kept windows fill its blocks
                                              exactly, but the last's: the rest is its last) */
+    /* (the sums in locals, each block's stored when it is full and at the end: in the
+       MPart they were memory the windows' arrays might alias, read and written each time) */
+    double s00 = 0, s01 = 0, s02 = 0, s11 = 0, s12 = 0, s22 = 0, r0 = 0, r1 = 0, r2 = 0;
+    double X[N_X][MAXP], RX[N_X];
+    memset(X, 0, sizeof X);
+    memset(RX, 0, sizeof RX);
     int inblock = 0;
-    for (Py_ssize_t i = M->from[t]; i < M->from[t + 1]; i++) {
-        if (!uv[i]) continue;
-        while (k < m && rows[k] < i) k++;
-        int held = k < m && rows[k] == i;
-        double u = (bv[i] - M->c0) / M->c1, u2 = u * u, w = ov[i];
-        double w1 = u * w, w2 = u2 * w, yi = yv ? yv[i] : 0.0;
-        if (beta) yi -= xdot(held ? vals + k * N_X : NULL, beta, M->xb0);   /* y − x·β */
-        double *S = P->s;
-        S[0] += w; S[1] += w * u; S[2] += w * u2;
-        S[3] += w1 * u; S[4] += w1 * u2; S[5] += w2 * u2;
-        S[6] += w * yi; S[7] += w1 * yi; S[8] += w2 * yi;
-        if (held) {
-            const double *x = vals + k * N_X;
-            for (int a = 0; a < N_X; a++) {
-                double xa = x[a], wa = xa * w;
-                P->X[a][0] += w * xa;
-                P->X[a][1] += w1 * xa;
-                P->X[a][2] += w2 * xa;
-                for (int b = a; b < N_X; b++) P->X[a][3 + b] += wa * x[b];
-                P->RX[a] += wa * yi;
+    Py_ssize_t idx[IDX_BLOCK];
+    for (Py_ssize_t at = M->from[t]; at < end;) {
+        int nk = kept_next(uv, &at, end, idx);
+        for (int q = 0; q < nk; q++) {
+            Py_ssize_t i = idx[q];
+            while (k < m && rows[k] < i) k++;
+            int held = k < m && rows[k] == i;
+            double u = (bv[i] - c0) / c1, u2 = u * u, w = ov[i];
+            double w1 = u * w, w2 = u2 * w, yi = yv ? yv[i] : 0.0;
+            if (beta) yi -= xdot(held ? vals + k * N_X : NULL, beta, xb0);   /* y − x·β */
+            s00 += w; s01 += w * u; s02 += w * u2;
+            s11 += w1 * u; s12 += w1 * u2; s22 += w2 * u2;
+            r0 += w * yi; r1 += w1 * yi; r2 += w2 * yi;
+            if (held) {
+                const double *x = vals + k * N_X;
+                for (int a = 0; a < N_X; a++) {
+                    double xa = x[a], wa = xa * w;
+                    X[a][0] += w * xa;
+                    X[a][1] += w1 * xa;
+                    X[a][2] += w2 * xa;
+                    for (int b = a; b < N_X; b++) X[a][3 + b] += wa * x[b];
+                    RX[a] += wa * yi;
+                }
+            }
+            if (++inblock == BLOCK) {
+                double *S = P->s;
+                S[0] = s00; S[1] = s01; S[2] = s02; S[3] = s11; S[4] = s12; S[5] = s22;
+                S[6] = r0; S[7] = r1; S[8] = r2;
+                memcpy(P->X, X, sizeof X);
+                memcpy(P->RX, RX, sizeof RX);
+                P++;
+                inblock = 0;
+                s00 = s01 = s02 = s11 = s12 = s22 = r0 = r1 = r2 = 0;
+                memset(X, 0, sizeof X);
+                memset(RX, 0, sizeof RX);
             }
         }
-        if (++inblock == BLOCK) {
-            P++;
-            inblock = 0;
-        }
+    }
+    if (inblock) {                       /* (the rest after the last whole block) */
+        double *S = P->s;
+        S[0] = s00; S[1] = s01; S[2] = s02; S[3] = s11; S[4] = s12; S[5] = s22;
+        S[6] = r0; S[7] = r1; S[8] = r2;
+        memcpy(P->X, X, sizeof X);
+        memcpy(P->RX, RX, sizeof RX);
     }
 }
 
@@ -307,10 +348,10 @@ static int moments_all(Py_ssize_t n, const double *bv, const double *ov, const c
     if (nt > 1) {
         Py_ssize_t c = 0;
         int t = 1;
-        for (Py_ssize_t i = 0; i < n && t < nt; i++) {
-            if (!uv[i]) continue;
-            if (c == q0[t] * BLOCK) from[t++] = i;
-            c++;
+        for (Py_ssize_t i = 0; i < n && t < nt; i++) {    /* (no branch on the mask) */
+            int kept = uv[i] != 0;
+            if (kept & (c == q0[t] * BLOCK)) from[t++] = i;
+            c += kept;
         }
     }
     Moments M = {bv, ov, yv, beta, uv, xb0, c0, c1, sp, from, q0, parts};
@@ -660,39 +701,43 @@ static PyObject *point_sums(PyObject *self, PyObject *args) {
         memset(og, 0, 8 * nbins); memset(wg, 0, 8 * nbins); memset(oeg, 0, 8 * nbins);
         memset(sx, 0, 8 * p * nbins); memset(wx, 0, 8 * p); memset(x1, 0, 8 * p);
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (!uv[i]) continue;
-            const double *x = sparse_at(&s, i);
-            Py_ssize_t g = sv[i];
-            if (g < 0) {
-                g = nb;
-                negs = 1;
-            } else if (g >= nb) {
-                bad = 1;
-                break;
-            } else if (g > gmax) {
-                gmax = g;
+        Py_ssize_t idx[IDX_BLOCK];
+        for (Py_ssize_t at = 0; at < n && !bad;) {
+            int nk = kept_next(uv, &at, n, idx);       /* (the used windows, in order) */
+            for (int q = 0; q < nk; q++) {
+                Py_ssize_t i = idx[q];
+                const double *x = sparse_at(&s, i);
+                Py_ssize_t g = sv[i];
+                if (g < 0) {
+                    g = nb;
+                    negs = 1;
+                } else if (g >= nb) {
+                    bad = 1;
+                    break;
+                } else if (g > gmax) {
+                    gmax = g;
+                }
+                double u = (bv[i] - c0) / c1, w = rs ? rs[i] : bv[i] * interval, o = ov[i];
+                const double *xz = x ? x : ZERO;
+                double e = yv[i] - zdot(cols, p, gamma, u, xz);
+                og[g] += o;
+                wg[g] += w;
+                oeg[g] += o * e;
+                double fit = zdot(cols, ns, gamma, u, xz);
+                if (cor) fit += cor[i];
+                else if (have_quad) fit += quad_cov(&qcov, i);
+                mix += w * fit;
+                for (int j = 0; j < p; j++) {
+                    double z = zcol(cols[j], u, xz);
+                    sx[j * nbins + g] += z * o;
+                    if (j < ns) wx[j] += w * z;
+                    else x1[j] += z;
+                }
+                zi += yv[i] - xdot(x, beta, xb0);
+                if (step) stp += w * step[i];
+                else if (const_step) stp += w * cst;
+                nuse += 1;
             }
-            double u = (bv[i] - c0) / c1, w = rs ? rs[i] : bv[i] * interval, o = ov[i];
-            const double *xz = x ? x : ZERO;
-            double e = yv[i] - zdot(cols, p, gamma, u, xz);
-            og[g] += o;
-            wg[g] += w;
-            oeg[g] += o * e;
-            double fit = zdot(cols, ns, gamma, u, xz);
-            if (cor) fit += cor[i];
-            else if (have_quad) fit += quad_cov(&qcov, i);
-            mix += w * fit;
-            for (int j = 0; j < p; j++) {
-                double z = zcol(cols[j], u, xz);
-                sx[j * nbins + g] += z * o;
-                if (j < ns) wx[j] += w * z;
-                else x1[j] += z;
-            }
-            zi += yv[i] - xdot(x, beta, xb0);
-            if (step) stp += w * step[i];
-            else if (const_step) stp += w * cst;
-            nuse += 1;
         }
         Py_END_ALLOW_THREADS
         if (bad) {
@@ -845,10 +890,14 @@ static PyObject *term_sums(PyObject *self, PyObject *args) {
         if (nt > 1) {
             Py_ssize_t j = 0;
             int t = 1;
+            Py_ssize_t first = (T.q0[1] * ncount + k - 1) / k;    /* (block q0[t]'s first j) */
             for (Py_ssize_t i = 0; i < n && t < nt; i++) {
-                if (!uv[i] && !avm[i]) continue;
-                if (j == (T.q0[t] * ncount + k - 1) / k) T.from[t++] = i;
-                j++;
+                int counts = (uv[i] | avm[i]) != 0;
+                if (counts & (j == first)) {
+                    T.from[t++] = i;
+                    if (t < nt) first = (T.q0[t] * ncount + k - 1) / k;
+                }
+                j += counts;
             }
         }
         memset(ob.buf, 0, 32 * k);
@@ -905,42 +954,46 @@ static PyObject *ranges(PyObject *self, PyObject *args) {
             xlo[j] = INFINITY;
             xhi[j] = -INFINITY;
         }
+        Py_ssize_t idx[IDX_BLOCK];
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (!uv[i]) continue;
-            used++;
-            double ri = rv[i], bi = bv[i];
-            if (isfinite(ri) && distinct < 3) {
-                if (distinct == 0) {
-                    v1 = ri;
-                    distinct = 1;
-                } else if (ri != v1 && (distinct == 1 || ri != v2)) {
-                    if (distinct == 1) {
-                        v2 = ri;
-                        distinct = 2;
-                    } else {
-                        distinct = 3;
+        for (Py_ssize_t at = 0; at < n;) {
+            int nk = kept_next(uv, &at, n, idx);
+            for (int q = 0; q < nk; q++) {
+                Py_ssize_t i = idx[q];
+                used++;
+                double ri = rv[i], bi = bv[i];
+                if (isfinite(ri) && distinct < 3) {
+                    if (distinct == 0) {
+                        v1 = ri;
+                        distinct = 1;
+                    } else if (ri != v1 && (distinct == 1 || ri != v2)) {
+                        if (distinct == 1) {
+                            v2 = ri;
+                            distinct = 2;
+                        } else {
+                            distinct = 3;
+                        }
                     }
                 }
-            }
-            if (isfinite(ri)) {
-                if (ri < rlo) rlo = ri;
-                if (ri > rhi) rhi = ri;
-            }
-            if (isnan(bi)) bnan = 1;
-            else {
-                if (bi < blo) blo = bi;
-                if (bi > bhi) bhi = bi;
-            }
-            const double *x = sparse_at(&s, i);
-            if (x) {
-                held++;
-                for (int j = 0; j < N_X; j++) {
-                    double v = x[j];
-                    if (isnan(v) || isnan(xlo[j])) xlo[j] = xhi[j] = NAN;
-                    else {
-                        if (v < xlo[j]) xlo[j] = v;
-                        if (v > xhi[j]) xhi[j] = v;
+                if (isfinite(ri)) {
+                    if (ri < rlo) rlo = ri;
+                    if (ri > rhi) rhi = ri;
+                }
+                if (isnan(bi)) bnan = 1;
+                else {
+                    if (bi < blo) blo = bi;
+                    if (bi > bhi) bhi = bi;
+                }
+                const double *x = sparse_at(&s, i);
+                if (x) {
+                    held++;
+                    for (int j = 0; j < N_X; j++) {
+                        double v = x[j];
+                        if (isnan(v) || isnan(xlo[j])) xlo[j] = xhi[j] = NAN;
+                        else {
+                            if (v < xlo[j]) xlo[j] = v;
+                            if (v > xhi[j]) xhi[j] = v;
+                        }
                     }
                 }
             }
@@ -2194,30 +2247,34 @@ static PyObject *within_clipped(PyObject *self, PyObject *args) {
         const int32_t *st = sb.buf;
         double *out = ob.buf, *W = S + nb;
         int bad = 0;
+        Py_ssize_t idx[IDX_BLOCK];
         Py_BEGIN_ALLOW_THREADS
-        for (int pass = 0; pass < 2 && !bad; pass++) {
-            for (Py_ssize_t i = 0; i < n; i++) {
+        /* the sums over the used windows of a stratum, in window order (np.bincount's) */
+        for (Py_ssize_t at = 0; at < n && !bad;) {
+            int nk = kept_next(use, &at, n, idx);
+            for (int q = 0; q < nk; q++) {
+                Py_ssize_t i = idx[q];
                 int32_t g = st[i];
-                if (!use[i] || g < 0) {
-                    if (pass) out[i] = NAN;
-                    continue;
-                }
+                if (g < 0) continue;
                 if (g >= nb) {
                     bad = 1;
                     break;
                 }
                 double lim = npmax(lim0, share * fabs(fit[i]));
                 double z = npclip(res[i], -lim, lim);
-                if (pass == 0) {
-                    S[g] += w[i] * z;
-                    W[g] += w[i];
-                } else {
-                    out[i] = z - S[g];
-                }
+                S[g] += w[i] * z;
+                W[g] += w[i];
             }
-            if (pass == 0)
-                for (Py_ssize_t g = 0; g < nb; g++)
-                    S[g] = S[g] / (W[g] > 1e-300 || isnan(W[g]) ? W[g] : 1e-300);
+        }
+        for (Py_ssize_t g = 0; g < nb && !bad; g++)
+            S[g] = S[g] / (W[g] > 1e-300 || isnan(W[g]) ? W[g] : 1e-300);
+        /* then every window's: made for all, NaN taken where not used (no branch on use) */
+        for (Py_ssize_t i = 0; i < n && !bad; i++) {
+            int32_t g = st[i];
+            int ok = (use[i] != 0) & (g >= 0);
+            double lim = npmax(lim0, share * fabs(fit[i]));
+            double z = npclip(res[i], -lim, lim) - S[ok ? g : 0];
+            out[i] = ok ? z : NAN;
         }
         Py_END_ALLOW_THREADS
         if (bad) {
