@@ -151,3 +151,18 @@ def test_a_block_whose_total_is_not_a_cycle_is_left_out_with_a_note(tmp_path):
     # with a baseline, break-even says it; the summary does not say it again
     both = summarize(log, baseline_toks=90).runs[0]
     assert (list(both.notes) + list(both.breakeven.notes)).count(note) == 1
+
+
+def test_stamp_range_leaves_nat_out_without_a_copy():
+    # (the first and last stamp of a run's rows: NaT, the least int64, is below every stamp)
+    from eaglelog.model import _stamp_range
+    nat = np.iinfo(np.int64).min
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        n = int(rng.integers(0, 20))
+        t = rng.integers(-10**15, 10**15, n)
+        t[rng.random(n) < 0.3] = nat
+        kept = t[t != nat]
+        assert _stamp_range(t) == ((int(kept.min()), int(kept.max())) if len(kept) else None)
+    assert _stamp_range(np.array([nat, 5, nat, 3])) == (3, 5)
+    assert _stamp_range(np.array([nat, nat])) is None
