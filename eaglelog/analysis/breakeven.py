@@ -494,7 +494,7 @@ def breakeven(log: ParsedLog, baseline: Baseline, *, source: str | None = None,
     # autocorrelation, a fact below: taken here, while the fewest arrays of the windows are
     # alive — its FFT was the peak of a large log's summary, made on the heap the fit left)
     log.settle(win.n)
-    rho = stats.autocorr_time(win.a, where=fit.acc) if fit.acc.sum() > 3 else 1.0
+    rho = stats.autocorr_time(win.a, where=fit.acc) if np.count_nonzero(fit.acc) > 3 else 1.0
     facts = {"windows": fit.windows, "windows_used": fit.used, "left_out": fit.left_out,
              "tau_windows": _num(fit.tau), "batches": fit.batches, "warmup_windows": fit.warmup,
              "prefill_ms_per_token": _num(fit.beta[0]), "prefill_ms_per_batch": _num(fit.beta[1]),

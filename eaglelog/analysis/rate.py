@@ -604,7 +604,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
 
     cut = 0
     stall0 = None
-    if use.sum() >= 3:
+    if np.count_nonzero(use) >= 3:
         beta, fitted, res, mad = residuals(use, spec)
         # warm-up: leading windows whose cycle (at their batch size) differs from the rest's
         if warmup == "auto":
@@ -638,7 +638,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         # passes over every window of a large log)
         stale = bool(cut)
         for _ in range(3):
-            if use.sum() < 3:
+            if np.count_nonzero(use) < 3:
                 break
             if stale:
                 # (the old residuals go before the new are made: two pairs of millions)
@@ -658,7 +658,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         if stale:
             spec, kind = _choose(win, use)
     trend = 0.0
-    if cut and use.sum() >= 20:
+    if cut and np.count_nonzero(use) >= 20:
         # what a warm-up left behind: the residuals' mean in the first half of the windows
         # kept against the second's (residuals from the fitted curve: the batch mix moves
         # nothing here); a decaying tail the cut missed shows as that difference
@@ -697,7 +697,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
         covered = None
     strata = strata_of(win.r, use | acc)
     prec = None
-    beta0 = _beta_of(win, use, spec) if use.sum() > 10 else None
+    beta0 = _beta_of(win, use, spec) if np.count_nonzero(use) > 10 else None
     if beta0 is not None and np.isfinite(beta0).all():
         # the equal-precision fit's residuals, centred in their strata, give the precisions
         # (y − x·β made in x·β's array, NaN where not used: the same numbers as z0 where used,
@@ -734,7 +734,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     # the batches run over the windows that count (a warm-up left out, stalls, the first
     # window: none of them in a batch), so their length in windows is what the data hold
     counted = use | acc
-    n = int(counted.sum())
+    n = int(np.count_nonzero(counted))
     if fast_available():
         # (the terms summed into batches as they are made, in C: no array of them)
         thetas, sums = _point_and_sums(win, use, acc, step, spec, prec, strata, n=n)
@@ -764,7 +764,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
     ests, facts = stats.influence_estimates([thetas[k] for k in OUTPUTS], sums, n, confidence,
                                             tau_of=(0, 1, 2) if win.spec else (1,),
                                             lifetime=win.lifetime)
-    na, nu = int(acc.sum()), int(use.sum())
+    na, nu = int(np.count_nonzero(acc)), int(np.count_nonzero(use))
     ests = own_units(ests, na, nu, confidence)
     src = {"accept_len": f"{what} ({na} window{'s' * (na != 1)}, request-step weighted)",
            "cycle_ms": f"{what} ({nu} window{'s' * (nu != 1)} of {win.n}, "
@@ -853,7 +853,7 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
                      + " measure it")
     left = {}
     for code in (FIRST, IDLE, STALL, NO_THROUGHPUT, SKIPPED, JUMP, NO_ACCEPT):
-        k = int((why == code).sum())
+        k = int(np.count_nonzero(why == code))
         if k:
             left[WHY[code]] = k
     if left.get(WHY[JUMP]):
@@ -862,9 +862,9 @@ def _fit(win: Windows, confidence: float, step_of, what: str, warmup) -> RateFit
                      "by more than half between their two lines, so their mean batch is not "
                      "known" + (" (SGLANG_LOG_MS=1 stamps measure it)"
                                 if whole_seconds(win, why == JUMP) else ""))
-    return RateFit(out, kind, tuple(float(v) for v in beta), int(use.sum()), win.n, left,
-                   float(facts.get("tau", math.nan)), int(facts.get("batches", 0)), coverage,
-                   cut, tuple(notes), use, acc, sys_rel,
+    return RateFit(out, kind, tuple(float(v) for v in beta), int(np.count_nonzero(use)), win.n,
+                   left, float(facts.get("tau", math.nan)), int(facts.get("batches", 0)),
+                   coverage, cut, tuple(notes), use, acc, sys_rel,
                    dict(zip(OUTPUTS, facts.get("batch_logs") or [()] * len(OUTPUTS))), cov_kept,
                    max(facts["phi"].values()) if facts.get("short") and facts.get("phi")
                    else None, why)
@@ -1237,14 +1237,15 @@ def precision(win: Windows, use: np.ndarray, res: np.ndarray) -> np.ndarray:
 def _precision_groups(win: Windows, use: np.ndarray, res: np.ndarray) -> tuple | None:
     """(the groups, masks of every window, and their weights) precision() gives, or None
     where every weight is 1."""
-    least = max(PREC_LEAST, PREC_SHARE * float(use.sum()))
+    least = max(PREC_LEAST, PREC_SHARE * float(np.count_nonzero(use)))
     clean = ~win.x.held()
     drained = win.x.positive(4)
-    if (use & clean).sum() < least:
+    if np.count_nonzero(use & clean) < least:
         clean = np.zeros(win.n, dtype=bool)
-    if (use & drained).sum() < least:
+    if np.count_nonzero(use & drained) < least:
         drained = np.zeros(win.n, dtype=bool)
-    groups = [g for g in (clean, ~clean & ~drained, drained) if (use & g).sum() >= least]
+    groups = [g for g in (clean, ~clean & ~drained, drained)
+              if np.count_nonzero(use & g) >= least]
     if len(groups) < 2:
         return None
     if fast_available():
@@ -1564,7 +1565,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
     # (the windows' own y, not a copy zeroed outside ``use``: every use below takes the rows of
     # ``use`` (the moments) or masks the others out (e, zi))
     y = win.y
-    if W > 0 and use.sum() > len(keep):
+    if W > 0 and np.count_nonzero(use) > len(keep):
         # few large temporaries, no n × p matrix: fresh pages are what large arrays cost most
         A, rhs = _gram(win, spec.scale, keep, om, use, y)
         dA, drhs = _eiv(win, use, spec, keep, om)
@@ -1655,7 +1656,7 @@ def _point_and_terms(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nd
         t /= cyc
         terms["cycle_ms"] = t
         del t
-        n1 = float(use.sum())
+        n1 = float(np.count_nonzero(use))
         zi = win.x.dot(beta)                    # y − β·x where used, else 0: per iteration
         with np.errstate(invalid="ignore"):
             np.subtract(y, zi, out=zi)
@@ -1745,7 +1746,7 @@ def _point_and_sums(win: Windows, use: np.ndarray, acc: np.ndarray, step: np.nda
     gamma = Ainv = None
     share = eg = inv = np.zeros(0)
     gneg, cyc, cyc_it, n1 = 0, nan, nan, nan
-    if W > 0 and use.sum() > len(keep):
+    if W > 0 and np.count_nonzero(use) > len(keep):
         A, rhs = _gram(win, spec.scale, keep, om, use, win.y)
         dA, drhs = _eiv(win, use, spec, keep, om)
         Ainv = np.linalg.pinv(A - dA)
