@@ -309,6 +309,32 @@ def test_a_bench_summary_after_the_first_mib_is_reported(tmp_path, monkeypatch, 
                 "--engine bench to read them, or read that part of the file on its own")]
 
 
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_record_of_another_family_that_ends_a_profiler_block_is_reported(
+        tmp_path, monkeypatch, pure):
+    """A benchmark-script record line after the first MiB that cuts an EAGLE3_PROF block short
+    is reported as any such line is. The Python parser closes the block on it (the C scan
+    hands such a block over), and that line was watched by neither (fuzz seed 100, case
+    100:70: the pure-Python scan reported it, the accelerated one did not)."""
+    from eaglelog.parsers import scan
+    monkeypatch.setattr(scan, "_PURE", pure)
+    _, body = _offline_summary_and_body()
+    record = ('{"question_id": 81, "category": "writing", "answer_id": "e81", "model_id": '
+              '"m", "choices": [{"index": 0, "turns": ["a", "b"], "idxs": [59, 41], '
+              '"new_tokens": [201, 139], "wall_time": [1.0, 1.0]}], "tstamp": 1767225600.0}')
+    log_path = tmp_path / "cut.log"
+    log_path.write_text(body + "EAGLE3_PROF (100 cycles, 76 tok, no sync)\n" + record + "\n"
+                        "  Draft steps:        0.19 ms/cyc  (  0.7%)\n" +
+                        body[:body.index("\n", 2000) + 1])
+    log = eaglelog.parse(str(log_path))
+    at = body.count("\n") + 2
+    other = [(d.line_no, d.message.split(" (")[0]) for d in log.diagnostics
+             if d.kind == "other_family"]
+    assert other == [(at, "benchmark-script records from here on are not read")]
+    assert [(d.line_no, d.kind) for d in log.diagnostics if d.kind != "other_family"] == [
+        (at - 1, "incomplete_block")]
+
+
 def test_every_watch_literal_is_in_every_match_of_its_kind():
     """The watch (parsers.watched) looks for a family's literals before its regexes: each
     kind's literals (KIND_LITERALS) are in every match of the kind's regex on every fixture and

@@ -281,6 +281,7 @@ class Scanner(ScannerBase):
         self._walked = None           # feed: the stretches the C scan walked, and their lines
         self._on_watch_hit = None     # watch_lines: the owner's check of a line the C scan found
         self._watched_chunk = False   # … made for the rest of the current chunk
+        self._watch_lits: tuple = ()  # the literals the C scan watches for
         self._init_diags()
         self.stats = ScanStats()
         self.blocks = eagle3_prof.BlockAssembler()
@@ -442,6 +443,7 @@ class Scanner(ScannerBase):
         if self.fast is None:
             return False
         self.fast.set_watch(tuple(literals))
+        self._watch_lits = tuple(literals)
         self._on_watch_hit = on_hit if literals else None
         return True
 
@@ -542,12 +544,8 @@ class Scanner(ScannerBase):
         pos, line_no, consumed, first_skipped, last_line, last_end, bad, whit, whit_line, \
             blank = self.fast.scan(chunk, pos, line_no, self.startup)
         self._walked.append((start, pos, line_no - first, blank))
-        if whit >= 0 and self._on_watch_hit is not None and not self._watched_chunk:
-            self._watched_chunk = True
-            rest = self._on_watch_hit(chunk, whit, whit_line)
-            self.fast.set_watch(tuple(rest))
-            if not rest:
-                self._on_watch_hit = None
+        if whit >= 0:
+            self._watch_hit(chunk, whit, whit_line)
         if bad:        # int64 quadruples: (header line, start, end, problems)
             q = memoryview(bad).cast("q")
             if self._kept.get("identity", 0) >= MAX_KEPT:     # counted, not worded
@@ -562,6 +560,18 @@ class Scanner(ScannerBase):
             self._next_expected = last_line + 1
             self._acct_pos = last_end
         return pos, line_no
+
+    def _watch_hit(self, chunk: bytes, offset: int, line_no: int) -> None:
+        """A watched literal in the line at ``offset``: the owner checks the rest of the chunk
+        (once a chunk) and says which literals are still to watch."""
+        if self._on_watch_hit is None or self._watched_chunk:
+            return
+        self._watched_chunk = True
+        rest = self._on_watch_hit(chunk, offset, line_no)
+        self.fast.set_watch(tuple(rest))
+        self._watch_lits = tuple(rest)
+        if not rest:
+            self._on_watch_hit = None
 
     def _block_line(self, chunk: bytes, pos: int, end: int, line_no: int,
                     unterminated: bool) -> None:
@@ -599,6 +609,11 @@ class Scanner(ScannerBase):
         self._close_blocks()
         if self.overrun:
             return        # a record past the range is the next range's
+        if m is None and self._on_watch_hit is not None and \
+                any(lit in raw for lit in self._watch_lits):
+            # (a line of no record that ends a block is read here, not by the C scan, which
+            # watches such lines for other families' records: watched here as it would be)
+            self._watch_hit(chunk, pos, line_no)
         if m is not None and self._dispatch(m.lastgroup, full, line_no, unterminated):
             self._account(chunk, pos, line_no, end)
             self.stats.consumed += 1
