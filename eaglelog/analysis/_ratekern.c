@@ -17,6 +17,10 @@
    prefill regressors x[:, code − 3], stored by the windows that hold any (rows ascending,
    vals rows × 5 in C order: rate_windows.PrefillWork).
 
+   The longest passes split over threads (set_threads; "threads" below) where every number
+   stays as one thread makes it: the same results for every thread count
+   (tests/test_ratekern_threads.py).
+
    The module is optional (setup.py): without a C compiler rate.py makes the same passes in
    numpy, which the tests also use as the oracle (tests/test_ratekern.py). */
 #define PY_SSIZE_T_CLEAN
