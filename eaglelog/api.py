@@ -137,7 +137,8 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
 
         def start() -> None:
             nonlocal scanner, nul, chunk_head, pending
-            head = b"".join(pending)[:1 << 20] if len(pending) > 1 else pending[0][:1 << 20]
+            head = b"".join(pending)[:1 << 20] if len(pending) > 1 else \
+                bytes(memoryview(pending[0])[:1 << 20])      # (bytes, of a bytearray too)
             nul = head.find(b"\x00", 0, 65536)
             chunk_head = head[:65536]
             # the family from the head, else from the first later chunk with its lines
@@ -161,6 +162,10 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                     pending.append(chunk)
                     if sum(map(len, pending)) >= 1 << 20:
                         start()
+                    elif isinstance(chunk, bytearray):
+                        # (a file's chunks are one buffer, read again for the next: one kept
+                        # while the head is gathered is kept as a copy)
+                        pending[-1] = bytes(chunk)
                     continue
                 feed(chunk)
             if pending:

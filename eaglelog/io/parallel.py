@@ -26,7 +26,7 @@ import sys
 from .._lazy import pd
 from ..parsers import engine_named
 from ..schema import TABLES
-from .sources import MAX_LINE
+from .sources import MAX_LINE, _has_long_line, _line_end
 from ..tables import concat_frames
 
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
@@ -66,26 +66,6 @@ def _rest_of_line(f, limit: int | None) -> bytes | None:
             return b"".join(parts)
 
 
-def _line_end(fd: int, at: int, end: int) -> int:
-    """The offset just after the newline that ends the line holding byte ``at - 1`` (``end``
-    when that is at or past ``end``, which is a line end); -1 when that line is longer than
-    MAX_LINE (it is not read to its end)."""
-    if at >= end:
-        return end
-    pos = at - 1
-    while pos < end:
-        if pos - at > MAX_LINE:
-            return -1
-        piece = os.pread(fd, min(OVERRUN_STEP, end - pos), pos)
-        if not piece:
-            return end
-        nl = piece.find(b"\n")
-        if nl >= 0:
-            return pos + nl + 1
-        pos += len(piece)
-    return end
-
-
 def _before_last_header(buf: bytearray) -> int:
     """A chunk that ends within HEADER_TAIL bytes of an EAGLE3_PROF header line ends before
     that line (buf is cut there; its new length is returned): the block is then read whole from
@@ -102,18 +82,6 @@ def _before_last_header(buf: bytearray) -> int:
         del buf[ls:]
         return ls
     return n
-
-
-def _has_long_line(buf) -> bool:
-    """Whether a line of buf (which starts at a line start) is longer than MAX_LINE bytes: one
-    search per MAX_LINE bytes, not one per line."""
-    p, n = 0, len(buf)
-    while n - p > MAX_LINE:
-        nl = buf.rfind(b"\n", p, p + MAX_LINE + 1)
-        if nl < 0:
-            return True
-        p = nl + 1
-    return False
 
 
 def scan_range(path: str, start: int, end: int, name: str, engine: str, base_date,

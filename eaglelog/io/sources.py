@@ -23,6 +23,7 @@ from ..errors import InputError
 
 CHUNK_SIZE = 8 << 20
 READ_SIZE = 1 << 20
+LINE_STEP = 1 << 16           # bytes read at a time to find where a chunk's last line ends
 
 _MAGIC = (
     (b"\x1f\x8b", "gzip"),
@@ -376,11 +377,107 @@ def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     InputError is raised, naming the line and the byte offsets.  A line longer than MAX_LINE
     is replaced by an empty line and noted in ``src.notes``; an input whose first MAX_LINE
     bytes hold no line break is rejected.
+
+    A plain regular file's chunks are one buffer, reused (a bytearray): a chunk is to be read,
+    or copied, before the next is asked for.
     """
+    fd = _regular_file(src)
+    if fd is not None:
+        yield from _file_chunks(src, fd, chunk_size)
+    else:
+        yield from _stream_chunks(src, chunk_size)
+
+
+def _regular_file(src: Source) -> int | None:
+    """The descriptor of an uncompressed regular file (None: a pipe, stdin, compressed)."""
+    if src.compression is not None:
+        return None
+    try:
+        fd = src.raw.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _file_chunks(src: Source, fd: int, chunk_size: int) -> Iterator[bytearray]:
+    """iter_chunks of a regular file: each chunk read at its offset into one bytearray, resized
+    in place to end at the line end after ``chunk_size`` bytes (io/parallel.py reads its ranges
+    the same way).  Fresh memory is what a read pays most for (a page fault each 4 KiB): read
+    in pieces, joined and cut at the last newline, every chunk was three new copies of itself.
+    A line longer than MAX_LINE at a chunk's end hands the rest to the stream reader, which
+    skips and notes it; the file's size is looked at again each chunk (a log still written)."""
+    start = pos = src.raw.tell()
+    lines = 0
+    buf = bytearray()
+    while True:
+        end = os.fstat(fd).st_size
+        if pos >= end:
+            break
+        cut = _line_end(fd, pos + chunk_size, end)
+        n = cut - pos
+        if cut < 0 or n > MAX_LINE and _has_long_line_at(fd, pos, n):
+            src.raw.seek(pos)
+            yield from _stream_chunks(src, chunk_size, done=pos - start, lines=lines)
+            return
+        if n < len(buf):
+            del buf[n:]
+        elif n > len(buf):
+            buf.extend(bytes(n - len(buf)))
+        got = os.preadv(fd, [buf], pos)
+        if got < n:                                     # the file shrank meanwhile
+            del buf[got:]
+        if not got:
+            break
+        pos += got
+        lines += buf.count(b"\n")
+        yield buf
+    src.raw.seek(pos)
+
+
+def _line_end(fd: int, at: int, end: int) -> int:
+    """The offset just after the newline that ends the line holding byte ``at - 1`` (``end``
+    when that is at or past ``end``, which is a line end); -1 when that line is longer than
+    MAX_LINE (it is not read to its end)."""
+    if at >= end:
+        return end
+    pos = at - 1
+    while pos < end:
+        if pos - at > MAX_LINE:
+            return -1
+        piece = os.pread(fd, min(LINE_STEP, end - pos), pos)
+        if not piece:
+            return end
+        nl = piece.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(piece)
+    return end
+
+
+def _has_long_line(buf) -> bool:
+    """Whether a line of buf (which starts at a line start) is longer than MAX_LINE bytes: one
+    search per MAX_LINE bytes, not one per line."""
+    p, n = 0, len(buf)
+    while n - p > MAX_LINE:
+        nl = buf.rfind(b"\n", p, p + MAX_LINE + 1)
+        if nl < 0:
+            return True
+        p = nl + 1
+    return False
+
+
+def _has_long_line_at(fd: int, pos: int, n: int) -> bool:
+    """_has_long_line of the n bytes of the file at pos (a chunk this long is rare: a long
+    line ends it)."""
+    return _has_long_line(os.pread(fd, n, pos))
+
+
+def _stream_chunks(src: Source, chunk_size: int, done: int = 0,
+                   lines: int = 0) -> Iterator[bytes]:
+    """iter_chunks read in pieces (compressed data, a pipe; a regular file from a line longer
+    than MAX_LINE on, ``done`` bytes and ``lines`` lines into it)."""
     buf: list[bytes] = []
     have = 0
-    done = 0
-    lines = 0
     skipping = False   # inside an over-long line, dropping bytes until its newline
     pieces = _pieces(src)
     while True:
