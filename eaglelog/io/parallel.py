@@ -26,7 +26,7 @@ import sys
 from .._lazy import pd
 from ..parsers import engine_named
 from ..schema import TABLES
-from .sources import MAX_LINE, _has_long_line, _line_end
+from .sources import MAX_LINE, _has_long_line, _line_end, read_at
 from ..tables import concat_frames
 
 MIN_PARALLEL = 32 << 20   # smaller files are scanned in one process
@@ -115,13 +115,7 @@ def scan_range(path: str, start: int, end: int, name: str, engine: str, base_dat
             if cut < 0:
                 return None
             n = cut - pos
-            if n < len(buf):
-                del buf[n:]
-            elif n > len(buf):
-                buf.extend(bytes(n - len(buf)))
-            got = os.preadv(fd, [buf], pos)
-            if got < n:                                     # the file shrank meanwhile
-                del buf[got:]
+            got = read_at(fd, buf, pos, n)
             if not got:
                 break
             if cut < end and got == n:

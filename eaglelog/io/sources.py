@@ -419,19 +419,27 @@ def _file_chunks(src: Source, fd: int, chunk_size: int) -> Iterator[bytearray]:
             src.raw.seek(pos)
             yield from _stream_chunks(src, chunk_size, done=pos - start, lines=lines)
             return
-        if n < len(buf):
-            del buf[n:]
-        elif n > len(buf):
-            buf.extend(bytes(n - len(buf)))
-        got = os.preadv(fd, [buf], pos)
-        if got < n:                                     # the file shrank meanwhile
-            del buf[got:]
+        got = read_at(fd, buf, pos, n)
         if not got:
             break
         pos += got
         lines += buf.count(b"\n")
         yield buf
     src.raw.seek(pos)
+
+
+def read_at(fd: int, buf: bytearray, pos: int, n: int) -> int:
+    """buf, resized in place to n bytes (a bytearray keeps its allocation when it shrinks by
+    less than half), filled from the file at ``pos``: the bytes read, buf cut to them (fewer
+    than n: the file shrank meanwhile)."""
+    if n < len(buf):
+        del buf[n:]
+    elif n > len(buf):
+        buf.extend(bytes(n - len(buf)))
+    got = os.preadv(fd, [buf], pos)
+    if got < n:
+        del buf[got:]
+    return got
 
 
 def _line_end(fd: int, at: int, end: int) -> int:
