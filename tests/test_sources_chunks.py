@@ -77,3 +77,14 @@ def test_a_files_chunks_are_one_buffer(tmp_path):
     with open_source(str(path)) as src:
         seen = {id(c) for c in iter_chunks(src, 100)}
     assert len(seen) == 1
+
+
+def test_without_preadv_a_file_is_read_with_pread(tmp_path, monkeypatch):
+    # (os.preadv is not on every POSIX system: read_at copies a pread's bytes instead)
+    monkeypatch.delattr(sources.os, "preadv")
+    data = b"".join(b"line %d\n" % i for i in range(5000))
+    path = tmp_path / "a.log"
+    path.write_bytes(data)
+    with open_source(str(path)) as src:
+        got, _ = chunks(src, 1000)
+    assert b"".join(got) == data and all(c.endswith(b"\n") for c in got)

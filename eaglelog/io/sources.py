@@ -390,7 +390,7 @@ def iter_chunks(src: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
 
 def _regular_file(src: Source) -> int | None:
     """The descriptor of an uncompressed regular file (None: a pipe, stdin, compressed)."""
-    if src.compression is not None:
+    if src.compression is not None or not hasattr(os, "pread"):     # (pread: POSIX)
         return None
     try:
         fd = src.raw.fileno()
@@ -436,7 +436,12 @@ def read_at(fd: int, buf: bytearray, pos: int, n: int) -> int:
         del buf[n:]
     elif n > len(buf):
         buf.extend(bytes(n - len(buf)))
-    got = os.preadv(fd, [buf], pos)
+    if hasattr(os, "preadv"):
+        got = os.preadv(fd, [buf], pos)
+    else:                                   # (a POSIX system without it: a copy)
+        piece = os.pread(fd, n, pos)
+        got = len(piece)
+        buf[:got] = piece
     if got < n:
         del buf[got:]
     return got
