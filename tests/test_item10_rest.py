@@ -185,3 +185,15 @@ def test_out_of_memory_under_an_address_space_limit(tmp_path):
     size = big.stat().st_size / 2**20
     assert lines[0].startswith(f"eaglelog: error: out of memory analysing {size:.1f} MiB of "
                                "input: analyse a part of it (--since/--until")
+
+
+def test_a_system_call_out_of_memory_is_out_of_memory():
+    """ENOMEM from a system call (under an address-space limit, removing the scan's temporary
+    folder was once the call that failed) is out of memory, not an internal error; another
+    OSError is not."""
+    import errno
+    from eaglelog.cli._base import _out_of_memory
+    assert _out_of_memory(OSError(errno.ENOMEM, "Cannot allocate memory", "/tmp/eaglelog-x"))
+    assert _out_of_memory(RuntimeError("can't start new thread"))
+    assert not _out_of_memory(OSError(errno.ENOENT, "No such file or directory"))
+    assert not _out_of_memory(ValueError("x"))

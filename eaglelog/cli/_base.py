@@ -75,7 +75,7 @@ class EaglelogGroup(click.Group):
         except Exception as e:  # a bug: say so in one line; -v shows the traceback
             if ctx.obj and ctx.obj.get("verbose"):
                 raise
-            if not _out_of_threads(e):
+            if not _out_of_memory(e):
                 click.echo(printable(internal_message(e, (ctx.obj or {}).get("inputs"))),
                            err=True)
                 ctx.exit(1)
@@ -87,10 +87,13 @@ class EaglelogGroup(click.Group):
         ctx.exit(1)
 
 
-def _out_of_threads(e: Exception) -> bool:
-    """A thread the process could not start (under an address-space limit, its stack is the
-    allocation that fails): out of memory, said as such."""
-    return isinstance(e, RuntimeError) and "can't start new thread" in str(e)
+def _out_of_memory(e: Exception) -> bool:
+    """Out of memory, said as such, though not a MemoryError: a thread the process could not
+    start (under an address-space limit, its stack is the allocation that fails), or a system
+    call that found no memory (ENOMEM: removing the scan's temporary folder, opening a file)."""
+    import errno
+    return isinstance(e, RuntimeError) and "can't start new thread" in str(e) or \
+        isinstance(e, OSError) and e.errno == errno.ENOMEM
 
 
 def internal_message(e: Exception, inputs) -> str:
