@@ -407,7 +407,6 @@ def _file_chunks(src: Source, fd: int, chunk_size: int) -> Iterator[bytearray]:
     A line longer than MAX_LINE at a chunk's end hands the rest to the stream reader, which
     skips and notes it; the file's size is looked at again each chunk (a log still written)."""
     start = pos = src.raw.tell()
-    lines = 0
     buf = bytearray()
     while True:
         end = os.fstat(fd).st_size
@@ -417,15 +416,24 @@ def _file_chunks(src: Source, fd: int, chunk_size: int) -> Iterator[bytearray]:
         n = cut - pos
         if cut < 0 or n > MAX_LINE and _has_long_line_at(fd, pos, n):
             src.raw.seek(pos)
-            yield from _stream_chunks(src, chunk_size, done=pos - start, lines=lines)
+            yield from _stream_chunks(src, chunk_size, done=pos - start,
+                                      lines=_newlines(fd, start, pos))
             return
         got = read_at(fd, buf, pos, n)
         if not got:
             break
         pos += got
-        lines += buf.count(b"\n")
         yield buf
     src.raw.seek(pos)
+
+
+def _newlines(fd: int, start: int, end: int) -> int:
+    """The newlines of the file from start to end (counted only when the stream reader takes
+    over at a long line and its notes need the line number: the scanner counts them anyway)."""
+    n = 0
+    for at in range(start, end, READ_SIZE):
+        n += os.pread(fd, min(READ_SIZE, end - at), at).count(b"\n")
+    return n
 
 
 def read_at(fd: int, buf: bytearray, pos: int, n: int) -> int:
