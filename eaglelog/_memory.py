@@ -1,4 +1,5 @@
-"""Give freed heap memory back to the system between the phases of a large parse.
+"""Give freed heap memory back to the system between the phases of a large parse; keep some
+back for the report of running out of it.
 
 glibc keeps freed blocks of its heap (and of the worker threads' arenas) for reuse; after the
 scan of a gigabyte log that is a few hundred MB the next phase does not reuse, and the peak of
@@ -56,3 +57,54 @@ def tune() -> None:
     if lib:
         lib.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
         lib.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+
+
+RESERVE = 4 << 20       # kept back under an address-space limit (keep_reserve)
+BLAS_BUFFER = 32 << 20  # what OpenBLAS maps at its first LAPACK call (0.3.31, numpy 2.x wheels)
+
+
+def keep_reserve(size: int = RESERVE) -> bool:
+    """For the command line process, under an address-space limit (RLIMIT_AS, ``ulimit -v``):
+    what running out of memory needs, taken while there is memory to take it from.
+
+    - BLAS's working buffer: OpenBLAS maps it at its first LAPACK call (the rate fit's
+      ``solve``), 32 MiB of address space; when that fails it prints "Memory allocation still
+      failed after 10 retries, giving up" and ends the process (no MemoryError to report).  A
+      tiny solve here maps it now, when the limit leaves room for it (else it is left alone:
+      a command that needs no fit still runs).
+    - ``size`` bytes kept back (eaglelog/_memguard.c) and given back at the first allocation
+      that fails: the unwinding of the MemoryError, and its one line, run in them (CPython
+      3.11 can hang for ever unwinding with no memory left: see there).
+
+    Without such a limit, or without the C module (no compiler at install), nothing is done:
+    True when the reserve is taken."""
+    try:
+        import resource
+    except ImportError:                 # (not POSIX)
+        return False
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return False
+    try:
+        from . import _memguard
+    except ImportError:
+        return False
+    room = soft - address_space()
+    if room > BLAS_BUFFER + 2 * size:
+        import numpy as np
+        np.linalg.solve(np.eye(2), np.ones(2))
+        room -= BLAS_BUFFER
+    return room > 2 * size and _memguard.take(size)
+
+
+def address_space() -> int:
+    """The process's mapped address space in bytes (what RLIMIT_AS limits); 0 when the system
+    does not say (no /proc)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

@@ -156,8 +156,9 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
                 cp = scanner.checkpoint()
                 if cp is not None:
                     safe = {"offset": offset, "state": cp}
+        chunks = iter_chunks(src, chunk_size)
         try:
-            for chunk in iter_chunks(src, chunk_size):
+            for chunk in chunks:
                 if scanner is None:
                     pending.append(chunk)
                     if sum(map(len, pending)) >= 1 << 20:
@@ -182,6 +183,12 @@ def _scan_one(spec: str, engine: str, base_date, chunk_size: int, keep_going: bo
             scanner.diag(line, "input_error", what + "; the records before it are kept", "error")
             info.error = str(e)
             state = None                      # never cache a damaged read
+        finally:
+            # closed here, not when the loop lets go of it: out of memory (a MemoryError from
+            # feed) a generator's close can itself run out, and a close at its deallocation
+            # then prints "Exception ignored in: <generator …>" above the error's one line;
+            # closed here, that MemoryError is raised as the error
+            chunks.close()
         if scanner is None:
             raise InputError(f"{name}: empty file" if name != "-" else "-: empty input")
         inner = getattr(scanner, "inner", None)

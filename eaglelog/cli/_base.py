@@ -135,6 +135,8 @@ def main(ctx: click.Context, verbose: bool, quiet: bool, no_cache: bool) -> None
     """
     ctx.ensure_object(dict)
     ctx.obj.update(verbose=verbose, quiet=quiet, no_cache=no_cache)
+    from .._memory import keep_reserve
+    keep_reserve()          # (under an address-space limit: for the report of running out)
 
 
 def input_options(f):
