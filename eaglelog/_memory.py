@@ -59,7 +59,7 @@ def tune() -> None:
         lib.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
-RESERVE = 4 << 20       # kept back under an address-space limit (keep_reserve)
+RESERVE = 8 << 20       # kept back under an address-space limit (keep_reserve)
 BLAS_BUFFER = 32 << 20  # what OpenBLAS maps at its first LAPACK call (0.3.31, numpy 2.x wheels)
 
 
@@ -72,9 +72,9 @@ def keep_reserve(size: int = RESERVE) -> bool:
       failed after 10 retries, giving up" and ends the process (no MemoryError to report).  A
       tiny solve here maps it now, when the limit leaves room for it (else it is left alone:
       a command that needs no fit still runs).
-    - ``size`` bytes kept back (eaglelog/_memguard.c) and given back at the first allocation
-      that fails: the unwinding of the MemoryError, and its one line, run in them (CPython
-      3.11 can hang for ever unwinding with no memory left: see there).
+    - ``size`` bytes kept back (eaglelog/_memguard.c) and given back a quarter at each
+      allocation that fails: the unwinding of the MemoryError, and its one line, run in them
+      (CPython 3.11 can hang for ever unwinding with no memory left: see there).
 
     Without such a limit, or without the C module (no compiler at install), nothing is done:
     True when the reserve is taken."""
@@ -95,6 +95,17 @@ def keep_reserve(size: int = RESERVE) -> bool:
         np.linalg.solve(np.eye(2), np.ones(2))
         room -= BLAS_BUFFER
     return room > 2 * size and _memguard.take(size)
+
+
+def ran_out() -> bool:
+    """Whether an allocation has failed since keep_reserve took its reserve (a SystemError
+    "error return without exception set" after that is CPython 3.11 failing to say
+    MemoryError: a thread's first frames that found no memory)."""
+    try:
+        from . import _memguard
+    except ImportError:
+        return False
+    return _memguard.state()["released"]
 
 
 def address_space() -> int:

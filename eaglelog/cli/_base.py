@@ -89,9 +89,18 @@ class EaglelogGroup(click.Group):
 
 def _out_of_memory(e: Exception) -> bool:
     """Out of memory, said as such, though not a MemoryError: a thread the process could not
-    start (under an address-space limit, its stack is the allocation that fails), or a system
-    call that found no memory (ENOMEM: removing the scan's temporary folder, opening a file)."""
+    start (under an address-space limit, its stack is the allocation that fails), a system
+    call that found no memory (ENOMEM: removing the scan's temporary folder, opening a file),
+    a module whose shared object the loader could not map (dlopen: "failed to map segment
+    from shared object", a module first imported late), or CPython's SystemError of a return
+    without an exception once an allocation has failed (a scan thread's first frames, in 3.11:
+    _memory.ran_out)."""
     import errno
+    if isinstance(e, SystemError) and "without exception set" in str(e):
+        from .._memory import ran_out
+        return ran_out()
+    if isinstance(e, ImportError) and "failed to map segment from shared object" in str(e):
+        return True
     return isinstance(e, RuntimeError) and "can't start new thread" in str(e) or \
         isinstance(e, OSError) and e.errno == errno.ENOMEM
 
