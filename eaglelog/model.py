@@ -141,6 +141,8 @@ class ParsedLog:
         sl = at if isinstance(at, slice) else contiguous(at)
         if sl is not None:
             out = df.iloc[sl]
+            if renumber and is_light(out):      # (an eaglelog Frame: the same columns anew)
+                return out.reset_index(drop=True)
             if renumber:            # a new index on the slice object: its data stay shared
                 out.index = pd.RangeIndex(len(out))
             return out
