@@ -20,7 +20,9 @@ cells or on the human screens, stderr made of one-line ``eaglelog: …`` message
 warning leaking to stderr, a non-zero exit that says why.  An SGLang input is also parsed with
 the C accelerator and with the pure-Python parser, with small chunks, and split over 2–4 workers
 (the parallel threshold lowered for the run), and every table, the overview and the diagnostics
-must be the same.
+must be the same.  Every --large-every'th case also compares 1 and 2–3 workers on a log past the
+real threshold, and the single-use summary over Frames (--no-cache) with the one over pandas'
+tables on two logs past the batch's size, with restarts.
 
 The findings are grouped by signature (exception type and innermost eaglelog frame, or the check
 that failed and where); the first case of each is saved under --out with its inputs, the command
@@ -1393,8 +1395,58 @@ def run_case(seed: int, index: int, workdir: str, commands: list[str] | None = N
                              f"{len(data) >> 20} MiB log differs: {dd[0]}",
                              ["parse", "-f", "json", "--table", "T", str(p)], dd[1]))
         invs.append(("differential-large", ["parse", str(p)], None, 0.0))
+        t0 = time.perf_counter()
+        found += light_differential(r, d, timeout)
+        invs.append(("differential-light-large", ["summary", "restarts-a.log",
+                                                  "restarts-b.log"], None,
+                     time.perf_counter() - t0))
         p.unlink()
     return CaseResult(seed, index, inputs, invs, found, str(d))
+
+
+def restarts_input(r: random.Random, size: int) -> bytes:
+    """An SGLang log of at least ``size`` bytes of whole sample logs, each with its server_args
+    line: a server start-up per copy (a run per start-up)."""
+    corp = load_corpus()
+    samples = sorted(n for n, (_, f) in corp.items() if n.startswith("sample_logs/") and
+                     f == "sglang" and b"server_args=" in corp[n][0])
+    parts, n = [], 0
+    while n < size:
+        p = corp[r.choice(samples)][0]
+        parts.append(p if p.endswith(b"\n") else p + b"\n")
+        n += len(parts[-1])
+    return b"".join(parts)
+
+
+def light_differential(r: random.Random, d: Path, timeout: float | None) -> list[Finding]:
+    """Two inputs above the batch's size, with restarts (a run is then one start-up of one
+    input, cut from tables the inputs share) and unmutated (the decode table stays a Frame: a
+    line that takes the Python parser makes it pandas'): the single-use summary over Frames
+    (--no-cache) against the same over pandas' tables (a fresh table cache) — the same
+    stdout, stderr and exit code.  (Two such logs once ended in an internal error,
+    model._take.)"""
+    from eaglelog.io.batch import SMALL
+    paths = [d / "restarts-a.log", d / "restarts-b.log"]
+    for q in paths:
+        q.write_bytes(restarts_input(r, SMALL + (1 << 20)))
+    argv = ["summary", "--baseline-toks", "90", *map(str, paths)]
+    light = invoke(["--no-cache", *argv], timeout=timeout)
+    heavy = invoke(argv, env={"EAGLELOG_NO_CACHE": "", "XDG_CACHE_HOME": str(d / "xdg-large")},
+                   timeout=timeout)
+    found = check(light) + check(heavy)
+    if not found and (light.code, light.stdout, light.stderr) != \
+            (heavy.code, heavy.stdout, heavy.stderr):
+        what = "exit code" if light.code != heavy.code else \
+            "stdout" if light.stdout != heavy.stdout else "stderr"
+        a, b = (light.stdout, heavy.stdout) if what == "stdout" else \
+            (light.stderr, heavy.stderr)
+        found.append(Finding("diff-light-large", f"light summary differs in {what}",
+                             ["--no-cache", *argv],
+                             first_difference(b.encode(), a.encode()) if what != "exit code"
+                             else f"{light.code} vs {heavy.code}"))
+    for q in paths:
+        q.unlink()
+    return found
 
 
 # ------------------------------------------------------------------------------- reduction
@@ -1574,7 +1626,9 @@ def main() -> None:
                     help="directory for the repro inputs and the results (results.jsonl)")
     ap.add_argument("--large-every", type=int, default=150,
                     help="every Nth case also builds a >= 32 MiB SGLang log for the 1-vs-2/3 "
-                         "workers differential with the real threshold (0: never)")
+                         "workers differential with the real threshold, and two 9 MiB logs "
+                         "with restarts for the summary over Frames vs pandas' tables (0: "
+                         "never)")
     ap.add_argument("--timeout", type=float, default=30,
                     help="seconds per invocation and per differential scan (a hang is a "
                          "finding)")

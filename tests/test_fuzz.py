@@ -251,6 +251,28 @@ def test_fuzz_differential_large_log(tmp_path):
     assert fuzz.compare_snapshots(ref, fuzz.snapshot(str(p), workers=2)) is None
 
 
+def test_fuzz_light_differential_of_two_large_logs_with_restarts(tmp_path, monkeypatch):
+    """The large cases' second differential: two logs past the batch's size (8 MiB), with a
+    start-up per sample, summarised over Frames and over pandas' tables: no finding on this
+    tree; with model._take as it was before 2026-12-07 (an index set on a Frame), the
+    internal error is found."""
+    from eaglelog import model
+    r = fuzz.case_rng(7, 0)
+    assert fuzz.light_differential(r, tmp_path, 300) == []
+
+    take = model.ParsedLog._take
+
+    def old_take(df, at, renumber=False):
+        out = take(df, at)
+        if renumber:
+            out.index = range(len(out))
+        return out
+    monkeypatch.setattr(model.ParsedLog, "_take", staticmethod(old_take))
+    found = fuzz.light_differential(fuzz.case_rng(7, 0), tmp_path, 300)
+    assert [f.kind for f in found] == ["internal-error"]
+    assert "has no setter" in found[0].detail or "has no setter" in found[0].signature
+
+
 # ------------------------------------------------- defects the long fuzz found (regressions)
 
 def test_a_log_s_control_characters_reach_stderr_as_escapes(tmp_path):
