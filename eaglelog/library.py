@@ -160,9 +160,10 @@ def _without_windows(res):
 
 def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
     """``analyse`` over the units, by ``workers`` forked processes when there are many runs
-    (a few milliseconds each: thousands of small logs) and fork is available — each worker
-    builds its units' tables itself; in order either way, and the same results (each run's
-    analysis depends on that run only)."""
+    (a few milliseconds each: thousands of small logs), fork is available and this process may
+    have children (not a pool's daemonic worker) — each worker builds its units' tables
+    itself; in order either way, and the same results (each run's analysis depends on that run
+    only)."""
     global _JOB
     import multiprocessing as mp
     import threading
@@ -173,7 +174,10 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
             return labelled(analyse(log.unit(plan)), label, plan)
         except EaglelogError as e:
             return e
-    if workers <= 1 or len(plans) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods():
+    # (a daemonic process — a worker of the caller's own multiprocessing pool — may not start
+    # processes: its runs are analysed in it, one after another)
+    if workers <= 1 or len(plans) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods() \
+            or mp.current_process().daemon:
         return [one(p) for p in plans]
     for t in threading.enumerate():      # no thread may hold an import lock across the fork
         if t.name == "eaglelog-preload":

@@ -465,3 +465,59 @@ def test_many_runs_every_worker_count(many_logs, monkeypatch, run, command):
         assert code == 1 and sources == many_logs[:-1]
         assert len(d["errors"]) == 1 and d["errors"][0].startswith(many_logs[-1] + ": ")
         assert "eaglelog: error: " + many_logs[-1] in err
+
+
+def _summary_json(paths, workers):
+    from eaglelog import library
+    return json.dumps(library.summarize(paths, workers=workers).to_dict(), sort_keys=True,
+                      default=str)
+
+
+def test_many_runs_inside_a_daemonic_pool_worker(many_logs):
+    """A caller's own multiprocessing pool: its workers are daemonic and may not start
+    processes (multiprocessing's AssertionError, an internal error, found by the fuzzer's
+    pool on 2026-12-07). library.summarize(workers=2) of more than PARALLEL_RUNS runs in such
+    a worker analyses them there, one after another: the same answer as outside."""
+    import multiprocessing as mp
+    with mp.get_context("fork").Pool(1) as pool:
+        inside = pool.apply(_summary_json, (many_logs, 2))
+    assert inside == _summary_json(many_logs, 2) == _summary_json(many_logs, 1)
+    assert len(json.loads(inside)["runs"]) == len(many_logs)
+
+
+
+def _tables_json(path):
+    from eaglelog import api
+    log = api.parse(path, chunk_size=1 << 16)
+    return {k: v.to_json(date_format="iso") for k, v in log.tables.items()}
+
+
+def _pure_parallel_tables(path):
+    """(in a forked pool worker: what it sets goes with it)"""
+    import os
+    from eaglelog.io import parallel
+    from eaglelog.parsers import scan
+    os.environ["EAGLELOG_WORKERS"] = "2"
+    parallel.MIN_PARALLEL, scan._PURE, scan._fastscan = 1, True, None
+    return _tables_json(path)
+
+
+def test_a_pure_python_parallel_scan_inside_a_daemonic_pool_worker(monkeypatch):
+    """Without the C accelerator a large log's ranges are scanned by processes, which a
+    daemonic process may not start: there the log is scanned in one pass, the same tables."""
+    import multiprocessing as mp
+    from eaglelog.io import parallel
+    from eaglelog.parsers import scan
+    path = str(SAMPLES / "eagle3_5step.log")
+    with mp.get_context("fork").Pool(1) as pool:
+        inside = pool.apply(_pure_parallel_tables, (path,))
+    monkeypatch.setenv("EAGLELOG_WORKERS", "2")
+    monkeypatch.setattr(parallel, "MIN_PARALLEL", 1)
+    monkeypatch.setattr(scan, "_PURE", True)
+    monkeypatch.setattr(scan, "_fastscan", None)
+    ranges = []
+    real = parallel.ranges
+    monkeypatch.setattr(parallel, "ranges", lambda *a: ranges.append(a) or real(*a))
+    outside = _tables_json(path)          # (this process: the ranges scanned by processes)
+    assert ranges and inside == outside
+    assert len(json.loads(inside["decode"])["line_no"]) > 100

@@ -219,12 +219,17 @@ def _first_skipped_past(path: str, start: int, end: int, orphans: list[int], nam
 def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int, workers: int,
                   columns: dict | None = None, requested: str = "auto"):
     """(frames, diagnostics, stats, safe point or None) of a local uncompressed file, or None
-    when the file holds time-only prefixes (their dates need one sequential pass) or a line
-    longer than MAX_LINE (the sequential scan's rule for it)."""
+    when the file holds time-only prefixes (their dates need one sequential pass), a line
+    longer than MAX_LINE (the sequential scan's rule for it), or the ranges would need
+    processes (no C accelerator) in a process that may not start them (a daemonic one)."""
     from ..parsers.scan import ScanStats
 
     from ..parsers.scan import fast_available
 
+    if not fast_available():
+        import multiprocessing as mp
+        if mp.current_process().daemon:
+            return None     # (a pool's daemonic worker may not start processes: one pass)
     spans = ranges(path, workers)
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
