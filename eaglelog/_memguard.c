@@ -8,10 +8,10 @@
  * allocation fails the interpreter looks for the same handler again, for ever (CPython
  * gh-132508; fixed with tagged ints for 3.14).  A summary with 25-26 MiB to spare hung so.
  *
- * take(n) lowers the soft limit by n bytes and wraps Python's allocators (the three domains
- * and the arena allocator): an allocation that fails gives a quarter of the n bytes back (the
- * soft limit goes up by it, to what it was after four), and still fails.  So the unwinding of its MemoryError,
- * and the error's one line, have n bytes to run in.  Without a finite soft limit take() does
+ * take(n) lowers the soft limit by n bytes and wraps Python's allocators: an allocation of
+ * the three domains that fails gives a quarter of the n bytes back (the soft limit goes up by
+ * it; after four, to what it was) and still fails.  So the unwinding of its MemoryError, and
+ * the error's one line, have memory to run in.  Without a finite soft limit take() does
  * nothing: no limit to run into, and the allocators stay as they are (no cost).
  */
 #define PY_SSIZE_T_CLEAN
@@ -25,6 +25,7 @@ static rlim_t tranche;              /* bytes given back at each failed allocatio
 static int left;                    /* tranches still kept back */
 static int hooked;                  /* the allocators are wrapped (they stay wrapped) */
 static int released;                /* some of it was given back (an allocation failed) */
+static int failed;                  /* an allocation, or an arena's mapping, failed */
 
 /* The soft limit with k tranches still kept back. */
 static int keep_back(int k)
@@ -57,13 +58,22 @@ static int give_back(void)
     return 0;
 }
 
+/* An allocation failed: noted, and a quarter given back (unless the domain below, which this
+ * one calls, gave it: k0 is what was left before the call). */
+static void failed_here(int k0)
+{
+    __atomic_store_n(&failed, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&left, __ATOMIC_SEQ_CST) == k0)
+        give_back();
+}
+
 static void *g_malloc(void *ctx, size_t n)
 {
     PyMemAllocatorEx *a = ctx;
     int k0 = __atomic_load_n(&left, __ATOMIC_SEQ_CST);
     void *p = a->malloc(a->ctx, n);
-    if (p == NULL && __atomic_load_n(&left, __ATOMIC_SEQ_CST) == k0)
-        give_back();    /* (unless the domain below, which this one calls, gave it) */
+    if (p == NULL)
+        failed_here(k0);
     return p;
 }
 
@@ -72,8 +82,8 @@ static void *g_calloc(void *ctx, size_t k, size_t n)
     PyMemAllocatorEx *a = ctx;
     int k0 = __atomic_load_n(&left, __ATOMIC_SEQ_CST);
     void *p = a->calloc(a->ctx, k, n);
-    if (p == NULL && __atomic_load_n(&left, __ATOMIC_SEQ_CST) == k0)
-        give_back();    /* (unless the domain below, which this one calls, gave it) */
+    if (p == NULL)
+        failed_here(k0);
     return p;
 }
 
@@ -82,8 +92,8 @@ static void *g_realloc(void *ctx, void *q, size_t n)
     PyMemAllocatorEx *a = ctx;
     int k0 = __atomic_load_n(&left, __ATOMIC_SEQ_CST);
     void *p = a->realloc(a->ctx, q, n);
-    if (p == NULL && __atomic_load_n(&left, __ATOMIC_SEQ_CST) == k0)
-        give_back();    /* (unless the domain below, which this one calls, gave it) */
+    if (p == NULL)
+        failed_here(k0);
     return p;
 }
 
@@ -93,16 +103,19 @@ static void g_free(void *ctx, void *q)
     a->free(a->ctx, q);
 }
 
-/* the arena allocator (pymalloc's arenas, and in 3.11 the frames' data stack: a thread's
- * first deep call that cannot map its chunk raises "SystemError: error return without
- * exception set", which the command line calls out of memory once this has failed) */
+/* The arena allocator (pymalloc's arenas, and in 3.11 the frames' data stack) is watched,
+ * not given to: an arena that cannot be mapped is no failed allocation (pymalloc takes the
+ * block from the RAW domain instead), and a reserve given back there went, a quarter at a
+ * time, before any MemoryError.  But a thread's first deep call that cannot map its stack
+ * chunk raises "SystemError: error return without exception set": the command line calls
+ * that out of memory once something failed here (state()['failed']). */
 static PyObjectArenaAllocator prev_arena;
 
 static void *g_arena_alloc(void *ctx, size_t n)
 {
     void *p = prev_arena.alloc(prev_arena.ctx, n);
     if (p == NULL)
-        give_back();
+        __atomic_store_n(&failed, 1, __ATOMIC_SEQ_CST);
     return p;
 }
 
@@ -144,7 +157,7 @@ static PyObject *take(PyObject *self, PyObject *arg)
     tranche = (rlim_t)(n / TRANCHES);
     if (keep_back(TRANCHES) != 0)
         return PyErr_SetFromErrno(PyExc_OSError);
-    released = 0;
+    released = failed = 0;
     __atomic_store_n(&left, TRANCHES, __ATOMIC_SEQ_CST);
     Py_RETURN_TRUE;
 }
@@ -161,8 +174,9 @@ static PyObject *give(PyObject *self, PyObject *unused)
 
 static PyObject *state(PyObject *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:O,s:O,s:i}", "taken", left > 0 ? Py_True : Py_False,
-                         "released", released ? Py_True : Py_False, "left", left);
+    return Py_BuildValue("{s:O,s:O,s:i,s:O}", "taken", left > 0 ? Py_True : Py_False,
+                         "released", released ? Py_True : Py_False, "left", left,
+                         "failed", failed ? Py_True : Py_False);
 }
 
 static PyMethodDef methods[] = {
@@ -173,7 +187,8 @@ static PyMethodDef methods[] = {
     {"give_back", give, METH_NOARGS,
      "give_back() -> bool: the soft limit back to what it was; False when nothing was kept."},
     {"state", state, METH_NOARGS,
-     "state() -> {'taken': bool, 'released': bool, 'left': quarters still kept back}"},
+     "state() -> {'taken': bool, 'released': bool, 'left': quarters still kept back, "
+     "'failed': an allocation or an arena's mapping failed}"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_memguard",

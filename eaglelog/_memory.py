@@ -105,7 +105,7 @@ def ran_out() -> bool:
         from . import _memguard
     except ImportError:
         return False
-    return _memguard.state()["released"]
+    return _memguard.state()["failed"]
 
 
 def address_space() -> int:

@@ -123,23 +123,23 @@ def test_the_reserve_is_kept_back_and_given_back_at_the_first_failure():
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["unlimited"] is False
-    assert out["state0"] == {"taken": False, "released": False, "left": 0}
+    assert out["state0"] == {"taken": False, "released": False, "left": 0, "failed": False}
     assert out["taken"] is True and out["again"] is False
     assert out["soft_taken"] == -(4 << 20)
     assert out["soft_after"] == -(3 << 20)
-    assert out["state1"] == {"taken": True, "released": True, "left": 3}
+    assert out["state1"] == {"taken": True, "released": True, "left": 3, "failed": True}
     assert 40 <= out["mib"] <= 64          # (64 MiB of room, less the reserve and the rest)
     assert out["given"] is True and out["soft_given"] == 0 and out["given_again"] is False
     assert out["retaken"] is True
-    assert out["state2"] == {"taken": True, "released": False, "left": 4}
+    assert out["state2"] == {"taken": True, "released": False, "left": 4, "failed": False}
 
 
 def test_keep_reserve_does_nothing_without_a_limit():
     code = ("from eaglelog._memory import keep_reserve; from eaglelog import _memguard;"
             "print(keep_reserve(), _memguard.state())")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert p.stdout.split(None, 1) == ["False",
-                                       "{'taken': False, 'released': False, 'left': 0}\n"]
+    assert p.stdout.split(None, 1) == [
+        "False", "{'taken': False, 'released': False, 'left': 0, 'failed': False}\n"]
 
 
 def test_a_system_error_without_exception_is_out_of_memory_only_after_a_failure(monkeypatch):
