@@ -42,7 +42,7 @@ def breakeven_block(r) -> str:
 
 
 def by_batch_table(r) -> str:
-    from tabulate import tabulate
+    from .table_text import simple_table
 
     rows = []
     k = any(b.steps is not None for b in r.by_batch)     # an adaptive run's K per bucket
@@ -53,17 +53,15 @@ def by_batch_table(r) -> str:
                      num(b.cycle_ms.estimate), num(b.baseline_step_ms.estimate),
                      num(b.breakeven_accept_len.estimate), num(b.accept_len.estimate),
                      f"{num(b.speedup.estimate, 3)} {ci(b.speedup, 3)}", b.verdict])
-    return tabulate(rows, headers=["running_req", *(["K"] if k else []), "windows",
-                                   *(["context"] if cx else []), "cycle ms",
-                                   "step ms", "break-even", "accept len", "speedup [CI]",
-                                   "verdict"],
-                    tablefmt="simple", disable_numparse=True)
+    return simple_table(rows, ["running_req", *(["K"] if k else []), "windows",
+                               *(["context"] if cx else []), "cycle ms", "step ms",
+                               "break-even", "accept len", "speedup [CI]", "verdict"])
 
 
 def by_rank_table(rows) -> str:
     """The summary's per-rank rows (analysis/ranks.py): each DP rank or vLLM engine's windows,
     batch sizes, accept length, per-stream rate and aggregate tok/s."""
-    from tabulate import tabulate
+    from .table_text import simple_table
 
     out = []
     for r in rows:
@@ -72,9 +70,8 @@ def by_rank_table(rows) -> str:
         acc = "—" if r.accept_len is None else num(r.accept_len.estimate)
         eff = "n/a" if r.eff_tok_s is None else f"{num(r.eff_tok_s.estimate)} {ci(r.eff_tok_s)}"
         out.append([r.rank, r.windows, sizes, acc, eff, num(r.aggregate_tok_s)])
-    return tabulate(out, headers=["rank", "windows", "running_req", "accept len",
-                                  "per stream tok/s [CI]", "aggregate tok/s"],
-                    tablefmt="simple", disable_numparse=True)
+    return simple_table(out, ["rank", "windows", "running_req", "accept len",
+                              "per stream tok/s [CI]", "aggregate tok/s"])
 
 
 def summary_block(s) -> str:
