@@ -1,7 +1,7 @@
 """report/table_text.simple_table draws what tabulate(tablefmt="simple", disable_numparse=True)
-draws, character for character, on random tables of the cells the summary's tables hold (text
-with spaces, dashes, brackets and non-ASCII signs, ints, None, empty cells), and hands other
-cells to tabulate."""
+draws, character for character, on random tables of the cells the summary's, compare's and
+sweep's tables hold (text with spaces, dashes, brackets and non-ASCII signs, ints, None, empty
+cells and headers), and hands other cells to tabulate."""
 import random
 
 import pytest
@@ -28,7 +28,7 @@ def _cell(r: random.Random):
 def test_simple_table_is_tabulate_s(seed):
     r = random.Random(seed)
     ncol, nrow = r.randint(1, 9), r.randint(0, 12)
-    headers = ["".join(r.choice(ALPHABET) for _ in range(r.randint(1, 14))) for _ in range(ncol)]
+    headers = ["".join(r.choice(ALPHABET) for _ in range(r.randint(0, 14))) for _ in range(ncol)]
     rows = [[_cell(r) for _ in range(ncol)] for _ in range(nrow)]
     want = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     assert simple_table(rows, headers) == want
@@ -49,6 +49,14 @@ def test_other_cells_are_tabulate_s(rows, monkeypatch):
     assert simple_table(rows, headers) == tabulate(rows, headers=headers, tablefmt="simple",
                                                    disable_numparse=True)
     assert called
+
+
+def test_draw_is_tabulate_s_in_both_formats():
+    from eaglelog.report.table_text import draw
+    rows, headers = [["a | b", 3, None], ["—", -1, "x"]], ["k", "", "v"]
+    for fmt in ("simple", "github"):
+        assert draw(rows, headers, fmt) == tabulate(rows, headers=headers, tablefmt=fmt,
+                                                    disable_numparse=True)
 
 
 def test_the_summary_s_screen_imports_no_tabulate():

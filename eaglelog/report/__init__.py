@@ -90,11 +90,8 @@ def human_table(df: pd.DataFrame, tablefmt: str = "simple", drop_empty: bool = T
     if tablefmt == "github":        # a "|" in a cell ends it in markdown: escape it
         headers = [md_cell(h) for h in headers]
         rows = [[md_cell(v) for v in row] for row in rows]
-    if tablefmt == "simple":            # (without tabulate's import: report/table_text.py)
-        from .table_text import simple_table
-        return simple_table(rows, headers)
-    from tabulate import tabulate
-    return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+    from .table_text import draw        # (the simple format without tabulate's import)
+    return draw(rows, headers, tablefmt)
 
 
 def md_cell(v):

@@ -252,7 +252,7 @@ def _msd(mean, sd, unit) -> str:
 def batch_compare_block(r, tablefmt: str = "simple") -> str:
     """compare --by batch (analysis/batch_compare.py): a bucket a row, K of each run, the
     per-stream rates and their ratio."""
-    from tabulate import tabulate
+    from .table_text import draw
 
     def rate(e):
         return "—" if e is None else f"{num(e.estimate)} {ci(e)}"
@@ -261,16 +261,15 @@ def batch_compare_block(r, tablefmt: str = "simple") -> str:
              f"{ci(b.ratio, 3)}", "—" if b.p_adjusted is None else f"{b.p_adjusted:.3g}",
              b.verdict] for b in r.buckets]
     out = [f"reference: {r.reference}", f"changed:   {r.run}   ({r.confidence:.0%} intervals)",
-           tabulate(rows, headers=["running_req", "K ref", "K new", "ref tok/s [CI]",
-                                   "new tok/s [CI]", "ratio [CI]", "p (Holm)", "verdict"],
-                    tablefmt=tablefmt, disable_numparse=True)]
+           draw(rows, ["running_req", "K ref", "K new", "ref tok/s [CI]", "new tok/s [CI]",
+                       "ratio [CI]", "p (Holm)", "verdict"], tablefmt)]
     out += [f"note: {n}" for n in r.notes]
     return "\n".join(out) + "\n"
 
 
 def compare_block(r, tablefmt: str = "simple") -> str:
     """The comparison; ``tablefmt='github'``: as markdown (what `-f markdown` prints)."""
-    from tabulate import tabulate
+    from .table_text import draw
     md = tablefmt == "github"
 
     test = {"welch": "Welch's t-test on the log ratio", "mannwhitney":
@@ -302,9 +301,8 @@ def compare_block(r, tablefmt: str = "simple") -> str:
                 out.append(f"  verdict: {head} in the {prim.label}" +
                            (f" ({p_is(prim.p_value)})" if prim.p_value is not None else ""))
         out += [""] if md else []
-        out.append(tabulate(rows, headers=["metric", "reference", "changed", "ratio [CI]", "p",
-                                           "p (Holm)", "verdict"],
-                            tablefmt=tablefmt, disable_numparse=True))
+        out.append(draw(rows, ["metric", "reference", "changed", "ratio [CI]", "p", "p (Holm)",
+                               "verdict"], tablefmt))
         out += [""] if md else []
         out.append("  config: " + config_diff_text(r.config_diff.get(run) or {}))
     for w in r.warnings:
@@ -329,7 +327,7 @@ def _val(v: float, unit: str) -> str:
 
 def sweep_block(r, tablefmt: str = "simple") -> str:
     """The sweep table; ``tablefmt='github'``: as markdown (what `-f markdown` prints)."""
-    from tabulate import tabulate
+    from .table_text import draw
 
     headers = list(r.keys) + ["cycle ms", "verify ms", "accept len", "eff tok/s [CI]"]
     if r.baseline:
@@ -351,8 +349,7 @@ def sweep_block(r, tablefmt: str = "simple") -> str:
     title = f"sweep of {len(r.rows)} runs, sorted by effective tok/s ({r.confidence:.0%} intervals"
     title += f"; baseline {r.baseline})" if r.baseline else ")"
     md = tablefmt == "github"
-    out = [title] + ([""] if md else []) + [tabulate(rows, headers=headers, tablefmt=tablefmt,
-                                                     disable_numparse=True)]
+    out = [title] + ([""] if md else []) + [draw(rows, headers, tablefmt)]
     from ..analysis.sweep import TIED_MEANS
     out += [""] if md else []
     out.append("best: highest effective tok/s; " + TIED_MEANS.format(conf=f"{r.confidence:.0%}"))

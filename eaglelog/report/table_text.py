@@ -29,6 +29,15 @@ def simple_table(rows, headers) -> str:
     return "\n".join(lines)
 
 
+def draw(rows, headers, tablefmt: str = "simple") -> str:
+    """tabulate(rows, headers, tablefmt, disable_numparse=True): the simple format drawn here,
+    the others (github: markdown) by tabulate."""
+    if tablefmt == "simple":
+        return simple_table(rows, headers)
+    from tabulate import tabulate
+    return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+
+
 def _text(v) -> str | None:
     """A cell as tabulate shows it (None: not a kind this draws)."""
     if v is None:
