@@ -41,3 +41,11 @@ def _quota(path: str) -> int | None:
     except (OSError, ValueError, IndexError):   # ('max': no limit; no such file)
         return None
     return max(1, math.ceil(quota / period)) if quota > 0 and period > 0 else None
+
+
+def may_start_processes() -> bool:
+    """Whether this process may start worker processes: fork is available, and it is not a
+    daemonic process (a worker of the caller's own multiprocessing pool, which multiprocessing
+    forbids children: an AssertionError).  Threads it may always start."""
+    import multiprocessing as mp
+    return "fork" in mp.get_all_start_methods() and not mp.current_process().daemon

@@ -174,10 +174,8 @@ def _map_runs(analyse: Callable, log, plans: list, workers: int) -> list:
             return labelled(analyse(log.unit(plan)), label, plan)
         except EaglelogError as e:
             return e
-    # (a daemonic process — a worker of the caller's own multiprocessing pool — may not start
-    # processes: its runs are analysed in it, one after another)
-    if workers <= 1 or len(plans) < PARALLEL_RUNS or "fork" not in mp.get_all_start_methods() \
-            or mp.current_process().daemon:
+    from ._cores import may_start_processes
+    if workers <= 1 or len(plans) < PARALLEL_RUNS or not may_start_processes():
         return [one(p) for p in plans]
     for t in threading.enumerate():      # no thread may hold an import lock across the fork
         if t.name == "eaglelog-preload":

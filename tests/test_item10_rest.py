@@ -157,11 +157,8 @@ _UNDER_LIMIT = textwrap.dedent("""
     import numpy, pandas                        # what any analysis imports, before the limit
     from eaglelog.cli import main
     import eaglelog.analysis.summary, eaglelog.report.blocks, eaglelog.library
-    def vm():
-        for line in open("/proc/self/status"):
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    limit = vm() + int(sys.argv[1])
+    from eaglelog._memory import address_space
+    limit = address_space() + int(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     main(sys.argv[2:], prog_name="eaglelog")
 """)

@@ -226,10 +226,9 @@ def scan_parallel(path: str, name: str, engine: str, base_date, chunk_size: int,
 
     from ..parsers.scan import fast_available
 
-    if not fast_available():
-        import multiprocessing as mp
-        if mp.current_process().daemon:
-            return None     # (a pool's daemonic worker may not start processes: one pass)
+    from .._cores import may_start_processes
+    if not fast_available() and not may_start_processes():
+        return None         # (the ranges need processes, which this one may not start)
     spans = ranges(path, workers)
     # the C accelerator scans with the GIL released: threads share the frames without pickling;
     # the Python parser alone needs processes
